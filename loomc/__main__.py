@@ -1,0 +1,3 @@
+from loomc.cli.main import main
+
+raise SystemExit(main())

@@ -1,0 +1,70 @@
+"""`loomc` entry point: a thin argparse front over the public API.
+
+Each command lives in its own module exposing ``register(subparsers)``; the module may import
+only light packages at top level (startup must stay fast), and its handler returns an exit code:
+0 clean, 1 errors found, 2 usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from loomc import __version__
+
+COMMANDS = (
+    "check",
+    "plan",
+    "compile",
+    "schema",
+    "importer",
+    "run",
+    "eval",
+    "report",
+    "conductor",
+    "serve",
+    "demo",
+)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        sys.stderr.write(f"loomc: error: {message}\n")
+        raise SystemExit(2)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="loomc", description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--version", action="version", version=f"loomc {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name in COMMANDS:
+        try:
+            module = importlib.import_module(f"loomc.cli.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"loomc.cli.{name}":
+                continue  # command not built yet in this checkout
+            raise
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help()
+        return 2
+    try:
+        code: int = handler(args)
+    except KeyboardInterrupt:
+        sys.stderr.write("loomc: interrupted\n")
+        return 130
+    return code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,95 @@
+"""Diagnostics: the one currency every stage uses to report a problem in the user's files.
+
+Stages collect diagnostics instead of raising, so one `loomc check` reports every problem at once
+(sqlglot's habit), and every diagnostic carries a stable code, a span and a hint (the habit none
+of the model codebases has alone). Codes live in `loomc.codes`, where a test keeps them unique
+and documented.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+
+
+class Severity(str, Enum):
+    ERROR = "error"
+    WARNING = "warning"
+    NOTE = "note"
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Span:
+    """A 1-based, end-inclusive-line / end-exclusive-column region of one source file."""
+
+    file: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+
+    @classmethod
+    def point(cls, file: str | Path, line: int = 1, column: int = 1) -> Span:
+        return cls(str(file), line, column, line, column + 1)
+
+    def to_json(self) -> dict[str, str | int]:
+        return {
+            "file": self.file,
+            "line": self.line,
+            "column": self.column,
+            "end_line": self.end_line,
+            "end_column": self.end_column,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Related:
+    span: Span
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnostic:
+    code: str
+    severity: Severity
+    message: str
+    span: Span
+    hint: str | None = None
+    related: tuple[Related, ...] = field(default_factory=tuple)
+
+    @property
+    def is_error(self) -> bool:
+        return self.severity is Severity.ERROR
+
+    def sort_key(self) -> tuple[str, int, int, str]:
+        return (self.span.file, self.span.line, self.span.column, self.code)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "code": self.code,
+            "severity": self.severity.value,
+            "message": self.message,
+            "file": self.span.file,
+            "line": self.span.line,
+            "column": self.span.column,
+            "end_line": self.span.end_line,
+            "end_column": self.span.end_column,
+            "hint": self.hint,
+            "related": [
+                {"message": r.message, **r.span.to_json()} for r in self.related
+            ],
+        }
+
+
+class DiagnosticError(Exception):
+    """Raised only at API boundaries that cannot return diagnostics (e.g. loading for `run`)."""
+
+    def __init__(self, diagnostics: list[Diagnostic]) -> None:
+        self.diagnostics = diagnostics
+        first = diagnostics[0] if diagnostics else None
+        super().__init__(
+            f"{first.span.file}:{first.span.line}:{first.span.column}: {first.code} {first.message}"
+            if first
+            else "no diagnostics"
+        )

@@ -1,0 +1,349 @@
+"""The IR: typed step nodes, guard expressions and one graph per pipeline x tier.
+
+The IR is what every later stage consumes (checker, executor, conductor guard, serve), so it is
+plain frozen data with no spans required for execution; spans are kept only so the checker can
+point back at the source. Guards are a tiny expression language: static facts (the tier) are
+folded at compile time, runtime facts (risk, the input, prior steps) stay as expressions that the
+executor evaluates when a step becomes ready.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any, Literal, Union
+
+import networkx as nx
+
+from loomc.diagnostics import Span
+from loomc.units import Budget
+
+# --- guard expressions ---------------------------------------------------------------------------
+
+RISK_ORDER = {"low": 0, "medium": 1, "high": 2}
+STEP_PREDICATES = ("ran", "skipped", "ok", "failed", "empty", "refused")
+CompareOp = Literal["==", "!=", "<", "<=", ">", ">="]
+
+
+@dataclass(frozen=True, slots=True)
+class Const:
+    value: str | int | float | bool
+
+
+@dataclass(frozen=True, slots=True)
+class Fact:
+    """A runtime fact: ``risk`` (level), ``risk.kind``, ``risk.signals``, ``risk.probability``,
+    ``input``, ``input.length``; ``tier`` only before folding."""
+
+    path: tuple[str, ...]
+
+    @property
+    def dotted(self) -> str:
+        return ".".join(self.path)
+
+
+@dataclass(frozen=True, slots=True)
+class StepFact:
+    """A predicate on a prior step: ran, skipped, ok, failed, empty, refused."""
+
+    step: str
+    predicate: str
+
+
+@dataclass(frozen=True, slots=True)
+class Compare:
+    op: CompareOp
+    left: Expr
+    right: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class Contains:
+    """``"security" in risk.signals``."""
+
+    item: Expr
+    collection: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class Matches:
+    """``input matches "review|audit"`` — case-insensitive regex search."""
+
+    subject: Expr
+    pattern: str
+
+    def compiled(self) -> re.Pattern[str]:
+        return re.compile(self.pattern, re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class And:
+    items: tuple[Expr, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Or:
+    items: tuple[Expr, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Not:
+    item: Expr
+
+
+Expr = Union[Const, Fact, StepFact, Compare, Contains, Matches, And, Or, Not]  # noqa: UP007
+
+
+def expr_steps(expr: Expr | None) -> set[str]:
+    """Steps whose outcome a guard reads; each becomes a dependency of the guarded step."""
+    if expr is None:
+        return set()
+    match expr:
+        case StepFact(step=step):
+            return {step}
+        case Compare(left=left, right=right):
+            return expr_steps(left) | expr_steps(right)
+        case Contains(item=item, collection=coll):
+            return expr_steps(item) | expr_steps(coll)
+        case Matches(subject=subject):
+            return expr_steps(subject)
+        case And(items=items) | Or(items=items):
+            return set().union(*(expr_steps(i) for i in items))
+        case Not(item=item):
+            return expr_steps(item)
+    return set()
+
+
+def expr_to_json(expr: Expr | None) -> Any:
+    """Canonical JSON form used in the plan artifact (and thus in its content hash)."""
+    if expr is None:
+        return None
+    match expr:
+        case Const(value=v):
+            return {"const": v}
+        case Fact(path=p):
+            return {"fact": ".".join(p)}
+        case StepFact(step=s, predicate=p):
+            return {"step": s, "is": p}
+        case Compare(op=op, left=left, right=right):
+            return {"op": op, "left": expr_to_json(left), "right": expr_to_json(right)}
+        case Contains(item=item, collection=coll):
+            return {"op": "in", "item": expr_to_json(item), "collection": expr_to_json(coll)}
+        case Matches(subject=subject, pattern=pattern):
+            return {"op": "matches", "subject": expr_to_json(subject), "pattern": pattern}
+        case And(items=items):
+            return {"op": "and", "items": [expr_to_json(i) for i in items]}
+        case Or(items=items):
+            return {"op": "or", "items": [expr_to_json(i) for i in items]}
+        case Not(item=item):
+            return {"op": "not", "item": expr_to_json(item)}
+    raise TypeError(f"not an expression: {expr!r}")
+
+
+def expr_to_text(expr: Expr | None) -> str:
+    """Readable form for traces and the plan table."""
+    if expr is None:
+        return "always"
+    match expr:
+        case Const(value=v):
+            return str(v).lower() if isinstance(v, bool) else str(v)
+        case Fact(path=p):
+            return ".".join(p)
+        case StepFact(step=s, predicate=p):
+            return f"{s}.{p}"
+        case Compare(op=op, left=left, right=right):
+            return f"{expr_to_text(left)} {op} {expr_to_text(right)}"
+        case Contains(item=item, collection=coll):
+            return f"{expr_to_text(item)} in {expr_to_text(coll)}"
+        case Matches(subject=subject, pattern=pattern):
+            return f'{expr_to_text(subject)} matches "{pattern}"'
+        case And(items=items):
+            return " and ".join(_paren(i) for i in items)
+        case Or(items=items):
+            return " or ".join(_paren(i) for i in items)
+        case Not(item=item):
+            return f"not {_paren(item)}"
+    raise TypeError(f"not an expression: {expr!r}")
+
+
+def _paren(expr: Expr) -> str:
+    text = expr_to_text(expr)
+    return f"({text})" if isinstance(expr, And | Or) else text
+
+
+# --- steps and pipelines -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Pricing:
+    input_per_million: Decimal
+    output_per_million: Decimal
+
+
+@dataclass(frozen=True, slots=True)
+class StepNode:
+    """One model call (plus its retries) with everything resolved from the policy."""
+
+    id: str
+    role: str
+    worker: str
+    model: str  # provider/model-id as written in the policy
+    provider: str
+    provider_type: str
+    group: str  # provider group, for independence invariants
+    task: str
+    max_tokens: int | None
+    timeout_ms: int
+    retries: int
+    credits: Decimal  # per-attempt reservation estimate
+    p95_ms: int | None
+    pricing: Pricing | None
+    guard: Expr | None = None  # None = always runs (after static folding)
+    sees: tuple[str, ...] = ()
+    optional_sees: tuple[str, ...] = ()  # declared `sees x?`: may be skipped
+    after: tuple[str, ...] = ()
+    span: Span | None = field(default=None, compare=False)
+
+    @property
+    def attempts(self) -> int:
+        return self.retries + 1
+
+    @property
+    def access(self) -> tuple[str, ...]:
+        return self.sees + self.optional_sees
+
+    @property
+    def dependencies(self) -> set[str]:
+        return set(self.access) | set(self.after) | expr_steps(self.guard)
+
+
+@dataclass(frozen=True, slots=True)
+class Require:
+    kind: str  # "independent"
+    steps: tuple[str, ...]
+    span: Span | None = field(default=None, compare=False)
+
+
+class StepGraph:
+    """A typed wrapper over ``networkx.DiGraph``: nodes are step ids carrying a ``StepNode``.
+
+    Edge attribute ``kinds`` is a set drawn from ``{"sees", "after", "guard"}``. Only the IR
+    package touches networkx; everyone else uses these methods.
+    """
+
+    def __init__(self, steps: Mapping[str, StepNode] | None = None) -> None:
+        self._g: nx.DiGraph = nx.DiGraph()
+        for step in (steps or {}).values():
+            self.add(step)
+        self.link_all()
+
+    def add(self, step: StepNode) -> None:
+        self._g.add_node(step.id, step=step)
+
+    def link_all(self) -> None:
+        for step in list(self.steps()):
+            for dep, kind in _edges_of(step):
+                if dep in self._g:
+                    data = self._g.get_edge_data(dep, step.id)
+                    if data is None:
+                        self._g.add_edge(dep, step.id, kinds={kind})
+                    else:
+                        data["kinds"].add(kind)
+
+    def __contains__(self, step_id: object) -> bool:
+        return step_id in self._g
+
+    def __len__(self) -> int:
+        return int(self._g.number_of_nodes())
+
+    def step(self, step_id: str) -> StepNode:
+        node: StepNode = self._g.nodes[step_id]["step"]
+        return node
+
+    def steps(self) -> Iterator[StepNode]:
+        for node_id in self._g.nodes:
+            yield self._g.nodes[node_id]["step"]
+
+    def ids(self) -> list[str]:
+        return list(self._g.nodes)
+
+    def predecessors(self, step_id: str) -> list[str]:
+        return list(self._g.predecessors(step_id))
+
+    def successors(self, step_id: str) -> list[str]:
+        return list(self._g.successors(step_id))
+
+    def ancestors(self, step_id: str) -> set[str]:
+        return set(nx.ancestors(self._g, step_id))
+
+    def edges(self) -> list[tuple[str, str, frozenset[str]]]:
+        return [(u, v, frozenset(d["kinds"])) for u, v, d in self._g.edges(data=True)]
+
+    def is_acyclic(self) -> bool:
+        return bool(nx.is_directed_acyclic_graph(self._g))
+
+    def find_cycle(self) -> list[str] | None:
+        """One cycle as a path ``a -> b -> a`` (dbt's habit), or None."""
+        try:
+            edges = nx.find_cycle(self._g)
+        except nx.NetworkXNoCycle:
+            return None
+        path = [u for u, _v in edges]
+        return [*path, path[0]]
+
+    def topological_order(self) -> list[str]:
+        """Deterministic order: ties broken by declaration order."""
+        index = {sid: i for i, sid in enumerate(self._g.nodes)}
+        return list(nx.lexicographical_topological_sort(self._g, key=lambda s: index[s]))
+
+    def generations(self) -> list[list[str]]:
+        return [sorted(g) for g in nx.topological_generations(self._g)]
+
+    def longest_path(self, weight: Mapping[str, int]) -> tuple[int, list[str]]:
+        """Heaviest source-to-sink path by node weight (latency: parallel branches count once)."""
+        best: dict[str, tuple[int, list[str]]] = {}
+        for sid in self.topological_order():
+            preds = [best[p] for p in self._g.predecessors(sid)]
+            base = max(preds, key=lambda t: t[0]) if preds else (0, [])
+            best[sid] = (base[0] + weight.get(sid, 0), [*base[1], sid])
+        if not best:
+            return 0, []
+        return max(best.values(), key=lambda t: t[0])
+
+
+def _edges_of(step: StepNode) -> Iterator[tuple[str, str]]:
+    for dep in step.access:
+        yield dep, "sees"
+    for dep in step.after:
+        yield dep, "after"
+    for dep in sorted(expr_steps(step.guard)):
+        yield dep, "guard"
+
+
+@dataclass(frozen=True, slots=True)
+class Pipeline:
+    """One pipeline compiled for one tier: the unit the checker proves and the executor runs."""
+
+    name: str
+    tier: str | None  # None for tier-less pipelines (baseline, fixed, ...)
+    policy: str
+    instruction: str
+    graph: StepGraph
+    answer: tuple[str, ...]
+    budget: Budget  # effective: tightest of pipeline, tier and command line
+    pipeline_budget: Budget
+    tier_budget: Budget
+    requires: tuple[Require, ...] = ()
+    input_tokens: int = 4000
+    backoff_base_ms: int = 250
+    backoff_max_ms: int = 4000
+    source: str | None = None
+    kind: str = "general"  # task kind hint for the risk profiler: general, code-review, research
+    span: Span | None = field(default=None, compare=False)
+    budget_spans: Mapping[str, Span] = field(default_factory=dict, compare=False)
+
+    @property
+    def key(self) -> str:
+        return f"{self.name}@{self.tier}" if self.tier else self.name

@@ -1,0 +1,218 @@
+"""Pydantic models of a YAML policy file: providers, workers, tiers, pricing, risk, defaults.
+
+A policy is the part of a project that changes with the deployment (which gateway, which models,
+what they cost) while `.loom` pipelines describe the shape of the work. Amounts are exact
+decimals and durations are normalised to milliseconds at validation time so that every later
+stage sees one unit per dimension.
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+
+from loomc.units import Budget, parse_duration_ms
+
+ENV_REF = re.compile(r"^env:[A-Za-z_][A-Za-z0-9_]*$")
+
+ProviderType = Literal["mock", "openai-compatible", "openrouter", "lmstudio", "dot", "ollama"]
+"""`openrouter`, `lmstudio` and `dot` are presets of the OpenAI-compatible wire protocol."""
+
+TierName = str
+RiskLevel = Literal["low", "medium", "high"]
+
+
+def _duration(value: Any) -> Any:
+    if isinstance(value, str):
+        return parse_duration_ms(value)
+    return value
+
+
+def _decimal(value: Any) -> Any:
+    if isinstance(value, str):
+        return Decimal(value.strip().lstrip("$").replace("_", ""))
+    if isinstance(value, float):
+        return Decimal(repr(value))  # 0.1 stays 0.1, not 0.1000000000000000055...
+    return value
+
+
+DurationMs = Annotated[int, BeforeValidator(_duration), Field(ge=0)]
+Amount = Annotated[Decimal, BeforeValidator(_decimal), Field(ge=0)]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+
+
+# --- mock provider script ----------------------------------------------------------------------
+
+
+class MockFault(_Model):
+    """A fault the mock injects: HTTP status, timeout, or a stream cut after some tokens."""
+
+    kind: Literal["status", "timeout", "stream-cut", "malformed"]
+    status: int = 500
+    retry_after_s: float | None = None
+    after_tokens: int = 3
+    times: int = Field(1, ge=1, description="how many attempts fail before the call succeeds")
+
+
+class MockRule(_Model):
+    """First matching rule wins; unset matchers match anything."""
+
+    role: str | None = None
+    model: str | None = None
+    pattern: str | None = Field(None, description="regex searched in the last user message")
+    response: str | None = None
+    latency_ms: DurationMs | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    spent_credits: Amount | None = None
+    fault: MockFault | None = None
+
+    @field_validator("pattern")
+    @classmethod
+    def _compiles(cls, value: str | None) -> str | None:
+        if value is not None:
+            re.compile(value)
+        return value
+
+
+class MockScript(_Model):
+    latency_ms: DurationMs = 0
+    stream_chunk_words: int = Field(1, ge=1)
+    report_usage: bool = True
+    rules: list[MockRule] = Field(default_factory=list)
+    default_response: str | None = Field(
+        None, description="template; {role}, {model}, {task} are substituted"
+    )
+
+
+# --- providers, workers, pricing -------------------------------------------------------------
+
+
+class ProviderConfig(_Model):
+    type: ProviderType
+    base_url: str | None = None
+    api_key: str | None = Field(None, description="must be an env:NAME reference")
+    headers: dict[str, str] = Field(default_factory=dict)
+    timeout: DurationMs | None = None
+    mock: MockScript | None = None
+    extra_body: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def api_key_env(self) -> str | None:
+        """The variable named by ``env:NAME``; literal keys are reported by the checker."""
+        if self.api_key and ENV_REF.match(self.api_key):
+            return self.api_key[4:]
+        return None
+
+
+class WorkerConfig(_Model):
+    model: str = Field(..., description="provider/model-id")
+    label: str | None = None
+    group: str | None = Field(None, description="provider group used by independence checks")
+    capabilities: list[str] = Field(default_factory=list)
+    credits: Amount = Field(Decimal(0), description="credit reservation estimate per call")
+    p95_latency: DurationMs | None = None
+    max_tokens: int | None = Field(None, ge=1)
+    timeout: DurationMs | None = None
+    retries: int | None = Field(None, ge=0)
+
+    @field_validator("model")
+    @classmethod
+    def _has_provider(cls, value: str) -> str:
+        if "/" not in value or value.startswith("/") or value.endswith("/"):
+            raise ValueError("model must be written provider/model-id")
+        return value
+
+    @property
+    def provider(self) -> str:
+        return self.model.split("/", 1)[0]
+
+    @property
+    def model_id(self) -> str:
+        return self.model.split("/", 1)[1]
+
+    @property
+    def provider_group(self) -> str:
+        return self.group or self.provider
+
+
+class Price(_Model):
+    input_per_million: Amount
+    output_per_million: Amount
+
+
+class TierConfig(_Model):
+    calls: int | None = Field(None, ge=0)
+    tokens: int | None = Field(None, ge=0)
+    credits: Amount | None = None
+    cost: Amount | None = None
+    latency: DurationMs | None = None
+
+    def budget(self) -> Budget:
+        return Budget(
+            calls=self.calls,
+            tokens=self.tokens,
+            credits=self.credits,
+            cost=self.cost,
+            latency_ms=self.latency,
+        )
+
+
+def _default_tiers() -> dict[str, TierConfig]:
+    return {
+        "lean": TierConfig(calls=1, latency=45_000),
+        "balanced": TierConfig(calls=2, latency=60_000),
+        "strict": TierConfig(calls=3, latency=120_000),
+    }
+
+
+class RiskSettings(_Model):
+    """Which profiler decides escalation, and the signals the keyword profiler looks for."""
+
+    profiler: Literal["keywords", "semantic", "reference"] = "keywords"
+    signals: dict[str, list[str]] = Field(default_factory=dict)
+    research_terms: list[str] = Field(default_factory=list)
+    escalate_terms: list[str] = Field(default_factory=list)
+    long_prompt_chars: int = 180
+    high_threshold: float = Field(0.5, ge=0, le=1)
+    medium_threshold: float = Field(0.3, ge=0, le=1)
+    options: dict[str, Any] = Field(default_factory=dict)
+
+
+class Defaults(_Model):
+    max_tokens: int = Field(1024, ge=1)
+    timeout: DurationMs = 30_000
+    retries: int = Field(0, ge=0)
+    input_tokens: int = Field(
+        4000, ge=1, description="bound on prompt+instruction tokens; longer prompts are refused"
+    )
+    credits_per_call: Amount = Decimal(0)
+    backoff_base: DurationMs = 250
+    backoff_max: DurationMs = 4000
+
+
+class Policy(_Model):
+    version: Literal[1] = 1
+    name: str = "default"
+    providers: dict[str, ProviderConfig]
+    workers: dict[str, WorkerConfig]
+    tiers: dict[str, TierConfig] = Field(default_factory=_default_tiers)
+    pricing: dict[str, Price] = Field(default_factory=dict)
+    risk: RiskSettings = Field(default_factory=RiskSettings)
+    defaults: Defaults = Field(default_factory=Defaults)
+
+    @model_validator(mode="after")
+    def _tiers_present(self) -> Policy:
+        if not self.tiers:
+            raise ValueError("a policy needs at least one tier")
+        return self
+
+    def worker_budget_credits(self, worker: str) -> Decimal:
+        cfg = self.workers[worker]
+        return cfg.credits if cfg.credits else self.defaults.credits_per_call

@@ -1,0 +1,172 @@
+"""The one async interface every provider adapter implements, and its typed errors.
+
+Exception tree (httpx's habit of drawing it where it is defined)::
+
+    ProviderError
+    ├── RateLimited          429; carries retry_after_s
+    ├── ProviderTimeout      no answer (or no next chunk) in time
+    ├── HTTPStatusError      any other non-2xx; .status, .retryable for 5xx
+    ├── StreamDropped        connection closed mid-stream; .partial holds what arrived
+    ├── MalformedResponse    the body or an SSE/NDJSON frame could not be parsed
+    └── ProviderConfigError  missing env var, bad base URL (never retried)
+
+Messages never include API keys; adapters build them from status, URL path and a short body
+excerpt that has had key-shaped strings redacted (see ``redact``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any, Literal, Protocol, runtime_checkable
+
+Role = Literal["system", "user", "assistant"]
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    role: Role
+    content: str
+
+
+@dataclass(frozen=True, slots=True)
+class CompletionRequest:
+    model: str  # the model id as the provider knows it (the part after "provider/")
+    messages: tuple[Message, ...]
+    max_tokens: int | None
+    stream: bool = True
+    temperature: float | None = None
+    timeout_s: float | None = None  # per-chunk / connect timeout; the run deadline nests outside
+    step_role: str | None = None  # loomc role, used by the mock to pick scripted answers
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class TokenUsage:
+    prompt_tokens: int
+    completion_tokens: int
+    estimated: bool = False  # True when counted locally because the provider sent none
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+@dataclass(frozen=True, slots=True)
+class NativeReceipt:
+    """What a gateway says it charged (e.g. Dot's ``agent_api_payment.spent_credits``)."""
+
+    spent_credits: Decimal | None = None
+    cost_usd: Decimal | None = None
+    raw: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    content: str
+    usage: TokenUsage
+    finish_reason: str | None = None
+    receipt: NativeReceipt | None = None
+    latency_ms: int = 0
+    frames: tuple[dict[str, Any], ...] = ()  # provider frames worth tracing (privacy, payment)
+
+
+@dataclass(frozen=True, slots=True)
+class StreamEvent:
+    """Streamed while a completion is produced: a token delta or a provider frame."""
+
+    kind: Literal["token", "frame"]
+    text: str = ""
+    frame: dict[str, Any] | None = None
+
+
+StreamCallback = Callable[[StreamEvent], Awaitable[None]]
+
+
+@runtime_checkable
+class Provider(Protocol):
+    name: str
+
+    async def complete(
+        self, request: CompletionRequest, on_event: StreamCallback | None = None
+    ) -> Completion:
+        """Send one request; stream events to ``on_event``; return the final completion.
+
+        Raises a ``ProviderError`` subclass on failure. Never retries: retry policy, backoff and
+        budget reservation for each attempt belong to the executor.
+        """
+        ...
+
+    async def aclose(self) -> None: ...
+
+
+class ProviderError(Exception):
+    retryable: bool = False
+
+    def __init__(self, message: str, *, provider: str = "", model: str = "") -> None:
+        super().__init__(redact(message))
+        self.provider = provider
+        self.model = model
+
+
+class RateLimited(ProviderError):
+    retryable = True
+
+    def __init__(self, message: str, *, retry_after_s: float | None = None, **kw: str) -> None:
+        super().__init__(message, **kw)
+        self.retry_after_s = retry_after_s
+
+
+class ProviderTimeout(ProviderError):
+    retryable = True
+
+
+class HTTPStatusError(ProviderError):
+    def __init__(self, message: str, *, status: int, **kw: str) -> None:
+        super().__init__(message, **kw)
+        self.status = status
+        self.retryable = status >= 500 or status in (408, 409)
+
+
+class StreamDropped(ProviderError):
+    retryable = True
+
+    def __init__(self, message: str, *, partial: str = "", **kw: str) -> None:
+        super().__init__(message, **kw)
+        self.partial = partial
+
+
+class MalformedResponse(ProviderError):
+    retryable = False
+
+
+class ProviderConfigError(ProviderError):
+    retryable = False
+
+
+_KEYLIKE = re.compile(
+    r"(?i)(bearer\s+)[A-Za-z0-9._\-]{6,}|\b(sk|pk|rk|key|tok)-[A-Za-z0-9_\-]{6,}"
+)
+_registered_secrets: set[str] = set()
+
+
+def register_secret(value: str) -> None:
+    """Remember a resolved key so that ``redact`` removes it from any text, whatever its shape."""
+    if value and len(value) >= 4:
+        _registered_secrets.add(value)
+
+
+def redact(text: str) -> str:
+    for secret in _registered_secrets:
+        if secret in text:
+            text = text.replace(secret, "[REDACTED]")
+    return _KEYLIKE.sub(lambda m: (m.group(1) or "") + "[REDACTED]", text)
+
+
+def estimate_tokens(text: str) -> int:
+    """Conservative local token count (over-counts: ~1 token per 3 chars, min 1 per word)."""
+    if not text:
+        return 0
+    return max(len(text.split()), (len(text.encode("utf-8")) + 2) // 3)

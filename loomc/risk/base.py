@@ -1,0 +1,43 @@
+"""The risk profile the adaptive tiers read, and the profiler interface that produces it.
+
+Escalation is decided locally, before any paid call: a profiler maps the prompt (and the pipeline's
+kind hint) to a level, a task kind, named signals and a probability. `when` guards read these as
+``risk``, ``risk.kind``, ``risk.signals`` and ``risk.probability``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal, Protocol, runtime_checkable
+
+Level = Literal["low", "medium", "high"]
+Kind = Literal["general", "code-review", "research"]
+
+
+@dataclass(frozen=True, slots=True)
+class RiskProfile:
+    level: Level
+    kind: Kind = "general"
+    signals: tuple[str, ...] = ()
+    probability: float | None = None  # P(escalation is warranted); None for rule-only profilers
+    reasons: tuple[str, ...] = field(default_factory=tuple)
+    profiler: str = "keywords"
+    complexity: Level = "low"
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "level": self.level,
+            "kind": self.kind,
+            "signals": list(self.signals),
+            "probability": self.probability,
+            "reasons": list(self.reasons),
+            "profiler": self.profiler,
+            "complexity": self.complexity,
+        }
+
+
+@runtime_checkable
+class RiskProfiler(Protocol):
+    name: str
+
+    def profile(self, prompt: str, pipeline_hint: str | None = None) -> RiskProfile: ...
