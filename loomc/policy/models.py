@@ -186,7 +186,7 @@ class RiskSettings(_Model):
 
 
 class Defaults(_Model):
-    max_tokens: int = Field(1024, ge=1)
+    max_tokens: int | None = Field(None, ge=1)
     timeout: DurationMs = 30_000
     retries: int = Field(0, ge=0)
     input_tokens: int = Field(

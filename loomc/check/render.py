@@ -1,0 +1,134 @@
+"""Render diagnostics as human text (with source excerpt and caret), JSON, SARIF 2.1.0 or
+GitHub workflow annotations. The JSON document is the stable machine interface."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from loomc import __version__
+from loomc.codes import CODES
+from loomc.diagnostics import Diagnostic, Severity
+
+FORMATS = ("text", "json", "sarif", "github")
+
+
+class SourceCache:
+    """Source lines for excerpts, read once per file and tolerant of unreadable files."""
+
+    def __init__(self, sources: dict[str, str] | None = None) -> None:
+        self._lines: dict[str, list[str]] = {k: v.splitlines() for k, v in (sources or {}).items()}
+
+    def line(self, file: str, number: int) -> str | None:
+        if file not in self._lines:
+            try:
+                self._lines[file] = Path(file).read_text(encoding="utf-8").splitlines()
+            except (OSError, UnicodeDecodeError):
+                self._lines[file] = []
+        lines = self._lines[file]
+        return lines[number - 1] if 0 < number <= len(lines) else None
+
+
+def summary(diagnostics: Sequence[Diagnostic], **extra: object) -> dict[str, object]:
+    return {
+        "errors": sum(d.severity is Severity.ERROR for d in diagnostics),
+        "warnings": sum(d.severity is Severity.WARNING for d in diagnostics),
+        "notes": sum(d.severity is Severity.NOTE for d in diagnostics),
+        **extra,
+    }
+
+
+def render_text(diagnostics: Sequence[Diagnostic], cache: SourceCache | None = None) -> str:
+    cache = cache or SourceCache()
+    blocks = []
+    for d in diagnostics:
+        s = d.span
+        lines = [f"{s.file}:{s.line}:{s.column}: {d.severity.value}[{d.code}]: {d.message}"]
+        source = cache.line(s.file, s.line)
+        if source is not None:
+            gutter = f"{s.line:>4} | "
+            width = (s.end_column - s.column) if s.end_line == s.line else len(source) - s.column + 1
+            lines.append(gutter + source)
+            lines.append(" " * (len(gutter) - 2) + "| " + " " * (s.column - 1) + "^" * max(1, width))
+        for rel in d.related:
+            lines.append(f"  = note: {rel.span.file}:{rel.span.line}:{rel.span.column}: {rel.message}")
+        if d.hint:
+            lines.append(f"  = hint: {d.hint}")
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
+
+
+def render_json(diagnostics: Sequence[Diagnostic], **extra: object) -> str:
+    doc = {"diagnostics": [d.to_json() for d in diagnostics], "summary": summary(diagnostics, **extra)}
+    return json.dumps(doc, indent=2, sort_keys=False)
+
+
+_SARIF_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.NOTE: "note"}
+
+
+def render_sarif(diagnostics: Sequence[Diagnostic]) -> str:
+    used = sorted({d.code for d in diagnostics})
+    rules = [
+        {
+            "id": code,
+            "shortDescription": {"text": CODES.get(code, code)},
+            "helpUri": f"https://github.com/loomc/loomc/blob/main/docs/diagnostics.md#{code.lower()}",
+        }
+        for code in used
+    ]
+    index = {code: i for i, code in enumerate(used)}
+    results = []
+    for d in diagnostics:
+        s = d.span
+        result: dict[str, object] = {
+            "ruleId": d.code,
+            "ruleIndex": index[d.code],
+            "level": _SARIF_LEVEL[d.severity],
+            "message": {"text": d.message + (f" (hint: {d.hint})" if d.hint else "")},
+            "locations": [_location(s.file, s.line, s.column, s.end_line, s.end_column)],
+        }
+        if d.related:
+            result["relatedLocations"] = [
+                {**_location(r.span.file, r.span.line, r.span.column, r.span.end_line,
+                             r.span.end_column), "id": i, "message": {"text": r.message}}
+                for i, r in enumerate(d.related)
+            ]
+        results.append(result)
+    doc = {
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {"driver": {"name": "loomc", "version": __version__,
+                                    "informationUri": "https://github.com/loomc/loomc",
+                                    "rules": rules}},
+                "results": results,
+            }
+        ],
+    }
+    return json.dumps(doc, indent=2)
+
+
+def _location(file: str, line: int, col: int, end_line: int, end_col: int) -> dict[str, object]:
+    return {
+        "physicalLocation": {
+            "artifactLocation": {"uri": Path(file).as_posix()},
+            "region": {"startLine": line, "startColumn": col, "endLine": end_line,
+                       "endColumn": max(end_col, col + 1) if end_line == line else end_col},
+        }
+    }
+
+
+def render_github(diagnostics: Sequence[Diagnostic]) -> str:
+    out = []
+    for d in diagnostics:
+        kind = {"error": "error", "warning": "warning", "note": "notice"}[d.severity.value]
+        s = d.span
+        msg = d.message + (f" — hint: {d.hint}" if d.hint else "")
+        msg = msg.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+        out.append(
+            f"::{kind} file={s.file},line={s.line},col={s.column},endLine={s.end_line},"
+            f"endColumn={s.end_column},title={d.code}::{msg}"
+        )
+    return "\n".join(out)

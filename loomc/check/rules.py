@@ -1,0 +1,233 @@
+"""The checker's analyses: a tuple of small rule functions behind one signature (sqlglot's habit).
+
+Each rule is a pure function of one compiled pipeline returning diagnostics; `check_pipeline`
+runs them all. Rules never do I/O and never call providers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+from loomc.check.worstcase import WorstCase, worst_case
+from loomc.diagnostics import Diagnostic, Related, Severity, Span
+from loomc.ir.model import Pipeline
+from loomc.units import Dimension, format_quantity
+
+Rule = Callable[[Pipeline, WorstCase], Iterator[Diagnostic]]
+
+
+def _where(pipeline: Pipeline) -> str:
+    return f"pipeline {pipeline.name!r}" + (f" at tier {pipeline.tier}" if pipeline.tier else "")
+
+
+def _span(pipeline: Pipeline, step: str | None = None) -> Span:
+    if step is not None and step in pipeline.graph:
+        span = pipeline.graph.step(step).span
+        if span is not None:
+            return span
+    return pipeline.span or Span.point(pipeline.source or "<pipeline>")
+
+
+def acyclic(p: Pipeline, wc: WorstCase) -> Iterator[Diagnostic]:
+    cycle = p.graph.find_cycle()
+    if cycle:
+        yield Diagnostic(
+            "LOOM206",
+            Severity.ERROR,
+            f"steps form a cycle in {_where(p)}: {' -> '.join(cycle)}",
+            _span(p, cycle[0]),
+            "remove one `sees`/`after` edge of the cycle",
+            tuple(Related(_span(p, s), f"{s} is part of the cycle") for s in cycle[1:-1]),
+        )
+
+
+def access(p: Pipeline, wc: WorstCase) -> Iterator[Diagnostic]:
+    for step in p.graph.steps():
+        for dep in step.sees:
+            if dep not in p.graph:
+                yield Diagnostic(
+                    "LOOM301",
+                    Severity.ERROR,
+                    f"step {step.id!r} reads {dep!r}, which never runs in {_where(p)}",
+                    _span(p, step.id),
+                    f"write `sees {dep}?` to make it optional, or guard {step.id!r} the same way",
+                )
+            elif p.graph.step(dep).guard is not None or _may_skip(p, dep):
+                yield Diagnostic(
+                    "LOOM301",
+                    Severity.ERROR,
+                    f"step {step.id!r} reads {dep!r}, which may be skipped in {_where(p)}",
+                    _span(p, step.id),
+                    f"write `sees {dep}?` to mark the read optional",
+                    (Related(_span(p, dep), f"{dep!r} is guarded here"),),
+                )
+
+
+def _may_skip(p: Pipeline, step_id: str, seen: frozenset[str] = frozenset()) -> bool:
+    if step_id in seen or step_id not in p.graph:
+        return step_id not in p.graph
+    step = p.graph.step(step_id)
+    if step.guard is not None:
+        return True
+    return any(_may_skip(p, dep, seen | {step_id}) for dep in step.sees)
+
+
+def answer_chain(p: Pipeline, wc: WorstCase) -> Iterator[Diagnostic]:
+    present = [a for a in p.answer if a in p.graph]
+    if p.answer and not present:
+        yield Diagnostic(
+            "LOOM208",
+            Severity.ERROR,
+            f"no step of the answer chain runs in {_where(p)}",
+            _span(p),
+            "end the chain with a step that always runs",
+        )
+    elif present and all(_may_skip(p, a) for a in present):
+        yield Diagnostic(
+            "LOOM208",
+            Severity.WARNING,
+            f"every step of the answer chain may be skipped in {_where(p)}",
+            _span(p, present[-1]),
+            "end the chain with a step that always runs",
+        )
+    needed: set[str] = set()
+    for a in present:
+        needed |= {a} | p.graph.ancestors(a)
+    for step in p.graph.steps():
+        if step.id not in needed:
+            yield Diagnostic(
+                "LOOM207",
+                Severity.WARNING,
+                f"step {step.id!r} never contributes to the answer in {_where(p)}",
+                _span(p, step.id),
+                "add it to the answer chain, let a later step read it, or remove it",
+            )
+
+
+_CEILING_CODES = {
+    Dimension.CALLS: "LOOM401",
+    Dimension.TOKENS: "LOOM402",
+    Dimension.CREDITS: "LOOM403",
+    Dimension.COST: "LOOM404",
+    Dimension.LATENCY: "LOOM405",
+}
+
+
+def ceilings(p: Pipeline, wc: WorstCase) -> Iterator[Diagnostic]:
+    for dim, code in _CEILING_CODES.items():
+        ceiling = p.budget.get(dim)
+        worst = wc.get(dim)
+        if ceiling is None or worst is None or worst <= ceiling:
+            continue
+        path = wc.latency_path if dim is Dimension.LATENCY else tuple(s.id for s in p.graph.steps())
+        source = _ceiling_source(p, dim)
+        parts = ", ".join(
+            f"{s.step} {format_quantity(dim, _step_amount(s, dim))}" for s in wc.steps if s.step in path
+        )
+        yield Diagnostic(
+            code,
+            Severity.ERROR,
+            f"worst-case {dim.value} {format_quantity(dim, worst)} exceeds the ceiling "
+            f"{format_quantity(dim, ceiling)} ({source}) in {_where(p)}: path "
+            f"{' -> '.join(path)} ({parts})",
+            p.budget_spans.get(dim.value) or _span(p),
+            "raise the ceiling, lower max_tokens/retries/timeouts, or guard a step",
+            tuple(Related(_span(p, s), f"{s} is on the path") for s in path),
+        )
+
+
+def _ceiling_source(p: Pipeline, dim: Dimension) -> str:
+    value = p.budget.get(dim)
+    if p.pipeline_budget.get(dim) == value:
+        return "pipeline budget"
+    if p.tier_budget.get(dim) == value:
+        return f"tier {p.tier}"
+    return "command line"
+
+
+def _step_amount(s: object, dim: Dimension) -> int | object | None:
+    from loomc.check.worstcase import StepCost
+
+    assert isinstance(s, StepCost)
+    if dim is Dimension.CALLS:
+        return s.attempts
+    if dim is Dimension.TOKENS:
+        if s.input_tokens is None or s.output_tokens is None:
+            return None
+        return (s.input_tokens + s.output_tokens) * s.attempts
+    if dim is Dimension.CREDITS:
+        return s.credits
+    if dim is Dimension.COST:
+        return s.cost
+    return s.latency_ms
+
+
+def unbounded(p: Pipeline, wc: WorstCase) -> Iterator[Diagnostic]:
+    if p.budget.tokens is None and p.budget.cost is None:
+        return
+    for sid in wc.unbounded_steps:
+        yield Diagnostic(
+            "LOOM411",
+            Severity.ERROR,
+            f"step {sid!r} has no max_tokens, so its cost is unbounded under the "
+            f"{'token' if p.budget.tokens is not None else 'cost'} ceiling of {_where(p)}",
+            _span(p, sid),
+            "set `max_tokens N` on the step, its worker, or the policy defaults",
+        )
+
+
+def pricing(p: Pipeline, wc: WorstCase) -> Iterator[Diagnostic]:
+    if p.budget.cost is None:
+        return
+    for step in p.graph.steps():
+        if step.pricing is None:
+            yield Diagnostic(
+                "LOOM412",
+                Severity.ERROR,
+                f"model {step.model!r} (step {step.id!r}) has no pricing, but {_where(p)} has a "
+                f"cost ceiling of {format_quantity(Dimension.COST, p.budget.cost)}",
+                _span(p, step.id),
+                f"add `pricing: {{{step.model}: {{input_per_million: X, output_per_million: Y}}}}` "
+                "to the policy; unknown prices are never invented",
+            )
+
+
+def independence(p: Pipeline, wc: WorstCase) -> Iterator[Diagnostic]:
+    for req in p.requires:
+        if req.kind != "independent":
+            continue
+        present = [s for s in req.steps if s in p.graph]
+        for i, a in enumerate(present):
+            for b in present[i + 1 :]:
+                ga, gb = p.graph.step(a).group, p.graph.step(b).group
+                if ga == gb:
+                    yield Diagnostic(
+                        "LOOM501",
+                        Severity.ERROR,
+                        f"steps {a!r} and {b!r} must be independent but share provider group "
+                        f"{ga!r} in {_where(p)}",
+                        req.span or _span(p, a),
+                        "give one of the workers a model from another provider group",
+                        (Related(_span(p, a), f"{a} runs on {p.graph.step(a).model}"),
+                         Related(_span(p, b), f"{b} runs on {p.graph.step(b).model}")),
+                    )
+
+
+RULES: tuple[Rule, ...] = (acyclic, access, answer_chain, ceilings, unbounded, pricing, independence)
+
+
+def check_pipeline(pipeline: Pipeline) -> list[Diagnostic]:
+    """Every analysis of DESIGN.md §3 that concerns one compiled pipeline."""
+    if not pipeline.graph.is_acyclic():
+        return list(acyclic(pipeline, _empty(pipeline)))
+    wc = worst_case(pipeline)
+    out: list[Diagnostic] = []
+    for rule in RULES:
+        out.extend(rule(pipeline, wc))
+    return out
+
+
+def _empty(p: Pipeline) -> WorstCase:
+    from decimal import Decimal
+
+    return WorstCase(p.name, p.tier, 0, 0, Decimal(0), Decimal(0), 0, None, ())

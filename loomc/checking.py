@@ -1,0 +1,99 @@
+"""`loomc check` as a function: find the files, parse, compile against every policy, analyse.
+
+Each pipeline is checked against each policy of the project (or the one given), so a change to
+an example gateway policy is proven as well as the default one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from loomc.check.policy_rules import check_policy
+from loomc.check.rules import check_pipeline
+from loomc.check.worstcase import WorstCase, worst_case
+from loomc.diagnostics import Diagnostic, Severity, Span
+from loomc.ir.compile import compile_modules
+from loomc.ir.model import Pipeline
+from loomc.policy.load import load_policy
+from loomc.project import find_files, load_modules
+from loomc.units import Budget
+
+
+@dataclass
+class CheckResult:
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    pipelines: list[tuple[str, Pipeline]] = field(default_factory=list)  # (policy file, pipeline)
+    files: int = 0
+
+    @property
+    def errors(self) -> int:
+        return sum(d.is_error for d in self.diagnostics)
+
+    def worst_cases(self) -> list[tuple[str, Pipeline, WorstCase]]:
+        return [(pol, p, worst_case(p)) for pol, p in self.pipelines if p.graph.is_acyclic()]
+
+
+def _resolve(paths: list[Path]) -> tuple[list[Path], list[Path], list[Diagnostic]]:
+    loom: list[Path] = []
+    policies: list[Path] = []
+    diags: list[Diagnostic] = []
+    for path in paths:
+        if path.is_dir():
+            found_loom, found_pol = find_files(path)
+            if not found_loom:
+                diags.append(Diagnostic("LOOM701", Severity.ERROR,
+                                        f"no pipelines found in {path / 'pipelines'}",
+                                        Span.point(str(path)),
+                                        "a project root holds pipelines/*.loom and policies/*.yaml"))
+            loom += found_loom
+            policies += found_pol
+        elif path.suffix in (".yaml", ".yml"):
+            policies.append(path)
+        elif path.exists():
+            loom.append(path)
+            root = path.resolve().parent.parent
+            policies += find_files(root)[1]
+        else:
+            diags.append(Diagnostic("LOOM103", Severity.ERROR, f"no such file or directory: {path}",
+                                    Span.point(str(path))))
+    return sorted(set(loom)), sorted(set(policies)), diags
+
+
+def check_paths(
+    paths: list[Path], policy: Path | None = None, overrides: Budget | None = None
+) -> CheckResult:
+    loom, policies, diags = _resolve(paths or [Path(".")])
+    if policy is not None:
+        policies = [policy]
+    result = CheckResult(diagnostics=diags, files=len(loom) + len(policies))
+    modules, parse_diags = load_modules(loom)
+    result.diagnostics += parse_diags
+    if not policies and loom:
+        result.diagnostics.append(Diagnostic("LOOM701", Severity.ERROR, "no policy file found",
+                                             Span.point(str(loom[0])),
+                                             "add policies/default.yaml or pass --policy FILE"))
+    for pol_path in policies:
+        source, pol_diags = load_policy(pol_path)
+        result.diagnostics += pol_diags
+        if source is None:
+            continue
+        result.diagnostics += check_policy(source)
+        compiled, comp_diags = compile_modules(modules, source, overrides)
+        result.diagnostics += comp_diags
+        for pipeline in compiled:
+            result.pipelines.append((str(pol_path), pipeline))
+            result.diagnostics += check_pipeline(pipeline)
+    result.diagnostics = _dedupe(result.diagnostics)
+    return result
+
+
+def _dedupe(diags: list[Diagnostic]) -> list[Diagnostic]:
+    seen: set[tuple[str, str, int, int, str]] = set()
+    out = []
+    for d in sorted(diags, key=lambda d: (*d.sort_key(), d.message)):
+        key = (d.code, d.span.file, d.span.line, d.span.column, d.message)
+        if key not in seen:
+            seen.add(key)
+            out.append(d)
+    return out

@@ -1,0 +1,47 @@
+"""`loomc check [PATH ...]`: prove budgets, access and secrets before any model is called."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from loomc.cli.common import add_budget_flags, budget_from_args
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("check", help="check pipelines and policies; exit 1 on errors")
+    p.add_argument("paths", nargs="*", type=Path, help="project roots, .loom or policy files")
+    p.add_argument("--format", choices=("text", "json", "sarif", "github"), default="text")
+    p.add_argument("--policy", type=Path, help="check against this policy only")
+    p.add_argument("--against", metavar="REF", help="fail when a worst case passes a ceiling vs REF")
+    add_budget_flags(p)
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from loomc.check.render import render_github, render_json, render_sarif, render_text
+    from loomc.checking import check_paths
+
+    result = check_paths(list(args.paths), args.policy, budget_from_args(args))
+    diagnostics = result.diagnostics
+    if args.against:
+        from loomc.regress import compare_against
+
+        diagnostics = diagnostics + compare_against(args.against, list(args.paths), result, args.policy)
+    errors = sum(d.is_error for d in diagnostics)
+    if args.format == "json":
+        print(render_json(diagnostics, files=result.files, pipelines=len(result.pipelines)))
+    elif args.format == "sarif":
+        print(render_sarif(diagnostics))
+    elif args.format == "github":
+        if diagnostics:
+            print(render_github(diagnostics))
+    else:
+        if diagnostics:
+            print(render_text(diagnostics), file=sys.stderr if errors else sys.stdout)
+            print()
+        warnings = sum(d.severity.value == "warning" for d in diagnostics)
+        print(f"checked {len(result.pipelines)} pipeline variants in {result.files} files: "
+              f"{errors} error(s), {warnings} warning(s)")
+    return 1 if errors else 0

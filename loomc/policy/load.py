@@ -1,0 +1,102 @@
+"""Load a YAML policy into a validated `Policy`, reporting problems as diagnostics with lines.
+
+pydantic errors carry a location path (``workers.drafter.model``); we map that path back to the
+YAML node's line and column so a policy error points at the file like a syntax error does.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from loomc.diagnostics import Diagnostic, Severity, Span
+from loomc.policy.models import Policy
+
+
+class PolicySource:
+    """A parsed policy plus where each YAML key was written, for later diagnostics."""
+
+    def __init__(self, path: str, policy: Policy, positions: dict[tuple[str, ...], Span]) -> None:
+        self.path = path
+        self.policy = policy
+        self.positions = positions
+
+    def span(self, *path: str) -> Span:
+        """The span of the deepest written prefix of ``path`` (the file start if none)."""
+        for n in range(len(path), 0, -1):
+            found = self.positions.get(tuple(path[:n]))
+            if found is not None:
+                return found
+        return Span.point(self.path)
+
+
+def load_policy(path: str | Path) -> tuple[PolicySource | None, list[Diagnostic]]:
+    name = str(path)
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as exc:
+        return None, [_err("LOOM602", f"cannot read policy: {exc.strerror or exc}", Span.point(name))]
+    if b"\x00" in raw:
+        return None, [_err("LOOM602", "policy file is binary, not YAML", Span.point(name))]
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None, [_err("LOOM602", "policy file is not valid UTF-8", Span.point(name))]
+    return load_policy_text(text, name)
+
+
+def load_policy_text(text: str, name: str) -> tuple[PolicySource | None, list[Diagnostic]]:
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark else 1
+        col = mark.column + 1 if mark else 1
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        return None, [_err("LOOM602", f"malformed YAML: {problem}", Span.point(name, line, col))]
+    positions: dict[tuple[str, ...], Span] = {}
+    if node is not None:
+        _index(node, (), name, positions)
+    if not isinstance(data, dict):
+        return None, [_err("LOOM603", "a policy must be a YAML mapping", Span.point(name))]
+    try:
+        policy = Policy.model_validate(data)
+    except ValidationError as exc:
+        diags = []
+        for error in exc.errors():
+            loc = tuple(str(p) for p in error["loc"])
+            span = _lookup(positions, loc, name)
+            where = ".".join(loc) or "policy"
+            diags.append(_err("LOOM603", f"{where}: {error['msg']}", span))
+        return None, diags
+    return PolicySource(name, policy, positions), []
+
+
+def _lookup(positions: dict[tuple[str, ...], Span], loc: tuple[str, ...], name: str) -> Span:
+    for n in range(len(loc), 0, -1):
+        if loc[:n] in positions:
+            return positions[loc[:n]]
+    return Span.point(name)
+
+
+def _index(node: Any, path: tuple[str, ...], name: str, out: dict[tuple[str, ...], Span]) -> None:
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            sub = (*path, str(key.value))
+            start, end = key.start_mark, value.end_mark
+            out[sub] = Span(name, start.line + 1, start.column + 1, end.line + 1, end.column + 1)
+            _index(value, sub, name, out)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            sub = (*path, str(i))
+            start, end = item.start_mark, item.end_mark
+            out[sub] = Span(name, start.line + 1, start.column + 1, end.line + 1, end.column + 1)
+            _index(item, sub, name, out)
+
+
+def _err(code: str, message: str, span: Span) -> Diagnostic:
+    return Diagnostic(code=code, severity=Severity.ERROR, message=message, span=span)

@@ -1,0 +1,105 @@
+"""A loomc project on disk: `pipelines/*.loom` and `policies/*.yaml`, loaded and compiled.
+
+This is the public entry point the CLI, the runtime, eval and serve use: load once, compile a
+pipeline x tier with command-line ceilings, and get every diagnostic of the checker.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from loomc.check.policy_rules import check_policy
+from loomc.check.rules import check_pipeline
+from loomc.diagnostics import Diagnostic, DiagnosticError, Severity, Span
+from loomc.ir.compile import compile_modules
+from loomc.ir.model import Pipeline
+from loomc.policy.load import PolicySource, load_policy
+from loomc.policy.models import Policy
+from loomc.syntax.ast import Module
+from loomc.syntax.parser import parse_file
+from loomc.text import did_you_mean
+from loomc.units import Budget
+
+
+@dataclass
+class Project:
+    root: Path
+    policy_source: PolicySource
+    modules: list[Module]
+    diagnostics: list[Diagnostic] = field(default_factory=list)  # parse + policy problems
+
+    @property
+    def policy(self) -> Policy:
+        return self.policy_source.policy
+
+    def pipelines(self, overrides: Budget | None = None) -> tuple[list[Pipeline], list[Diagnostic]]:
+        return compile_modules(self.modules, self.policy_source, overrides)
+
+    def pipeline_names(self) -> list[str]:
+        return [p.name.value for m in self.modules for p in m.pipelines]
+
+    def compile(
+        self, pipeline_name: str, tier: str | None, overrides: Budget | None = None
+    ) -> Pipeline:
+        """One pipeline x tier, checked; raises DiagnosticError listing every error."""
+        compiled, diags = self.pipelines(overrides)
+        errors = [d for d in self.diagnostics + diags if d.is_error]
+        candidates = [p for p in compiled if p.name == pipeline_name]
+        if not candidates:
+            hint = did_you_mean(pipeline_name, self.pipeline_names())
+            raise DiagnosticError([
+                Diagnostic("LOOM203", Severity.ERROR, f"unknown pipeline {pipeline_name!r}",
+                           Span.point(str(self.root / "pipelines")),
+                           hint or f"pipelines: {', '.join(self.pipeline_names())}")
+            ])
+        chosen = next((p for p in candidates if p.tier == tier), None)
+        if chosen is None:
+            chosen = next((p for p in candidates if p.tier is None), None)
+        if chosen is None:
+            tiers = [p.tier or "-" for p in candidates]
+            raise DiagnosticError([
+                Diagnostic("LOOM215", Severity.ERROR,
+                           f"pipeline {pipeline_name!r} has no tier {tier!r}",
+                           candidates[0].span or Span.point(str(self.root)),
+                           f"tiers: {', '.join(tiers)}")
+            ])
+        errors = [d for d in errors if d.span.file in (chosen.source, self.policy_source.path)]
+        errors += [d for d in check_pipeline(chosen) if d.is_error]
+        if errors:
+            raise DiagnosticError(errors)
+        return chosen
+
+
+def find_files(root: Path) -> tuple[list[Path], list[Path]]:
+    loom = sorted((root / "pipelines").glob("*.loom")) if (root / "pipelines").is_dir() else []
+    yaml_files = sorted(
+        [*(root / "policies").glob("*.yaml"), *(root / "policies").glob("*.yml")]
+    ) if (root / "policies").is_dir() else []
+    return loom, yaml_files
+
+
+def default_policy_path(root: Path) -> Path:
+    return root / "policies" / "default.yaml"
+
+
+def load_project(root: Path | str = ".", policy: Path | str | None = None) -> Project:
+    """Load a project; raises DiagnosticError only when nothing usable can be loaded."""
+    root = Path(root)
+    policy_path = Path(policy) if policy else default_policy_path(root)
+    source, policy_diags = load_policy(policy_path)
+    if source is None:
+        raise DiagnosticError(policy_diags)
+    modules, diags = load_modules(find_files(root)[0])
+    return Project(root, source, modules, [*policy_diags, *diags, *check_policy(source)])
+
+
+def load_modules(paths: list[Path]) -> tuple[list[Module], list[Diagnostic]]:
+    modules: list[Module] = []
+    diags: list[Diagnostic] = []
+    for path in paths:
+        module, found = parse_file(path)
+        diags.extend(found)
+        if module is not None:
+            modules.append(module)
+    return modules, diags
