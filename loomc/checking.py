@@ -39,7 +39,10 @@ def _resolve(paths: list[Path]) -> tuple[list[Path], list[Path], list[Diagnostic
     policies: list[Path] = []
     diags: list[Diagnostic] = []
     for path in paths:
-        if path.is_dir():
+        if path.is_dir() and any(path.glob("*.loom")) and not (path / "pipelines").is_dir():
+            loom += sorted(path.glob("*.loom"))  # a pipelines folder given directly
+            policies += find_files(path.resolve().parent)[1]
+        elif path.is_dir():
             found_loom, found_pol = find_files(path)
             if not found_loom:
                 diags.append(Diagnostic("LOOM701", Severity.ERROR,
