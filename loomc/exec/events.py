@@ -1,0 +1,72 @@
+"""Typed run events and the sinks they go to (live trace, JSONL file, memory).
+
+Events are emitted in order from one run; sinks must not raise into the executor, so a broken
+sink (a full disk) is reported once on stderr and then ignored — the run and its result survive.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from loomc.providers.base import redact
+
+EventKind = Literal[
+    "run-started",
+    "step-started",
+    "token",
+    "provider-frame",
+    "step-finished",
+    "step-skipped",
+    "step-retry",
+    "budget-stop",
+    "run-finished",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    kind: EventKind
+    run_id: str
+    step: str | None = None
+    data: dict[str, Any] = field(default_factory=dict)
+    ts: float = field(default_factory=time.time)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "run_id": self.run_id, "step": self.step, "ts": round(self.ts, 6),
+                "data": self.data}
+
+
+class EventSink(Protocol):
+    async def emit(self, event: Event) -> None: ...
+
+
+class MemorySink:
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+
+    async def emit(self, event: Event) -> None:
+        self.events.append(event)
+
+
+class JsonlSink:
+    """Appends one JSON object per event; flushed per line so an interrupted run keeps its trace."""
+
+    def __init__(self, path: str | Path, tokens: bool = False) -> None:
+        self.path = Path(path)
+        self.tokens = tokens
+        self._broken = False
+
+    async def emit(self, event: Event) -> None:
+        if self._broken or (event.kind == "token" and not self.tokens):
+            return
+        try:
+            with self.path.open("a", encoding="utf-8") as fh:
+                fh.write(redact(json.dumps(event.to_json(), default=str)) + "\n")
+        except OSError as exc:
+            self._broken = True
+            sys.stderr.write(f"loomc: trace file {self.path} not writable: {exc.strerror}\n")

@@ -1,0 +1,326 @@
+"""Run one compiled pipeline x tier on one prompt with anyio.
+
+Every step waits for its dependencies, evaluates its guard, reserves the worst case of each
+attempt in the ledger before sending, and reconciles afterwards. The latency ceiling is a single
+cancel scope over the whole run; step timeouts nest inside it. Nothing here raises on provider
+trouble: failures become step records and a stop reason, and completed outputs are kept.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+import anyio
+
+from loomc.check.worstcase import step_attempt_cost
+from loomc.exec.events import Event, EventSink
+from loomc.exec.guards import Facts, Outcome, evaluate, is_refusal
+from loomc.exec.ledger import Ledger, Refused
+from loomc.exec.prompting import messages
+from loomc.exec.result import BudgetReport, RunResult, StepRecord, StepUsage
+from loomc.ir.model import Pipeline, StepNode
+from loomc.providers.base import (
+    CompletionRequest,
+    ProviderError,
+    RateLimited,
+    ProviderTimeout,
+    StreamDropped,
+    StreamEvent,
+    estimate_tokens,
+    redact,
+)
+from loomc.providers.registry import ProviderPool
+from loomc.risk.base import RiskProfile, RiskProfiler
+from loomc.units import Usage, money_for_tokens
+
+
+@dataclass
+class _Run:
+    pipeline: Pipeline
+    prompt: str
+    pool: ProviderPool
+    ledger: Ledger
+    sinks: Sequence[EventSink]
+    risk: RiskProfile
+    stream: bool
+    run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+    outcomes: dict[str, Outcome] = field(default_factory=dict)
+    records: dict[str, StepRecord] = field(default_factory=dict)
+    done: dict[str, anyio.Event] = field(default_factory=dict)
+    stop_reason: str | None = None
+    started: float = field(default_factory=time.monotonic)
+    rng: random.Random = field(default_factory=random.Random)
+
+    async def emit(self, kind: str, step: str | None = None, **data: object) -> None:
+        event = Event(kind, self.run_id, step, dict(data))  # type: ignore[arg-type]
+        for sink in self.sinks:
+            try:
+                await sink.emit(event)
+            except Exception:  # noqa: BLE001 - a broken sink must not break the run
+                continue
+
+
+async def execute(
+    pipeline: Pipeline,
+    prompt: str,
+    *,
+    pool: ProviderPool,
+    ledger: Ledger | None = None,
+    sinks: Sequence[EventSink] = (),
+    profiler: RiskProfiler | None = None,
+    stream: bool = True,
+    parent_ledger: Ledger | None = None,
+) -> RunResult:
+    """Execute ``pipeline`` on ``prompt``; ``parent_ledger`` shares ceilings across runs."""
+    if ledger is None:
+        ledger = Ledger(pipeline.budget, parent=parent_ledger, name="run")
+    risk = _profile(profiler, prompt, pipeline.kind)
+    run = _Run(pipeline, prompt, pool, ledger, sinks, risk, stream)
+    await run.emit("run-started", pipeline=pipeline.name, tier=pipeline.tier, risk=risk.to_json())
+    order = pipeline.graph.topological_order()
+    run.done = {sid: anyio.Event() for sid in order}
+    if _input_tokens(pipeline, prompt) > pipeline.input_tokens:
+        run.stop_reason = "input-too-large"
+        for sid in order:
+            _skip(run, pipeline.graph.step(sid), "budget-stopped",
+                  f"prompt exceeds the input bound of {pipeline.input_tokens} tokens")
+    else:
+        deadline = pipeline.budget.latency_ms
+        with anyio.move_on_after(deadline / 1000 if deadline else None) as scope:
+            async with anyio.create_task_group() as tg:
+                for sid in order:
+                    tg.start_soon(_run_step, run, pipeline.graph.step(sid))
+        if scope.cancelled_caught:
+            run.stop_reason = run.stop_reason or "max-latency-reached"
+            for sid in order:
+                if sid not in run.records:
+                    _skip(run, pipeline.graph.step(sid), "cancelled", "run deadline passed")
+    result = _result(run)
+    await run.emit("run-finished", stop_reason=result.stop_reason, calls=result.calls,
+                   receipt_hash=result.receipt_hash)
+    return result
+
+
+def _profile(profiler: RiskProfiler | None, prompt: str, kind: str) -> RiskProfile:
+    if profiler is None:
+        from loomc.risk.factory import make_profiler
+        from loomc.policy.models import RiskSettings
+
+        profiler = make_profiler(RiskSettings())
+    return profiler.profile(prompt, kind if kind != "general" else "general")
+
+
+def _input_tokens(pipeline: Pipeline, prompt: str) -> int:
+    longest_task = max((len(s.task) for s in pipeline.graph.steps()), default=0)
+    return estimate_tokens(pipeline.instruction) + estimate_tokens(prompt) + longest_task // 3 + 64
+
+
+async def _run_step(run: _Run, step: StepNode) -> None:
+    try:
+        for dep in sorted(step.dependencies):
+            if dep in run.done:
+                await run.done[dep].wait()
+        await _attempt_step(run, step)
+    finally:
+        run.done[step.id].set()
+
+
+async def _attempt_step(run: _Run, step: StepNode) -> None:
+    for dep in step.sees:
+        dep_outcome = run.outcomes.get(dep)
+        if dep_outcome is None or dep_outcome.status != "ok":
+            _skip(run, step, "skipped", f"reads {dep!r}, which did not complete")
+            await run.emit("step-skipped", step.id, reason=run.records[step.id].reason)
+            return
+    if run.stop_reason is not None:
+        _skip(run, step, "budget-stopped", f"run stopped: {run.stop_reason}")
+        return
+    facts = Facts(run.risk, run.prompt, run.outcomes)
+    if not evaluate(step.guard, facts):
+        _skip(run, step, "skipped", "guard is false")
+        await run.emit("step-skipped", step.id, reason="guard is false")
+        return
+    outputs = {sid: o.output for sid, o in run.outcomes.items() if o.status == "ok"}
+    msgs = messages(run.pipeline, step, run.prompt, outputs)
+    provider, model_id = run.pool.for_model(step.model)
+    worst = step_attempt_cost(run.pipeline, step)
+    reserve = Usage(calls=1, tokens=(worst.input_tokens or 0) + (worst.output_tokens or 0),
+                    credits=step.credits, cost=worst.cost or Decimal(0))
+    record = StepRecord(id=step.id, role=step.role, worker=step.worker, model=step.model,
+                        access=list(step.access), status="running", reserved=reserve.to_json())
+    run.records[step.id] = record
+    started = time.monotonic()
+    await run.emit("step-started", step.id, role=step.role, model=step.model)
+    last_error: str | None = None
+    for attempt in range(step.attempts):
+        if run.pipeline.budget.cost is not None and step.pricing is None:
+            return _stop(run, step, record, "max-cost-reached", f"{step.model} has no pricing")
+        reservation = await run.ledger.reserve(reserve)
+        if isinstance(reservation, Refused):
+            await run.emit("budget-stop", step.id, reason=reservation.describe())
+            return _stop(run, step, record, reservation.stop_reason, reservation.describe())
+        record.attempts = attempt + 1
+        partial: list[str] = []
+
+        async def on_event(ev: StreamEvent) -> None:
+            if ev.kind == "token":
+                partial.append(ev.text)
+                await run.emit("token", step.id, text=ev.text)
+            elif ev.frame is not None:
+                await run.emit("provider-frame", step.id, frame=ev.frame)
+
+        request = CompletionRequest(
+            model=model_id, messages=msgs, max_tokens=step.max_tokens, stream=run.stream,
+            timeout_s=step.timeout_ms / 1000, step_role=step.role, metadata={"task": step.task},
+        )
+        try:
+            with anyio.fail_after(step.timeout_ms / 1000):
+                completion = await provider.complete(request, on_event)
+        except (ProviderError, TimeoutError) as exc:
+            err = exc if isinstance(exc, ProviderError) else ProviderTimeout(
+                f"step timeout after {step.timeout_ms} ms")
+            text = err.partial if isinstance(err, StreamDropped) else "".join(partial)
+            prompt_est = sum(estimate_tokens(m.content) for m in msgs)
+            # A failed attempt is still a call and may still be billed: keep it conservative.
+            await run.ledger.reconcile(reservation, Usage(
+                calls=1, tokens=prompt_est + estimate_tokens(text), credits=step.credits,
+                cost=reserve.cost))
+            last_error = f"{type(err).__name__}: {redact(str(err))}"
+            if not err.retryable or attempt + 1 >= step.attempts:
+                break
+            delay = _backoff(run, attempt, err)
+            await run.emit("step-retry", step.id, attempt=attempt + 1, error=last_error,
+                           delay_ms=int(delay * 1000))
+            await anyio.sleep(delay)
+            continue
+        usage = completion.usage
+        spent = completion.receipt.spent_credits if completion.receipt else None
+        cost = None
+        if step.pricing is not None:
+            cost = money_for_tokens(usage.prompt_tokens, usage.completion_tokens,
+                                    step.pricing.input_per_million, step.pricing.output_per_million)
+        await run.ledger.reconcile(reservation, Usage(
+            calls=1, tokens=usage.total_tokens, credits=spent if spent is not None else step.credits,
+            cost=cost if cost is not None else Decimal(0)))
+        record.status = "ok"
+        record.output = completion.content
+        record.usage = StepUsage(prompt_tokens=usage.prompt_tokens,
+                                 completion_tokens=usage.completion_tokens,
+                                 total_tokens=usage.total_tokens, estimated=usage.estimated)
+        record.cost = None if cost is None else str(cost)
+        record.credits = None if spent is None else str(spent)
+        record.elapsed_ms = int((time.monotonic() - started) * 1000)
+        run.outcomes[step.id] = Outcome("ok", completion.content)
+        await run.emit("step-finished", step.id, status="ok", elapsed_ms=record.elapsed_ms,
+                       usage=record.usage.model_dump(), model=step.model)
+        return
+    record.status = "failed"
+    record.reason = last_error
+    record.elapsed_ms = int((time.monotonic() - started) * 1000)
+    run.outcomes[step.id] = Outcome("failed", "")
+    await run.emit("step-finished", step.id, status="failed", error=last_error)
+
+
+def _backoff(run: _Run, attempt: int, err: ProviderError) -> float:
+    if isinstance(err, RateLimited) and err.retry_after_s is not None:
+        return min(err.retry_after_s, run.pipeline.backoff_max_ms / 1000)
+    base = run.pipeline.backoff_base_ms / 1000 * (2**attempt)
+    return min(base, run.pipeline.backoff_max_ms / 1000) * run.rng.uniform(0.5, 1.0)
+
+
+def _skip(run: _Run, step: StepNode, status: str, reason: str) -> None:
+    run.records[step.id] = StepRecord(id=step.id, role=step.role, worker=step.worker,
+                                      model=step.model, access=list(step.access), status=status,
+                                      reason=reason)
+    run.outcomes[step.id] = Outcome(status, "")
+
+
+def _stop(run: _Run, step: StepNode, record: StepRecord, stop: str, reason: str) -> None:
+    run.stop_reason = run.stop_reason or stop
+    record.status = "budget-stopped" if record.attempts == 0 else "failed"
+    record.reason = reason
+    run.outcomes[step.id] = Outcome(record.status, "")
+
+
+def usable(text: str) -> bool:
+    t = text.strip()
+    return bool(t) and (len(t) > 80 or t.endswith((".", "!", "?", ")")) or "\n" in t)
+
+
+def _answer(run: _Run) -> str:
+    ok = [sid for sid in run.pipeline.answer if run.outcomes.get(sid, Outcome("x")).status == "ok"]
+    for sid in ok:
+        if usable(run.outcomes[sid].output):
+            return run.outcomes[sid].output
+    return run.outcomes[ok[0]].output if ok else ""
+
+
+def _escalation(run: _Run, executed: int) -> str | None:
+    if executed <= 1:
+        return None
+    r = run.risk
+    if r.level == "high":
+        return f"high-risk task: {', '.join(r.signals)}" if r.signals else "high-risk task profile"
+    first = run.pipeline.graph.topological_order()[0]
+    if is_refusal(run.outcomes.get(first, Outcome("x")).output):
+        return "direct answer was refused or empty"
+    return f"{r.complexity}-complexity {r.kind} task"
+
+
+def _result(run: _Run) -> RunResult:
+    order = run.pipeline.graph.topological_order()
+    steps = [run.records[sid] for sid in order if sid in run.records]
+    executed = [s for s in steps if s.attempts > 0]
+    calls = sum(s.attempts for s in steps)
+    failed = [s for s in steps if s.status == "failed"]
+    answer = _answer(run)
+    if run.stop_reason:
+        stop = run.stop_reason
+    elif not answer and failed:
+        stop = "error"
+    elif any(s.status == "skipped" and s.reason == "guard is false" for s in steps):
+        stop = "direct-answer-accepted" if len(executed) == 1 else "completed"
+    else:
+        stop = "completed"
+    priced = all(s.cost is not None for s in executed)
+    unpriced = sorted({s.model for s in executed if s.cost is None})
+    receipts = [Decimal(s.credits) for s in executed if s.credits is not None]
+    used = run.ledger.actual
+    canonical = {
+        "pipeline": run.pipeline.name, "tier": run.pipeline.tier,
+        "steps": [{"id": s.id, "worker": s.worker, "model": s.model, "access": s.access,
+                   "status": s.status, "attempts": s.attempts, "usage": s.usage.model_dump()}
+                  for s in steps],
+        "answer": hashlib.sha256(answer.encode()).hexdigest(),
+    }
+    digest = hashlib.sha256(json.dumps(canonical, sort_keys=True, separators=(",", ":")).encode())
+    return RunResult(
+        answer=answer,
+        pipeline=run.pipeline.name,
+        tier=run.pipeline.tier,
+        calls=calls,
+        escalated=len(executed) > 1,
+        escalation_reason=_escalation(run, len(executed)),
+        stop_reason=stop,
+        budget=BudgetReport(limits=run.pipeline.budget.to_json(), used=used.to_json(),
+                            reserved_peak=run.ledger.peak.to_json(),
+                            limited=stop.startswith(("max-", "input-"))),
+        steps=steps,
+        risk=run.risk.to_json(),
+        elapsed_ms=int((time.monotonic() - run.started) * 1000),
+        cost=str(sum((Decimal(s.cost) for s in executed if s.cost), Decimal(0))) if priced and executed else None,
+        missing_pricing=unpriced,
+        credits=str(sum(receipts, Decimal(0))) if receipts else None,
+        estimated_credits=str(sum((Decimal(str(s.reserved.get("credits", 0))) * s.attempts
+                                   for s in executed), Decimal(0))),
+        tokens=sum(s.usage.total_tokens for s in steps),
+        error=failed[-1].reason if failed else None,
+        receipt_hash=digest.hexdigest()[:16],
+    )

@@ -1,0 +1,124 @@
+"""Evaluate IR guard expressions against the facts known when a step becomes ready."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from loomc.ir.model import (
+    RISK_ORDER,
+    And,
+    Compare,
+    Const,
+    Contains,
+    Expr,
+    Fact,
+    Matches,
+    Not,
+    Or,
+    StepFact,
+)
+from loomc.risk.base import RiskProfile
+
+REFUSAL_PREFIXES = ("i can't", "i cannot", "i can’t", "sorry", "unable to")
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    status: str  # ok | failed | skipped | budget-stopped | cancelled
+    output: str = ""
+
+    @property
+    def ran(self) -> bool:
+        return self.status in ("ok", "failed")
+
+
+def is_refusal(text: str) -> bool:
+    t = text.strip().lower()
+    return not t or t.startswith(REFUSAL_PREFIXES)
+
+
+def step_predicate(outcome: Outcome | None, predicate: str) -> bool:
+    if outcome is None:
+        return False
+    text = outcome.output.strip()
+    return {
+        "ran": outcome.ran,
+        "skipped": not outcome.ran,
+        "ok": outcome.status == "ok",
+        "failed": outcome.status == "failed",
+        "empty": outcome.status == "ok" and not text,
+        "refused": outcome.status == "ok" and is_refusal(text),
+    }[predicate]
+
+
+class Facts:
+    def __init__(self, risk: RiskProfile, prompt: str, outcomes: Mapping[str, Outcome]) -> None:
+        self.risk = risk
+        self.prompt = prompt
+        self.outcomes = outcomes
+
+    def fact(self, path: tuple[str, ...]) -> object:
+        match path:
+            case ("risk",) | ("risk", "level"):
+                return self.risk.level
+            case ("risk", "kind"):
+                return self.risk.kind
+            case ("risk", "complexity"):
+                return self.risk.complexity
+            case ("risk", "signals"):
+                return set(self.risk.signals)
+            case ("risk", "probability"):
+                return self.risk.probability if self.risk.probability is not None else 0.0
+            case ("input",):
+                return self.prompt
+            case ("input", "length"):
+                return len(self.prompt)
+        raise KeyError(".".join(path))
+
+
+def evaluate(expr: Expr | None, facts: Facts) -> bool:
+    return True if expr is None else bool(_value(expr, facts))
+
+
+def _value(expr: Expr, facts: Facts) -> object:
+    match expr:
+        case Const(value=v):
+            return v
+        case Fact(path=p):
+            return facts.fact(p)
+        case StepFact(step=s, predicate=p):
+            return step_predicate(facts.outcomes.get(s), p)
+        case And(items=items):
+            return all(_value(i, facts) for i in items)
+        case Or(items=items):
+            return any(_value(i, facts) for i in items)
+        case Not(item=item):
+            return not _value(item, facts)
+        case Matches(subject=subject) as m:
+            return m.compiled().search(str(_value(subject, facts))) is not None
+        case Contains(item=item, collection=coll):
+            c = _value(coll, facts)
+            return _value(item, facts) in c if isinstance(c, set | list | tuple | str) else False
+        case Compare(op=op, left=left, right=right):
+            a, b = _value(left, facts), _value(right, facts)
+            if isinstance(left, Fact) and left.path[-1] in ("risk", "level", "complexity"):
+                a, b = RISK_ORDER.get(str(a), -1), RISK_ORDER.get(str(b), -1)
+            elif isinstance(right, Fact) and right.path[-1] in ("risk", "level", "complexity"):
+                a, b = RISK_ORDER.get(str(a), -1), RISK_ORDER.get(str(b), -1)
+            return _cmp(op, a, b)
+    raise TypeError(expr)
+
+
+def _cmp(op: str, a: object, b: object) -> bool:
+    try:
+        return {
+            "==": lambda: a == b,
+            "!=": lambda: a != b,
+            "<": lambda: a < b,  # type: ignore[operator]
+            "<=": lambda: a <= b,  # type: ignore[operator]
+            ">": lambda: a > b,  # type: ignore[operator]
+            ">=": lambda: a >= b,  # type: ignore[operator]
+        }[op]()
+    except TypeError:
+        return False

@@ -1,0 +1,53 @@
+"""The CLI's live trace: one line per step start/finish, streamed tokens in between (rich)."""
+
+from __future__ import annotations
+
+import sys
+
+from rich.console import Console
+
+from loomc.exec.events import Event
+
+
+class LiveTrace:
+    def __init__(self, console: Console | None = None, tokens: bool = True) -> None:
+        self.console = console or Console(stderr=True, highlight=False)
+        self.tokens = tokens
+        self._streaming = False
+
+    def _end_stream(self) -> None:
+        if self._streaming:
+            sys.stderr.write("\n")
+            self._streaming = False
+
+    async def emit(self, event: Event) -> None:
+        d = event.data
+        if event.kind == "token":
+            if self.tokens:
+                sys.stderr.write(str(d.get("text", "")))
+                sys.stderr.flush()
+                self._streaming = True
+            return
+        self._end_stream()
+        if event.kind == "run-started":
+            risk = d.get("risk", {})
+            tier = d.get("tier") or "-"
+            self.console.print(f"[bold]{d.get('pipeline')}[/] tier [bold]{tier}[/] · risk "
+                               f"{risk.get('level')} ({risk.get('kind')}) "
+                               f"{', '.join(risk.get('signals') or []) or 'no signals'}")
+        elif event.kind == "step-started":
+            self.console.print(f"▶ [cyan]{event.step}[/] {d.get('role')} · {d.get('model')}")
+        elif event.kind == "step-finished":
+            usage = d.get("usage") or {}
+            est = " (estimated)" if usage.get("estimated") else ""
+            status = "[green]ok[/]" if d.get("status") == "ok" else f"[red]{d.get('status')}[/]"
+            extra = f" {d.get('error')}" if d.get("error") else ""
+            self.console.print(f"■ [cyan]{event.step}[/] {status} {d.get('elapsed_ms', 0)} ms · "
+                               f"{usage.get('total_tokens', 0)} tokens{est}{extra}")
+        elif event.kind == "step-skipped":
+            self.console.print(f"· [dim]{event.step} skipped: {d.get('reason')}[/]")
+        elif event.kind == "step-retry":
+            self.console.print(f"↻ [yellow]{event.step}[/] retry {d.get('attempt')} in "
+                               f"{d.get('delay_ms')} ms: {d.get('error')}")
+        elif event.kind == "budget-stop":
+            self.console.print(f"[red]budget stop[/] at {event.step}: {d.get('reason')}")
