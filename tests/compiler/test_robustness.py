@@ -1,0 +1,120 @@
+"""The parser and the checker never crash on damaged input, and SARIF keeps its structure."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from loomc.cli.main import main
+from loomc.syntax.parser import parse_text
+
+ROOT = Path(__file__).resolve().parents[2]
+SOURCES = [p.read_text(encoding="utf-8") for p in sorted((ROOT / "pipelines").glob("*.loom"))]
+
+
+@st.composite
+def mutated(draw: st.DrawFn) -> str:
+    text = draw(st.sampled_from(SOURCES))
+    tokens = text.split(" ")
+    for _ in range(draw(st.integers(1, 4))):
+        op = draw(st.sampled_from(["delete", "insert", "dup", "truncate", "swap"]))
+        i = draw(st.integers(0, max(0, len(tokens) - 1)))
+        if op == "delete" and tokens:
+            del tokens[i]
+        elif op == "insert":
+            tokens.insert(
+                i, draw(st.sampled_from(["{", "}", '"', "step", "<=", "$", "?", "when", "1e"]))
+            )
+        elif op == "dup" and tokens:
+            tokens.insert(i, tokens[i])
+        elif op == "truncate":
+            joined = " ".join(tokens)
+            tokens = joined[: draw(st.integers(0, len(joined)))].split(" ")
+        elif op == "swap":
+            lines = " ".join(tokens).splitlines()
+            if len(lines) > 1:
+                j = draw(st.integers(0, len(lines) - 2))
+                lines[j], lines[j + 1] = lines[j + 1], lines[j]
+            tokens = "\n".join(lines).split(" ")
+    return " ".join(tokens)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.one_of(st.text(max_size=200), mutated()))
+def test_parser_never_raises(text: str) -> None:
+    module, diags = parse_text(text, "x.loom")
+    assert module is not None or diags
+    for d in diags:
+        assert d.span.line >= 1 and d.span.column >= 1
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(mutated())
+def test_check_json_on_mutated_files(tmp_path: Path, text: str) -> None:
+    f = tmp_path / "m.loom"
+    f.write_text(text, encoding="utf-8")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        rc = main(
+            ["check", str(f), "--policy", str(ROOT / "policies/default.yaml"), "--format", "json"]
+        )
+    assert rc in (0, 1)
+    doc = json.loads(out.getvalue())
+    assert rc == (1 if doc["summary"]["errors"] else 0)
+    for d in doc["diagnostics"]:
+        assert d["code"].startswith("LOOM")
+        loc = json.dumps(d)
+        assert "line" in loc and "column" in loc
+
+
+def test_sarif_structure(tmp_path: Path) -> None:
+    f = tmp_path / "bad.loom"
+    f.write_text("pipeline p {\n  step a : writer(nobody) { max_tokens 100 }\n  answer a\n}\n")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        rc = main(
+            ["check", str(f), "--policy", str(ROOT / "policies/default.yaml"), "--format", "sarif"]
+        )
+    assert rc == 1
+    doc = json.loads(out.getvalue())
+    assert doc["version"] == "2.1.0"
+    run = doc["runs"][0]
+    assert run["tool"]["driver"]["name"] == "loomc"
+    rule_ids = [r["id"] for r in run["tool"]["driver"]["rules"]]
+    assert "LOOM204" in rule_ids
+    for r in run["tool"]["driver"]["rules"]:
+        assert r["helpUri"].endswith("#" + r["id"].lower())
+    for res in run["results"]:
+        assert res["ruleId"] in rule_ids and rule_ids[res["ruleIndex"]] == res["ruleId"]
+        assert res["level"] in ("error", "warning", "note", "none")
+        assert res["message"]["text"]
+        loc = res["locations"][0]["physicalLocation"]
+        assert loc["artifactLocation"]["uri"].endswith("bad.loom")
+        assert loc["region"]["startLine"] == 2 and loc["region"]["startColumn"] >= 1
+
+
+def test_github_annotations(tmp_path: Path) -> None:
+    f = tmp_path / "bad.loom"
+    f.write_text("pipeline p {\n  step a : writer(nobody) { max_tokens 100 }\n  answer a\n}\n")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        main(
+            ["check", str(f), "--policy", str(ROOT / "policies/default.yaml"), "--format", "github"]
+        )
+    line = next(x for x in out.getvalue().splitlines() if "LOOM204" in x)
+    assert line.startswith("::error file=") and ",line=2," in line and "title=LOOM204::" in line
+
+
+def test_missing_path_is_clear(tmp_path: Path) -> None:
+    err = io.StringIO()
+    with contextlib.redirect_stdout(err), contextlib.redirect_stderr(err):
+        rc = main(["check", str(tmp_path / "nope.loom")])
+    assert rc == 1
+    assert "no such file" in err.getvalue() and "Traceback" not in err.getvalue()
