@@ -1,0 +1,324 @@
+"""The reference keyword rules with their bugs fixed, driven by the policy's ``risk`` section.
+
+Fixes over ``reference``: stems (``vulnerab*``) match word forms, plain terms match plurals and
+common inflections (``tokens``, ``payments``, ``races``), negated mentions ("not about payments")
+and definition trivia ("what does SSRF stand for?") do not escalate.
+Term syntax: ``word`` matches the word and its inflections; ``stem*`` matches any word starting so.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+
+from loomc.risk.base import Kind, Level, RiskProfile
+from loomc.risk.reference import KNOWN_PIPELINES, js_length
+
+DEFAULT_SIGNALS: dict[str, list[str]] = {
+    "security": [
+        "security",
+        "vulnerab*",
+        "exploit*",
+        "attack*",
+        "ssrf",
+        "xss",
+        "csrf",
+        "injection",
+        "inject",
+        "secret*",
+        "credential*",
+        "password*",
+        "encrypt*",
+        "decrypt*",
+        "malicious",
+        "sanitiz*",
+        "unsanitiz*",
+        "rce",
+        "phishing",
+        "cve",
+        "any url",
+        "arbitrary url",
+        "redirect*",
+        "untrusted",
+        "signature*",
+        "webhook*",
+        "upload*",
+        "hash*",
+        "private key*",
+        "api key*",
+    ],
+    "identity": [
+        "auth*",
+        "oauth",
+        "permission*",
+        "tenant*",
+        "access control",
+        "token*",
+        "session*",
+        "login",
+        "log in",
+        "sign-in",
+        "sign in",
+        "jwt",
+        "sso",
+        "mfa",
+        "2fa",
+        "reset link",
+        "password reset",
+        "admin*",
+        "privilege*",
+        "impersonat*",
+        "role-based",
+        "rbac",
+        "user id",
+        "account takeover",
+    ],
+    "money": [
+        "billing",
+        "bill",
+        "payment*",
+        "pay",
+        "credit*",
+        "wallet*",
+        "spend*",
+        "refund*",
+        "invoice*",
+        "double-spend",
+        "charge*",
+        "checkout",
+        "payout*",
+        "balance*",
+        "subscription*",
+        "price*",
+        "pricing",
+        "stripe",
+        "ledger*",
+        "transfer*",
+        "coupon*",
+        "discount*",
+    ],
+    "privacy": [
+        "privacy",
+        "pii",
+        "personal data",
+        "retention",
+        "redact*",
+        "data leak*",
+        "gdpr",
+        "hipaa",
+        "ccpa",
+        "email address*",
+        "phone number*",
+        "home address*",
+        "anonymi*",
+        "pseudonymi*",
+        "consent",
+        "medical record*",
+        "leak*",
+        "tracking",
+    ],
+    "concurrency": [
+        "race",
+        "race condition*",
+        "concurren*",
+        "idempot*",
+        "replay*",
+        "transaction*",
+        "atomic*",
+        "double-click*",
+        "twice",
+        "duplicate*",
+        "deadlock*",
+        "lock*",
+        "retr*",
+    ],
+    "production-code": [
+        "api",
+        "database*",
+        "migration*",
+        "deploy*",
+        "production",
+        "code review",
+        "github",
+        "repo",
+        "repository",
+        "schema change*",
+        "drop table",
+        "rollback",
+        "outage*",
+        "incident*",
+    ],
+    "safety": [
+        "dosage",
+        "dose",
+        "overdose",
+        "medication*",
+        "prescri*",
+        "symptom*",
+        "diagnos*",
+        "suicid*",
+        "self-harm",
+        "poison*",
+        "allerg*",
+        "chest pain",
+        "pregnan*",
+    ],
+    "legal": [
+        "contract*",
+        "liabilit*",
+        "lawsuit*",
+        "sue",
+        "legal*",
+        "lawyer*",
+        "compliance",
+        "terms of service",
+        "copyright*",
+        "trademark*",
+        "license agreement*",
+        "court",
+        "regulat*",
+        "nda",
+    ],
+}
+DEFAULT_RESEARCH_TERMS = [
+    "research*",
+    "paper*",
+    "benchmark*",
+    "evidence",
+    "study",
+    "studies",
+    "compare*",
+    "comparison*",
+    "investigat*",
+    "trade-off*",
+    "tradeoff*",
+    "pros and cons",
+    "decision framework",
+    "evaluat*",
+    "design a",
+    "design an",
+    "design the",
+    "propose*",
+    "root cause*",
+    "versus",
+    "vs",
+]
+DEFAULT_ESCALATE_TERMS = ["review*", "audit*", "threat model*", "pen test*", "pentest*"]
+
+_INFLECT = r"(?:s|es|ed|d|ing|er|ers)?"
+_NEGATION = re.compile(
+    r"\b(?:not|no|nothing|never|without|isn't|is not|unrelated to|aside from|nothing to do with)\b"
+    r"[^.;!?]{0,30}$"
+)
+_TRIVIA = re.compile(
+    r"^\s*(?:what\s+(?:does|do)\s+[\w.\- ]{1,30}\s+(?:stand\s+for|mean)"
+    r"|what\s+(?:is|are|was)\s+(?:a\s+|an\s+|the\s+)?[\w.\- ]{1,30}\??\s*$"
+    r"|what's\s+(?:a\s+|an\s+)?[\w.\- ]{1,30}\??\s*$"
+    r"|define\s+|who\s+(?:invented|coined|created)\s+|spell\s+out\s+"
+    r"|(?:expand|explain)\s+the\s+(?:acronym|abbreviation)\s+)"
+)
+_CONTEXTUAL = re.compile(r"\b(?:our|my|we|us|this|these|here|below|i|should|how)\b")
+_ONE_LINER = re.compile(r"\b(?:in one (?:short |concise )?sentence|one word|briefly|acronym)\b")
+
+
+def _term_pattern(term: str) -> str:
+    t = term.strip().lower()
+    if t.endswith("*"):
+        return re.escape(t[:-1]) + r"[\w-]*"
+    return re.escape(t) + _INFLECT
+
+
+def compile_terms(terms: Iterable[str]) -> re.Pattern[str] | None:
+    alts = [_term_pattern(t) for t in terms if t.strip()]
+    if not alts:
+        return None
+    return re.compile(r"(?<![\w])(?:" + "|".join(alts) + r")(?![\w])")
+
+
+class KeywordProfiler:
+    """Keyword rules, fixed; the same decision shape as the reference so results are comparable."""
+
+    name = "keywords"
+    notice: str | None = None  # set by the factory when it stood in for another profiler
+
+    def __init__(
+        self,
+        signals: Mapping[str, list[str]] | None = None,
+        research_terms: list[str] | None = None,
+        escalate_terms: list[str] | None = None,
+        long_prompt_chars: int = 180,
+        *,
+        negation: bool = True,
+        trivia: bool = True,
+    ) -> None:
+        merged = dict(DEFAULT_SIGNALS)
+        merged.update(signals or {})
+        self._signals = [(n, rx) for n, ts in merged.items() if (rx := compile_terms(ts))]
+        self._research = compile_terms(research_terms or DEFAULT_RESEARCH_TERMS)
+        self._escalate = compile_terms(escalate_terms or DEFAULT_ESCALATE_TERMS)
+        self.long_prompt_chars = long_prompt_chars
+        self.negation = negation
+        self.trivia = trivia
+
+    def _hits(self, rx: re.Pattern[str] | None, text: str) -> list[str]:
+        if rx is None:
+            return []
+        out = []
+        for m in rx.finditer(text):
+            if self.negation and _NEGATION.search(text[max(0, m.start() - 60) : m.start()]):
+                continue
+            out.append(m.group(0))
+        return out
+
+    def is_trivia(self, prompt: str) -> bool:
+        """Definition-shaped, context-free questions: answering them wrongly harms nobody."""
+        p = prompt.strip().lower()
+        if js_length(p) >= 160 or "\n" in p:
+            return False
+        if _TRIVIA.search(p):
+            return _CONTEXTUAL.search(p.split(" ", 2)[-1]) is None
+        return False
+
+    def signals_of(self, prompt: str) -> tuple[str, ...]:
+        text = prompt.lower()
+        return tuple(name for name, rx in self._signals if self._hits(rx, text))
+
+    def profile(self, prompt: str, pipeline_hint: str | None = None) -> RiskProfile:
+        pipeline = pipeline_hint if pipeline_hint in KNOWN_PIPELINES else "general"
+        text = prompt.lower()
+        trivia = self.trivia and pipeline == "general" and self.is_trivia(prompt)
+        signals = self.signals_of(prompt)
+        escalate = bool(self._hits(self._escalate, text))
+        research = pipeline == "research" or bool(self._hits(self._research, text))
+        kind: Kind
+        complexity: Level
+        level: Level
+        if trivia:
+            kind, complexity, level = "general", "low", "low"
+            reason = "definition or trivia question" + (
+                f" (mentions {', '.join(signals)})" if signals else ""
+            )
+        elif pipeline == "code-review" or signals:
+            kind, complexity, level = "code-review", "high", "high"
+            reason = "risk signals: " + ", ".join(signals) if signals else "code-review pipeline"
+        elif research:
+            kind, complexity, level = "research", "medium", "medium"
+            reason = "research, comparison or design task"
+        elif escalate:
+            kind, complexity, level = "general", "medium", "medium"
+            reason = "review or audit requested"
+        elif js_length(prompt) < self.long_prompt_chars:
+            kind, complexity, level = "general", "low", "low"
+            reason = "short general prompt"
+        else:
+            kind, complexity, level = "general", "medium", "medium"
+            reason = "long general prompt"
+        return RiskProfile(
+            level=level,
+            kind=kind,
+            signals=() if trivia else signals,
+            probability=None,
+            reasons=(reason,),
+            profiler=self.name,
+            complexity=complexity,
+        )
