@@ -17,7 +17,7 @@ excerpt that has had key-shaped strings redacted (see ``redact``).
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Literal, Protocol, runtime_checkable

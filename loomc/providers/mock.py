@@ -1,0 +1,190 @@
+"""Deterministic, scriptable provider so that tests, CI and demos need no key and no network.
+
+Answers come from the policy's ``MockScript``: the first matching rule wins; otherwise a stable
+role-aware default derived from a SHA-256 of (role, model, task), identical across processes.
+Faults fire ``times`` times per (provider, model, role, prompt) key, so a retried call sees the
+fault and then succeeds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import time
+from decimal import Decimal
+
+import anyio
+
+from loomc.policy.models import MockRule, MockScript
+from loomc.providers.base import (
+    Completion,
+    CompletionRequest,
+    HTTPStatusError,
+    MalformedResponse,
+    NativeReceipt,
+    ProviderTimeout,
+    RateLimited,
+    StreamCallback,
+    StreamDropped,
+    StreamEvent,
+    TokenUsage,
+    estimate_tokens,
+)
+
+_ROLE_TEMPLATES: dict[str, str] = {
+    "router": "Route: {route}. The task '{task}' is handled best by the {route} path; "
+    "confidence {score}/10 based on its length and wording.",
+    "editor": "Corrected answer: after reviewing the draft for '{task}', the errors were fixed "
+    "and the reasoning tightened. Final version {tag}: the answer is complete and consistent.",
+    "critic": "Audit: the draft for '{task}' was checked claim by claim. Verdict: acceptable "
+    "after corrections; issues found were noted and resolved (ref {tag}).",
+    "reviewer": "Review: the answer to '{task}' was checked for accuracy and completeness. "
+    "Verdict: approved with minor corrections (ref {tag}).",
+    "judge": '{{"score": {score}, "reason": "The answer to \'{task}\' addresses the rubric '
+    '(ref {tag})."}}',
+}
+_GENERIC = (
+    "Answer ({role}, {model}): regarding '{task}', here is a careful and complete response "
+    "that covers the main points step by step and concludes clearly (ref {tag})."
+)
+_ROUTES = ("lean", "balanced", "strict")
+
+
+def _digest(*parts: str) -> str:
+    return hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()
+
+
+def _last_user(request: CompletionRequest) -> str:
+    for message in reversed(request.messages):
+        if message.role == "user":
+            return message.content
+    return request.messages[-1].content if request.messages else ""
+
+
+def default_answer(role: str, model: str, task: str, template: str | None = None) -> str:
+    """Stable role-aware text (>80 chars) derived from a hash, never from ``hash()``."""
+    digest = _digest(role, model, task)
+    short_task = " ".join(task.split())[:60]
+    fields = {
+        "role": role,
+        "model": model,
+        "task": short_task,
+        "tag": digest[:8],
+        "score": str(5 + int(digest[8:10], 16) % 5),
+        "route": _ROUTES[int(digest[10:12], 16) % len(_ROUTES)],
+    }
+    if template is not None:
+        return template.format_map(_SafeDict(fields))
+    return _ROLE_TEMPLATES.get(role, _GENERIC).format_map(_SafeDict(fields))
+
+
+class _SafeDict(dict[str, str]):
+    def __missing__(self, key: str) -> str:
+        return "{" + key + "}"
+
+
+def _matches(rule: MockRule, role: str, model: str, prompt: str) -> bool:
+    if rule.role is not None and rule.role != role:
+        return False
+    if rule.model is not None and rule.model != model:
+        return False
+    return rule.pattern is None or re.search(rule.pattern, prompt) is not None
+
+
+class MockProvider:
+    """In-process provider; ``attempts`` is exposed so tests can assert retry counts."""
+
+    def __init__(self, name: str = "mock", script: MockScript | None = None) -> None:
+        self.name = name
+        self.script = script or MockScript()
+        self.attempts: dict[tuple[str, str, str, str], int] = {}
+        self.calls = 0
+
+    def _rule(self, role: str, model: str, prompt: str) -> MockRule | None:
+        for rule in self.script.rules:
+            if _matches(rule, role, model, prompt):
+                return rule
+        return None
+
+    async def complete(
+        self, request: CompletionRequest, on_event: StreamCallback | None = None
+    ) -> Completion:
+        started = time.monotonic()
+        self.calls += 1
+        role = request.step_role or "worker"
+        prompt = _last_user(request)
+        rule = self._rule(role, request.model, prompt)
+        key = (self.name, request.model, role, prompt)
+        attempt = self.attempts.get(key, 0) + 1
+        self.attempts[key] = attempt
+        fault = rule.fault if rule is not None and rule.fault is not None else None
+        faulting = fault is not None and attempt <= fault.times
+
+        latency = rule.latency_ms if rule is not None and rule.latency_ms is not None else None
+        delay_ms = self.script.latency_ms if latency is None else latency
+        ids = {"provider": self.name, "model": request.model}
+        if faulting and fault is not None and fault.kind == "timeout":
+            limit = request.timeout_s
+            if limit is not None:
+                await anyio.sleep(limit)
+            raise ProviderTimeout(f"mock timeout after {limit or 0}s", **ids)
+        if delay_ms:
+            await anyio.sleep(delay_ms / 1000)
+        if faulting and fault is not None and fault.kind == "status":
+            if fault.status == 429:
+                raise RateLimited("mock 429 rate limited", retry_after_s=fault.retry_after_s, **ids)
+            raise HTTPStatusError(f"mock HTTP {fault.status}", status=fault.status, **ids)
+
+        if rule is not None and rule.response is not None:
+            text = rule.response
+        else:
+            task = str(request.metadata.get("task", prompt))
+            text = default_answer(role, request.model, task, self.script.default_response)
+        words = text.split(" ")
+        size = self.script.stream_chunk_words
+        chunks = [
+            " ".join(words[i : i + size]) + (" " if i + size < len(words) else "")
+            for i in range(0, len(words), size)
+        ]
+        sent: list[str] = []
+        for index, chunk in enumerate(chunks):
+            if faulting and fault is not None:
+                if fault.kind == "stream-cut" and index >= fault.after_tokens:
+                    raise StreamDropped("mock stream cut", partial="".join(sent), **ids)
+                if fault.kind == "malformed" and index >= fault.after_tokens:
+                    raise MalformedResponse("mock malformed frame: 'data: {not json'", **ids)
+            if on_event is not None and request.stream:
+                await on_event(StreamEvent(kind="token", text=chunk))
+            sent.append(chunk)
+        if faulting and fault is not None and fault.kind in ("stream-cut", "malformed"):
+            raise StreamDropped("mock stream cut", partial="".join(sent), **ids)
+
+        prompt_tokens = sum(estimate_tokens(m.content) for m in request.messages)
+        completion_tokens = len(text.split())
+        if rule is not None and rule.prompt_tokens is not None:
+            prompt_tokens = rule.prompt_tokens
+        if rule is not None and rule.completion_tokens is not None:
+            completion_tokens = rule.completion_tokens
+        if request.max_tokens is not None and completion_tokens > request.max_tokens:
+            completion_tokens = request.max_tokens
+            text = " ".join(text.split()[: request.max_tokens])
+            finish = "length"
+        else:
+            finish = "stop"
+        estimated = not self.script.report_usage
+        if estimated:
+            prompt_tokens = sum(estimate_tokens(m.content) for m in request.messages)
+            completion_tokens = estimate_tokens(text)
+        receipt = None
+        if rule is not None and rule.spent_credits is not None:
+            receipt = NativeReceipt(spent_credits=Decimal(rule.spent_credits))
+        return Completion(
+            content=text,
+            usage=TokenUsage(prompt_tokens, completion_tokens, estimated=estimated),
+            finish_reason=finish,
+            receipt=receipt,
+            latency_ms=int((time.monotonic() - started) * 1000),
+        )
+
+    async def aclose(self) -> None:
+        return None
