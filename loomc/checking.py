@@ -45,10 +45,15 @@ def _resolve(paths: list[Path]) -> tuple[list[Path], list[Path], list[Diagnostic
         elif path.is_dir():
             found_loom, found_pol = find_files(path)
             if not found_loom:
-                diags.append(Diagnostic("LOOM701", Severity.ERROR,
-                                        f"no pipelines found in {path / 'pipelines'}",
-                                        Span.point(str(path)),
-                                        "a project root holds pipelines/*.loom and policies/*.yaml"))
+                diags.append(
+                    Diagnostic(
+                        "LOOM701",
+                        Severity.ERROR,
+                        f"no pipelines found in {path / 'pipelines'}",
+                        Span.point(str(path)),
+                        "a project root holds pipelines/*.loom and policies/*.yaml",
+                    )
+                )
             loom += found_loom
             policies += found_pol
         elif path.suffix in (".yaml", ".yml"):
@@ -58,8 +63,14 @@ def _resolve(paths: list[Path]) -> tuple[list[Path], list[Path], list[Diagnostic
             root = path.resolve().parent.parent
             policies += find_files(root)[1]
         else:
-            diags.append(Diagnostic("LOOM103", Severity.ERROR, f"no such file or directory: {path}",
-                                    Span.point(str(path))))
+            diags.append(
+                Diagnostic(
+                    "LOOM103",
+                    Severity.ERROR,
+                    f"no such file or directory: {path}",
+                    Span.point(str(path)),
+                )
+            )
     return sorted(set(loom)), sorted(set(policies)), diags
 
 
@@ -73,9 +84,15 @@ def check_paths(
     modules, parse_diags = load_modules(loom)
     result.diagnostics += parse_diags
     if not policies and loom:
-        result.diagnostics.append(Diagnostic("LOOM701", Severity.ERROR, "no policy file found",
-                                             Span.point(str(loom[0])),
-                                             "add policies/default.yaml or pass --policy FILE"))
+        result.diagnostics.append(
+            Diagnostic(
+                "LOOM701",
+                Severity.ERROR,
+                "no policy file found",
+                Span.point(str(loom[0])),
+                "add policies/default.yaml or pass --policy FILE",
+            )
+        )
     for pol_path in policies:
         source, pol_diags = load_policy(pol_path)
         result.diagnostics += pol_diags

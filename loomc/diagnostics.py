@@ -9,11 +9,11 @@ and documented.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 
 
-class Severity(str, Enum):
+class Severity(StrEnum):
     ERROR = "error"
     WARNING = "warning"
     NOTE = "note"
@@ -76,9 +76,7 @@ class Diagnostic:
             "end_line": self.span.end_line,
             "end_column": self.span.end_column,
             "hint": self.hint,
-            "related": [
-                {"message": r.message, **r.span.to_json()} for r in self.related
-            ],
+            "related": [{"message": r.message, **r.span.to_json()} for r in self.related],
         }
 
 

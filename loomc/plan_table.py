@@ -23,8 +23,12 @@ def plan_rows(result: CheckResult) -> list[dict[str, Any]]:
         for dim in _DIMS:
             worst, ceiling = wc.get(dim), pipeline.budget.get(dim)
             row[dim.value] = {
-                "worst": None if worst is None else (str(worst) if not isinstance(worst, int) else worst),
-                "ceiling": None if ceiling is None else (str(ceiling) if not isinstance(ceiling, int) else ceiling),
+                "worst": None
+                if worst is None
+                else (str(worst) if not isinstance(worst, int) else worst),
+                "ceiling": None
+                if ceiling is None
+                else (str(ceiling) if not isinstance(ceiling, int) else ceiling),
                 "ok": ceiling is None or (worst is not None and worst <= ceiling),
             }
         row["expected_latency_ms"] = wc.expected_latency_ms
@@ -34,13 +38,28 @@ def plan_rows(result: CheckResult) -> list[dict[str, Any]]:
 
 
 def render_plan_table(rows: list[dict[str, Any]]) -> str:
-    headers = ["policy", "pipeline", "tier", "steps", "calls", "tokens", "credits", "cost", "latency", "p95"]
+    headers = [
+        "policy",
+        "pipeline",
+        "tier",
+        "steps",
+        "calls",
+        "tokens",
+        "credits",
+        "cost",
+        "latency",
+        "p95",
+    ]
     table = [headers]
     for r in rows:
         cells = [r["policy"], r["pipeline"], r["tier"] or "-", str(r["steps"])]
         for dim in _DIMS:
             cell = r[dim.value]
-            worst = format_quantity(dim, _num(dim, cell["worst"])) if cell["worst"] is not None else "unbounded"
+            worst = (
+                format_quantity(dim, _num(dim, cell["worst"]))
+                if cell["worst"] is not None
+                else "unbounded"
+            )
             ceiling = format_quantity(dim, _num(dim, cell["ceiling"]))
             mark = "" if cell["ok"] else " !"
             cells.append(f"{worst}/{ceiling}{mark}")
@@ -48,10 +67,14 @@ def render_plan_table(rows: list[dict[str, Any]]) -> str:
         cells.append(format_quantity(Dimension.LATENCY, exp) if exp is not None else "-")
         table.append(cells)
     widths = [max(len(row[i]) for row in table) for i in range(len(headers))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in table]
+    lines = [
+        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in table
+    ]
     lines.insert(1, "  ".join("-" * w for w in widths))
     lines.append("")
-    lines.append("worst/ceiling per dimension; '!' marks a worst case past its ceiling; '-' = no ceiling")
+    lines.append(
+        "worst/ceiling per dimension; '!' marks a worst case past its ceiling; '-' = no ceiling"
+    )
     return "\n".join(lines)
 
 

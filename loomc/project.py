@@ -48,22 +48,33 @@ class Project:
         candidates = [p for p in compiled if p.name == pipeline_name]
         if not candidates:
             hint = did_you_mean(pipeline_name, self.pipeline_names())
-            raise DiagnosticError([
-                Diagnostic("LOOM203", Severity.ERROR, f"unknown pipeline {pipeline_name!r}",
-                           Span.point(str(self.root / "pipelines")),
-                           hint or f"pipelines: {', '.join(self.pipeline_names())}")
-            ])
+            raise DiagnosticError(
+                [
+                    Diagnostic(
+                        "LOOM203",
+                        Severity.ERROR,
+                        f"unknown pipeline {pipeline_name!r}",
+                        Span.point(str(self.root / "pipelines")),
+                        hint or f"pipelines: {', '.join(self.pipeline_names())}",
+                    )
+                ]
+            )
         chosen = next((p for p in candidates if p.tier == tier), None)
         if chosen is None:
             chosen = next((p for p in candidates if p.tier is None), None)
         if chosen is None:
             tiers = [p.tier or "-" for p in candidates]
-            raise DiagnosticError([
-                Diagnostic("LOOM215", Severity.ERROR,
-                           f"pipeline {pipeline_name!r} has no tier {tier!r}",
-                           candidates[0].span or Span.point(str(self.root)),
-                           f"tiers: {', '.join(tiers)}")
-            ])
+            raise DiagnosticError(
+                [
+                    Diagnostic(
+                        "LOOM215",
+                        Severity.ERROR,
+                        f"pipeline {pipeline_name!r} has no tier {tier!r}",
+                        candidates[0].span or Span.point(str(self.root)),
+                        f"tiers: {', '.join(tiers)}",
+                    )
+                ]
+            )
         errors = [d for d in errors if d.span.file in (chosen.source, self.policy_source.path)]
         errors += [d for d in check_pipeline(chosen) if d.is_error]
         if errors:
@@ -73,9 +84,11 @@ class Project:
 
 def find_files(root: Path) -> tuple[list[Path], list[Path]]:
     loom = sorted((root / "pipelines").glob("*.loom")) if (root / "pipelines").is_dir() else []
-    yaml_files = sorted(
-        [*(root / "policies").glob("*.yaml"), *(root / "policies").glob("*.yml")]
-    ) if (root / "policies").is_dir() else []
+    yaml_files = (
+        sorted([*(root / "policies").glob("*.yaml"), *(root / "policies").glob("*.yml")])
+        if (root / "policies").is_dir()
+        else []
+    )
     return loom, yaml_files
 
 

@@ -23,8 +23,12 @@ _DIMS = (Dimension.CALLS, Dimension.TOKENS, Dimension.CREDITS, Dimension.COST, D
 
 def _git_root(start: Path) -> Path | None:
     try:
-        out = subprocess.run(["git", "-C", str(start), "rev-parse", "--show-toplevel"],
-                             capture_output=True, text=True, check=True)
+        out = subprocess.run(
+            ["git", "-C", str(start), "rev-parse", "--show-toplevel"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
     except (OSError, subprocess.CalledProcessError):
         return None
     return Path(out.stdout.strip())
@@ -38,16 +42,27 @@ def compare_against(
     root = _git_root(anchor)
     where = Span.point(str(anchor))
     if root is None:
-        return [Diagnostic("LOOM702", Severity.ERROR, f"{anchor} is not inside a Git repository", where)]
+        return [
+            Diagnostic("LOOM702", Severity.ERROR, f"{anchor} is not inside a Git repository", where)
+        ]
     with tempfile.TemporaryDirectory(prefix="loomc-against-") as tmp:
         try:
-            blob = subprocess.run(["git", "-C", str(root), "archive", "--format=tar", ref],
-                                  capture_output=True, check=True).stdout
+            blob = subprocess.run(
+                ["git", "-C", str(root), "archive", "--format=tar", ref],
+                capture_output=True,
+                check=True,
+            ).stdout
         except subprocess.CalledProcessError as exc:
             msg = exc.stderr.decode(errors="replace").strip().splitlines()
-            return [Diagnostic("LOOM702", Severity.ERROR,
-                               f"cannot read ref {ref!r}: {msg[-1] if msg else 'git archive failed'}",
-                               where, "fetch the ref first, e.g. `git fetch origin main`")]
+            return [
+                Diagnostic(
+                    "LOOM702",
+                    Severity.ERROR,
+                    f"cannot read ref {ref!r}: {msg[-1] if msg else 'git archive failed'}",
+                    where,
+                    "fetch the ref first, e.g. `git fetch origin main`",
+                )
+            ]
         with tarfile.open(fileobj=io.BytesIO(blob)) as tar:
             tar.extractall(tmp, filter="data")
         mapped = [Path(tmp) / p.resolve().relative_to(root) for p in paths]
@@ -70,13 +85,23 @@ def compare_against(
             limits = [c for c in (old_p.budget.get(dim), p.budget.get(dim)) if c is not None]
             broken = new is None or any(new > c for c in limits)
             if broken and limits:
-                out.append(Diagnostic(
-                    "LOOM703", Severity.ERROR,
-                    f"worst-case {dim.value} of {label} moved {moved} against {ref}, past the "
-                    f"ceiling {format_quantity(dim, min(limits))}",
-                    span, "lower the cost of the change, or raise the ceiling in a reviewed change"))
+                out.append(
+                    Diagnostic(
+                        "LOOM703",
+                        Severity.ERROR,
+                        f"worst-case {dim.value} of {label} moved {moved} against {ref}, past the "
+                        f"ceiling {format_quantity(dim, min(limits))}",
+                        span,
+                        "lower the cost of the change, or raise the ceiling in a reviewed change",
+                    )
+                )
             else:
-                out.append(Diagnostic("LOOM704", Severity.NOTE,
-                                      f"worst-case {dim.value} of {label} moved {moved} against {ref}",
-                                      span))
+                out.append(
+                    Diagnostic(
+                        "LOOM704",
+                        Severity.NOTE,
+                        f"worst-case {dim.value} of {label} moved {moved} against {ref}",
+                        span,
+                    )
+                )
     return out

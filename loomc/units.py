@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
-from enum import Enum
+from enum import StrEnum
 from typing import Final
 
 
-class Dimension(str, Enum):
+class Dimension(StrEnum):
     """One budget axis; the value is the keyword used in `.loom` budgets and YAML tiers."""
 
     CALLS = "calls"
@@ -174,4 +174,6 @@ def money_for_tokens(
 ) -> Decimal:
     """Exact USD for a call at per-million-token prices."""
     million = Decimal(1_000_000)
-    return (Decimal(input_tokens) * input_per_million + Decimal(output_tokens) * output_per_million) / million
+    return (
+        Decimal(input_tokens) * input_per_million + Decimal(output_tokens) * output_per_million
+    ) / million

@@ -27,7 +27,9 @@ def _secrets(source: PolicySource) -> Iterator[Diagnostic]:
                 f"write `api_key: env:{name.upper().replace('-', '_')}_API_KEY` and export it",
             )
         for header, value in provider.headers.items():
-            if header.lower() in _SECRET_HEADERS and not ENV_REF.match(value.split()[-1] if value else ""):
+            if header.lower() in _SECRET_HEADERS and not ENV_REF.match(
+                value.split()[-1] if value else ""
+            ):
                 yield Diagnostic(
                     "LOOM601",
                     Severity.ERROR,

@@ -48,11 +48,17 @@ def render_text(diagnostics: Sequence[Diagnostic], cache: SourceCache | None = N
         source = cache.line(s.file, s.line)
         if source is not None:
             gutter = f"{s.line:>4} | "
-            width = (s.end_column - s.column) if s.end_line == s.line else len(source) - s.column + 1
+            width = (
+                (s.end_column - s.column) if s.end_line == s.line else len(source) - s.column + 1
+            )
             lines.append(gutter + source)
-            lines.append(" " * (len(gutter) - 2) + "| " + " " * (s.column - 1) + "^" * max(1, width))
+            lines.append(
+                " " * (len(gutter) - 2) + "| " + " " * (s.column - 1) + "^" * max(1, width)
+            )
         for rel in d.related:
-            lines.append(f"  = note: {rel.span.file}:{rel.span.line}:{rel.span.column}: {rel.message}")
+            lines.append(
+                f"  = note: {rel.span.file}:{rel.span.line}:{rel.span.column}: {rel.message}"
+            )
         if d.hint:
             lines.append(f"  = hint: {d.hint}")
         blocks.append("\n".join(lines))
@@ -60,7 +66,10 @@ def render_text(diagnostics: Sequence[Diagnostic], cache: SourceCache | None = N
 
 
 def render_json(diagnostics: Sequence[Diagnostic], **extra: object) -> str:
-    doc = {"diagnostics": [d.to_json() for d in diagnostics], "summary": summary(diagnostics, **extra)}
+    doc = {
+        "diagnostics": [d.to_json() for d in diagnostics],
+        "summary": summary(diagnostics, **extra),
+    }
     return json.dumps(doc, indent=2, sort_keys=False)
 
 
@@ -90,8 +99,13 @@ def render_sarif(diagnostics: Sequence[Diagnostic]) -> str:
         }
         if d.related:
             result["relatedLocations"] = [
-                {**_location(r.span.file, r.span.line, r.span.column, r.span.end_line,
-                             r.span.end_column), "id": i, "message": {"text": r.message}}
+                {
+                    **_location(
+                        r.span.file, r.span.line, r.span.column, r.span.end_line, r.span.end_column
+                    ),
+                    "id": i,
+                    "message": {"text": r.message},
+                }
                 for i, r in enumerate(d.related)
             ]
         results.append(result)
@@ -100,9 +114,14 @@ def render_sarif(diagnostics: Sequence[Diagnostic]) -> str:
         "version": "2.1.0",
         "runs": [
             {
-                "tool": {"driver": {"name": "loomc", "version": __version__,
-                                    "informationUri": "https://github.com/loomc/loomc",
-                                    "rules": rules}},
+                "tool": {
+                    "driver": {
+                        "name": "loomc",
+                        "version": __version__,
+                        "informationUri": "https://github.com/loomc/loomc",
+                        "rules": rules,
+                    }
+                },
                 "results": results,
             }
         ],
@@ -114,8 +133,12 @@ def _location(file: str, line: int, col: int, end_line: int, end_col: int) -> di
     return {
         "physicalLocation": {
             "artifactLocation": {"uri": Path(file).as_posix()},
-            "region": {"startLine": line, "startColumn": col, "endLine": end_line,
-                       "endColumn": max(end_col, col + 1) if end_line == line else end_col},
+            "region": {
+                "startLine": line,
+                "startColumn": col,
+                "endLine": end_line,
+                "endColumn": max(end_col, col + 1) if end_line == line else end_col,
+            },
         }
     }
 

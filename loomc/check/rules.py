@@ -122,7 +122,9 @@ def ceilings(p: Pipeline, wc: WorstCase) -> Iterator[Diagnostic]:
         path = wc.latency_path if dim is Dimension.LATENCY else tuple(s.id for s in p.graph.steps())
         source = _ceiling_source(p, dim)
         parts = ", ".join(
-            f"{s.step} {format_quantity(dim, _step_amount(s, dim))}" for s in wc.steps if s.step in path
+            f"{s.step} {format_quantity(dim, _step_amount(s, dim))}"
+            for s in wc.steps
+            if s.step in path
         )
         yield Diagnostic(
             code,
@@ -208,12 +210,22 @@ def independence(p: Pipeline, wc: WorstCase) -> Iterator[Diagnostic]:
                         f"{ga!r} in {_where(p)}",
                         req.span or _span(p, a),
                         "give one of the workers a model from another provider group",
-                        (Related(_span(p, a), f"{a} runs on {p.graph.step(a).model}"),
-                         Related(_span(p, b), f"{b} runs on {p.graph.step(b).model}")),
+                        (
+                            Related(_span(p, a), f"{a} runs on {p.graph.step(a).model}"),
+                            Related(_span(p, b), f"{b} runs on {p.graph.step(b).model}"),
+                        ),
                     )
 
 
-RULES: tuple[Rule, ...] = (acyclic, access, answer_chain, ceilings, unbounded, pricing, independence)
+RULES: tuple[Rule, ...] = (
+    acyclic,
+    access,
+    answer_chain,
+    ceilings,
+    unbounded,
+    pricing,
+    independence,
+)
 
 
 def check_pipeline(pipeline: Pipeline) -> list[Diagnostic]:

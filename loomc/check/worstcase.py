@@ -130,9 +130,7 @@ def worst_case(pipeline: Pipeline) -> WorstCase:
             cost = None
         elif cost is not None and one.cost is not None:
             cost += one.cost * s.attempts
-    latency, path = pipeline.graph.longest_path(
-        {s.id: step_latency_ms(pipeline, s) for s in steps}
-    )
+    latency, path = pipeline.graph.longest_path({s.id: step_latency_ms(pipeline, s) for s in steps})
     expected: int | None = None
     if all(s.p95_ms is not None for s in steps):
         expected, _ = pipeline.graph.longest_path({s.id: int(s.p95_ms or 0) for s in steps})

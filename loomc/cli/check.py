@@ -14,7 +14,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("paths", nargs="*", type=Path, help="project roots, .loom or policy files")
     p.add_argument("--format", choices=("text", "json", "sarif", "github"), default="text")
     p.add_argument("--policy", type=Path, help="check against this policy only")
-    p.add_argument("--against", metavar="REF", help="fail when a worst case passes a ceiling vs REF")
+    p.add_argument(
+        "--against", metavar="REF", help="fail when a worst case passes a ceiling vs REF"
+    )
     add_budget_flags(p)
     p.set_defaults(handler=run)
 
@@ -28,7 +30,9 @@ def run(args: argparse.Namespace) -> int:
     if args.against:
         from loomc.regress import compare_against
 
-        diagnostics = diagnostics + compare_against(args.against, list(args.paths), result, args.policy)
+        diagnostics = diagnostics + compare_against(
+            args.against, list(args.paths), result, args.policy
+        )
     errors = sum(d.is_error for d in diagnostics)
     if args.format == "json":
         print(render_json(diagnostics, files=result.files, pipelines=len(result.pipelines)))
@@ -42,6 +46,8 @@ def run(args: argparse.Namespace) -> int:
             print(render_text(diagnostics), file=sys.stderr if errors else sys.stdout)
             print()
         warnings = sum(d.severity.value == "warning" for d in diagnostics)
-        print(f"checked {len(result.pipelines)} pipeline variants in {result.files} files: "
-              f"{errors} error(s), {warnings} warning(s)")
+        print(
+            f"checked {len(result.pipelines)} pipeline variants in {result.files} files: "
+            f"{errors} error(s), {warnings} warning(s)"
+        )
     return 1 if errors else 0

@@ -41,7 +41,7 @@ def _decimal(text: str) -> Decimal:
 def duration_arg(text: str) -> int:
     try:
         return parse_duration_ms(text)
-    except Exception as exc:  # noqa: BLE001 - any parse failure is a usage error
+    except Exception as exc:
         raise argparse.ArgumentTypeError(f"not a duration: {text!r}") from exc
 
 

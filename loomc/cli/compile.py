@@ -27,7 +27,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"loomc compile: {len(errors)} error(s); no artifact written", file=sys.stderr)
         return 1
     cases = result.worst_cases()
-    text = dump_artifact(build_artifact([p for _, p, _ in cases], [w.to_json() for _, _, w in cases]))
+    text = dump_artifact(
+        build_artifact([p for _, p, _ in cases], [w.to_json() for _, _, w in cases])
+    )
     if args.output:
         args.output.write_text(text, encoding="utf-8")
         print(f"wrote {args.output}")

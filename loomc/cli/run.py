@@ -21,8 +21,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--max-calls", type=int, metavar="N")
     p.add_argument("--max-credits", type=_decimal, metavar="X")
     p.add_argument("--max-latency-ms", type=int, metavar="N")
-    p.add_argument("--credit-per-call", type=_decimal, metavar="X",
-                   help="credit reservation estimate per call (overrides the policy's)")
+    p.add_argument(
+        "--credit-per-call",
+        type=_decimal,
+        metavar="X",
+        help="credit reservation estimate per call (overrides the policy's)",
+    )
     p.add_argument("--no-stream", action="store_true")
     p.add_argument("--json", action="store_true", help="print the run result as one JSON object")
     p.add_argument("--policy", type=Path)
@@ -59,8 +63,9 @@ def run(args: argparse.Namespace) -> int:
         project = load_project(args.project, args.policy)
         if args.credit_per_call is not None:
             _override_credits(project, args.credit_per_call)
-        overrides = Budget(calls=args.max_calls, credits=args.max_credits,
-                           latency_ms=args.max_latency_ms)
+        overrides = Budget(
+            calls=args.max_calls, credits=args.max_credits, latency_ms=args.max_latency_ms
+        )
         pipeline = project.compile(name, tier, overrides)
     except DiagnosticError as exc:
         print(render_text(exc.diagnostics), file=sys.stderr)
@@ -78,8 +83,14 @@ def run(args: argparse.Namespace) -> int:
 
     async def main() -> object:
         async with ProviderPool(project.policy) as pool:
-            return await execute(pipeline, prompt, pool=pool, sinks=sinks, profiler=profiler,
-                                 stream=not args.no_stream)
+            return await execute(
+                pipeline,
+                prompt,
+                pool=pool,
+                sinks=sinks,
+                profiler=profiler,
+                stream=not args.no_stream,
+            )
 
     result = anyio.run(main)
     from loomc.exec.result import RunResult
@@ -90,10 +101,13 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(result.answer)
         used = result.budget.used
-        print(f"\n{result.pipeline}{'@' + result.tier if result.tier else ''}: {result.calls} call(s), "
-              f"{result.tokens} tokens, {result.elapsed_ms} ms, stop: {result.stop_reason}"
-              + (f", escalated: {result.escalation_reason}" if result.escalated else "")
-              + f", credits ~{used.get('credits')}, receipt {result.receipt_hash}", file=sys.stderr)
+        print(
+            f"\n{result.pipeline}{'@' + result.tier if result.tier else ''}: {result.calls} call(s), "
+            f"{result.tokens} tokens, {result.elapsed_ms} ms, stop: {result.stop_reason}"
+            + (f", escalated: {result.escalation_reason}" if result.escalated else "")
+            + f", credits ~{used.get('credits')}, receipt {result.receipt_hash}",
+            file=sys.stderr,
+        )
     if result.stop_reason == "error":
         print(f"loomc run: {result.error}", file=sys.stderr)
         return 1

@@ -37,8 +37,13 @@ class Event:
     ts: float = field(default_factory=time.time)
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "run_id": self.run_id, "step": self.step, "ts": round(self.ts, 6),
-                "data": self.data}
+        return {
+            "kind": self.kind,
+            "run_id": self.run_id,
+            "step": self.step,
+            "ts": round(self.ts, 6),
+            "data": self.data,
+        }
 
 
 class EventSink(Protocol):

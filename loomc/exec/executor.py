@@ -29,8 +29,8 @@ from loomc.ir.model import Pipeline, StepNode
 from loomc.providers.base import (
     CompletionRequest,
     ProviderError,
-    RateLimited,
     ProviderTimeout,
+    RateLimited,
     StreamDropped,
     StreamEvent,
     estimate_tokens,
@@ -63,7 +63,7 @@ class _Run:
         for sink in self.sinks:
             try:
                 await sink.emit(event)
-            except Exception:  # noqa: BLE001 - a broken sink must not break the run
+            except Exception:
                 continue
 
 
@@ -89,8 +89,12 @@ async def execute(
     if _input_tokens(pipeline, prompt) > pipeline.input_tokens:
         run.stop_reason = "input-too-large"
         for sid in order:
-            _skip(run, pipeline.graph.step(sid), "budget-stopped",
-                  f"prompt exceeds the input bound of {pipeline.input_tokens} tokens")
+            _skip(
+                run,
+                pipeline.graph.step(sid),
+                "budget-stopped",
+                f"prompt exceeds the input bound of {pipeline.input_tokens} tokens",
+            )
     else:
         deadline = pipeline.budget.latency_ms
         with anyio.move_on_after(deadline / 1000 if deadline else None) as scope:
@@ -103,15 +107,19 @@ async def execute(
                 if sid not in run.records:
                     _skip(run, pipeline.graph.step(sid), "cancelled", "run deadline passed")
     result = _result(run)
-    await run.emit("run-finished", stop_reason=result.stop_reason, calls=result.calls,
-                   receipt_hash=result.receipt_hash)
+    await run.emit(
+        "run-finished",
+        stop_reason=result.stop_reason,
+        calls=result.calls,
+        receipt_hash=result.receipt_hash,
+    )
     return result
 
 
 def _profile(profiler: RiskProfiler | None, prompt: str, kind: str) -> RiskProfile:
     if profiler is None:
-        from loomc.risk.factory import make_profiler
         from loomc.policy.models import RiskSettings
+        from loomc.risk.factory import make_profiler
 
         profiler = make_profiler(RiskSettings())
     return profiler.profile(prompt, kind if kind != "general" else "general")
@@ -151,10 +159,21 @@ async def _attempt_step(run: _Run, step: StepNode) -> None:
     msgs = messages(run.pipeline, step, run.prompt, outputs)
     provider, model_id = run.pool.for_model(step.model)
     worst = step_attempt_cost(run.pipeline, step)
-    reserve = Usage(calls=1, tokens=(worst.input_tokens or 0) + (worst.output_tokens or 0),
-                    credits=step.credits, cost=worst.cost or Decimal(0))
-    record = StepRecord(id=step.id, role=step.role, worker=step.worker, model=step.model,
-                        access=list(step.access), status="running", reserved=reserve.to_json())
+    reserve = Usage(
+        calls=1,
+        tokens=(worst.input_tokens or 0) + (worst.output_tokens or 0),
+        credits=step.credits,
+        cost=worst.cost or Decimal(0),
+    )
+    record = StepRecord(
+        id=step.id,
+        role=step.role,
+        worker=step.worker,
+        model=step.model,
+        access=list(step.access),
+        status="running",
+        reserved=reserve.to_json(),
+    )
     run.records[step.id] = record
     started = time.monotonic()
     await run.emit("step-started", step.id, role=step.role, model=step.model)
@@ -169,7 +188,7 @@ async def _attempt_step(run: _Run, step: StepNode) -> None:
         record.attempts = attempt + 1
         partial: list[str] = []
 
-        async def on_event(ev: StreamEvent) -> None:
+        async def on_event(ev: StreamEvent, partial: list[str] = partial) -> None:
             if ev.kind == "token":
                 partial.append(ev.text)
                 await run.emit("token", step.id, text=ev.text)
@@ -177,49 +196,87 @@ async def _attempt_step(run: _Run, step: StepNode) -> None:
                 await run.emit("provider-frame", step.id, frame=ev.frame)
 
         request = CompletionRequest(
-            model=model_id, messages=msgs, max_tokens=step.max_tokens, stream=run.stream,
-            timeout_s=step.timeout_ms / 1000, step_role=step.role, metadata={"task": step.task},
+            model=model_id,
+            messages=msgs,
+            max_tokens=step.max_tokens,
+            stream=run.stream,
+            timeout_s=step.timeout_ms / 1000,
+            step_role=step.role,
+            metadata={"task": step.task},
         )
         try:
             with anyio.fail_after(step.timeout_ms / 1000):
                 completion = await provider.complete(request, on_event)
         except (ProviderError, TimeoutError) as exc:
-            err = exc if isinstance(exc, ProviderError) else ProviderTimeout(
-                f"step timeout after {step.timeout_ms} ms")
+            err = (
+                exc
+                if isinstance(exc, ProviderError)
+                else ProviderTimeout(f"step timeout after {step.timeout_ms} ms")
+            )
             text = err.partial if isinstance(err, StreamDropped) else "".join(partial)
             prompt_est = sum(estimate_tokens(m.content) for m in msgs)
             # A failed attempt is still a call and may still be billed: keep it conservative.
-            await run.ledger.reconcile(reservation, Usage(
-                calls=1, tokens=prompt_est + estimate_tokens(text), credits=step.credits,
-                cost=reserve.cost))
+            await run.ledger.reconcile(
+                reservation,
+                Usage(
+                    calls=1,
+                    tokens=prompt_est + estimate_tokens(text),
+                    credits=step.credits,
+                    cost=reserve.cost,
+                ),
+            )
             last_error = f"{type(err).__name__}: {redact(str(err))}"
             if not err.retryable or attempt + 1 >= step.attempts:
                 break
             delay = _backoff(run, attempt, err)
-            await run.emit("step-retry", step.id, attempt=attempt + 1, error=last_error,
-                           delay_ms=int(delay * 1000))
+            await run.emit(
+                "step-retry",
+                step.id,
+                attempt=attempt + 1,
+                error=last_error,
+                delay_ms=int(delay * 1000),
+            )
             await anyio.sleep(delay)
             continue
         usage = completion.usage
         spent = completion.receipt.spent_credits if completion.receipt else None
         cost = None
         if step.pricing is not None:
-            cost = money_for_tokens(usage.prompt_tokens, usage.completion_tokens,
-                                    step.pricing.input_per_million, step.pricing.output_per_million)
-        await run.ledger.reconcile(reservation, Usage(
-            calls=1, tokens=usage.total_tokens, credits=spent if spent is not None else step.credits,
-            cost=cost if cost is not None else Decimal(0)))
+            cost = money_for_tokens(
+                usage.prompt_tokens,
+                usage.completion_tokens,
+                step.pricing.input_per_million,
+                step.pricing.output_per_million,
+            )
+        await run.ledger.reconcile(
+            reservation,
+            Usage(
+                calls=1,
+                tokens=usage.total_tokens,
+                credits=spent if spent is not None else step.credits,
+                cost=cost if cost is not None else Decimal(0),
+            ),
+        )
         record.status = "ok"
         record.output = completion.content
-        record.usage = StepUsage(prompt_tokens=usage.prompt_tokens,
-                                 completion_tokens=usage.completion_tokens,
-                                 total_tokens=usage.total_tokens, estimated=usage.estimated)
+        record.usage = StepUsage(
+            prompt_tokens=usage.prompt_tokens,
+            completion_tokens=usage.completion_tokens,
+            total_tokens=usage.total_tokens,
+            estimated=usage.estimated,
+        )
         record.cost = None if cost is None else str(cost)
         record.credits = None if spent is None else str(spent)
         record.elapsed_ms = int((time.monotonic() - started) * 1000)
         run.outcomes[step.id] = Outcome("ok", completion.content)
-        await run.emit("step-finished", step.id, status="ok", elapsed_ms=record.elapsed_ms,
-                       usage=record.usage.model_dump(), model=step.model)
+        await run.emit(
+            "step-finished",
+            step.id,
+            status="ok",
+            elapsed_ms=record.elapsed_ms,
+            usage=record.usage.model_dump(),
+            model=step.model,
+        )
         return
     record.status = "failed"
     record.reason = last_error
@@ -236,9 +293,15 @@ def _backoff(run: _Run, attempt: int, err: ProviderError) -> float:
 
 
 def _skip(run: _Run, step: StepNode, status: str, reason: str) -> None:
-    run.records[step.id] = StepRecord(id=step.id, role=step.role, worker=step.worker,
-                                      model=step.model, access=list(step.access), status=status,
-                                      reason=reason)
+    run.records[step.id] = StepRecord(
+        id=step.id,
+        role=step.role,
+        worker=step.worker,
+        model=step.model,
+        access=list(step.access),
+        status=status,
+        reason=reason,
+    )
     run.outcomes[step.id] = Outcome(status, "")
 
 
@@ -294,10 +357,20 @@ def _result(run: _Run) -> RunResult:
     receipts = [Decimal(s.credits) for s in executed if s.credits is not None]
     used = run.ledger.actual
     canonical = {
-        "pipeline": run.pipeline.name, "tier": run.pipeline.tier,
-        "steps": [{"id": s.id, "worker": s.worker, "model": s.model, "access": s.access,
-                   "status": s.status, "attempts": s.attempts, "usage": s.usage.model_dump()}
-                  for s in steps],
+        "pipeline": run.pipeline.name,
+        "tier": run.pipeline.tier,
+        "steps": [
+            {
+                "id": s.id,
+                "worker": s.worker,
+                "model": s.model,
+                "access": s.access,
+                "status": s.status,
+                "attempts": s.attempts,
+                "usage": s.usage.model_dump(),
+            }
+            for s in steps
+        ],
         "answer": hashlib.sha256(answer.encode()).hexdigest(),
     }
     digest = hashlib.sha256(json.dumps(canonical, sort_keys=True, separators=(",", ":")).encode())
@@ -309,17 +382,26 @@ def _result(run: _Run) -> RunResult:
         escalated=len(executed) > 1,
         escalation_reason=_escalation(run, len(executed)),
         stop_reason=stop,
-        budget=BudgetReport(limits=run.pipeline.budget.to_json(), used=used.to_json(),
-                            reserved_peak=run.ledger.peak.to_json(),
-                            limited=stop.startswith(("max-", "input-"))),
+        budget=BudgetReport(
+            limits=run.pipeline.budget.to_json(),
+            used=used.to_json(),
+            reserved_peak=run.ledger.peak.to_json(),
+            limited=stop.startswith(("max-", "input-")),
+        ),
         steps=steps,
         risk=run.risk.to_json(),
         elapsed_ms=int((time.monotonic() - run.started) * 1000),
-        cost=str(sum((Decimal(s.cost) for s in executed if s.cost), Decimal(0))) if priced and executed else None,
+        cost=str(sum((Decimal(s.cost) for s in executed if s.cost), Decimal(0)))
+        if priced and executed
+        else None,
         missing_pricing=unpriced,
         credits=str(sum(receipts, Decimal(0))) if receipts else None,
-        estimated_credits=str(sum((Decimal(str(s.reserved.get("credits", 0))) * s.attempts
-                                   for s in executed), Decimal(0))),
+        estimated_credits=str(
+            sum(
+                (Decimal(str(s.reserved.get("credits", 0))) * s.attempts for s in executed),
+                Decimal(0),
+            )
+        ),
         tokens=sum(s.usage.total_tokens for s in steps),
         error=failed[-1].reason if failed else None,
         receipt_hash=digest.hexdigest()[:16],

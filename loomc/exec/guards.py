@@ -102,9 +102,9 @@ def _value(expr: Expr, facts: Facts) -> object:
             return _value(item, facts) in c if isinstance(c, set | list | tuple | str) else False
         case Compare(op=op, left=left, right=right):
             a, b = _value(left, facts), _value(right, facts)
-            if isinstance(left, Fact) and left.path[-1] in ("risk", "level", "complexity"):
-                a, b = RISK_ORDER.get(str(a), -1), RISK_ORDER.get(str(b), -1)
-            elif isinstance(right, Fact) and right.path[-1] in ("risk", "level", "complexity"):
+            if (isinstance(left, Fact) and left.path[-1] in ("risk", "level", "complexity")) or (
+                isinstance(right, Fact) and right.path[-1] in ("risk", "level", "complexity")
+            ):
                 a, b = RISK_ORDER.get(str(a), -1), RISK_ORDER.get(str(b), -1)
             return _cmp(op, a, b)
     raise TypeError(expr)

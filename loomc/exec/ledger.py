@@ -43,8 +43,10 @@ class Refused:
         return STOP_REASONS[self.dimension]
 
     def describe(self) -> str:
-        return (f"{self.ledger} ledger: {self.dimension.value} would reach "
-                f"{self.used + self.needed} > ceiling {self.ceiling}")  # type: ignore[operator]
+        return (
+            f"{self.ledger} ledger: {self.dimension.value} would reach "
+            f"{self.used + self.needed} > ceiling {self.ceiling}"
+        )  # type: ignore[operator]
 
 
 @dataclass

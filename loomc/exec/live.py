@@ -32,9 +32,11 @@ class LiveTrace:
         if event.kind == "run-started":
             risk = d.get("risk", {})
             tier = d.get("tier") or "-"
-            self.console.print(f"[bold]{d.get('pipeline')}[/] tier [bold]{tier}[/] · risk "
-                               f"{risk.get('level')} ({risk.get('kind')}) "
-                               f"{', '.join(risk.get('signals') or []) or 'no signals'}")
+            self.console.print(
+                f"[bold]{d.get('pipeline')}[/] tier [bold]{tier}[/] · risk "
+                f"{risk.get('level')} ({risk.get('kind')}) "
+                f"{', '.join(risk.get('signals') or []) or 'no signals'}"
+            )
         elif event.kind == "step-started":
             self.console.print(f"▶ [cyan]{event.step}[/] {d.get('role')} · {d.get('model')}")
         elif event.kind == "step-finished":
@@ -42,12 +44,16 @@ class LiveTrace:
             est = " (estimated)" if usage.get("estimated") else ""
             status = "[green]ok[/]" if d.get("status") == "ok" else f"[red]{d.get('status')}[/]"
             extra = f" {d.get('error')}" if d.get("error") else ""
-            self.console.print(f"■ [cyan]{event.step}[/] {status} {d.get('elapsed_ms', 0)} ms · "
-                               f"{usage.get('total_tokens', 0)} tokens{est}{extra}")
+            self.console.print(
+                f"■ [cyan]{event.step}[/] {status} {d.get('elapsed_ms', 0)} ms · "
+                f"{usage.get('total_tokens', 0)} tokens{est}{extra}"
+            )
         elif event.kind == "step-skipped":
             self.console.print(f"· [dim]{event.step} skipped: {d.get('reason')}[/]")
         elif event.kind == "step-retry":
-            self.console.print(f"↻ [yellow]{event.step}[/] retry {d.get('attempt')} in "
-                               f"{d.get('delay_ms')} ms: {d.get('error')}")
+            self.console.print(
+                f"↻ [yellow]{event.step}[/] retry {d.get('attempt')} in "
+                f"{d.get('delay_ms')} ms: {d.get('error')}"
+            )
         elif event.kind == "budget-stop":
             self.console.print(f"[red]budget stop[/] at {event.step}: {d.get('reason')}")

@@ -34,8 +34,11 @@ def system_message(pipeline: Pipeline, step: StepNode) -> str:
 
 
 def user_message(step: StepNode, prompt: str, outputs: Mapping[str, str]) -> str:
-    lines = [f"Step task: {step.task}" if step.task else "", "User task (untrusted):",
-             _quote(prompt)]
+    lines = [
+        f"Step task: {step.task}" if step.task else "",
+        "User task (untrusted):",
+        _quote(prompt),
+    ]
     visible = [(sid, outputs[sid]) for sid in step.access if outputs.get(sid, "").strip()]
     if visible:
         lines.append("Visible prior outputs (untrusted):")
@@ -47,7 +50,9 @@ def _quote(text: str) -> str:
     return "\n".join("> " + line for line in text.splitlines()) or "> "
 
 
-def messages(pipeline: Pipeline, step: StepNode, prompt: str, outputs: Mapping[str, str]) -> tuple[Message, ...]:
+def messages(
+    pipeline: Pipeline, step: StepNode, prompt: str, outputs: Mapping[str, str]
+) -> tuple[Message, ...]:
     return (
         Message("system", system_message(pipeline, step)),
         Message("user", user_message(step, prompt, outputs)),

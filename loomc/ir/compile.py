@@ -31,7 +31,11 @@ ROLES = (
     "summarizer",
     "judge",
 )
-PIPELINE_KINDS = {"code-review": "code-review", "code_review": "code-review", "research": "research"}
+PIPELINE_KINDS = {
+    "code-review": "code-review",
+    "code_review": "code-review",
+    "research": "research",
+}
 
 
 class _Collector:
@@ -164,8 +168,12 @@ def _kind(decl: ast.PipelineDecl) -> str:
 
 def _structure(decl: ast.PipelineDecl, policy: PolicySource, out: _Collector) -> None:
     for key, span in decl.duplicates:
-        out.warn("LOOM105", f"`{key}` is written twice in pipeline {decl.name.value!r}", span,
-                 "the first one counts; remove the other")
+        out.warn(
+            "LOOM105",
+            f"`{key}` is written twice in pipeline {decl.name.value!r}",
+            span,
+            "the first one counts; remove the other",
+        )
     seen: dict[str, ast.StepDecl] = {}
     for step in decl.steps:
         if step.name.value in seen:
@@ -178,8 +186,12 @@ def _structure(decl: ast.PipelineDecl, policy: PolicySource, out: _Collector) ->
         else:
             seen[step.name.value] = step
         for span in step.duplicates:
-            out.warn("LOOM105", f"a clause is written twice in step {step.name.value!r}", span,
-                     "the first one counts; remove the other")
+            out.warn(
+                "LOOM105",
+                f"a clause is written twice in step {step.name.value!r}",
+                span,
+                "the first one counts; remove the other",
+            )
         if step.role.value not in ROLES:
             out.error(
                 "LOOM205",
@@ -225,12 +237,20 @@ def _structure(decl: ast.PipelineDecl, policy: PolicySource, out: _Collector) ->
             )
     for req in decl.requires:
         if req.kind.value != "independent":
-            out.error("LOOM502", f"unknown invariant {req.kind.value!r}", req.kind.span,
-                      "supported: independent(a, b, ...)")
+            out.error(
+                "LOOM502",
+                f"unknown invariant {req.kind.value!r}",
+                req.kind.span,
+                "supported: independent(a, b, ...)",
+            )
         for ref in req.steps:
             if ref.value not in names:
-                out.error("LOOM203", f"require names unknown step {ref.value!r}", ref.span,
-                          did_you_mean(ref.value, names))
+                out.error(
+                    "LOOM203",
+                    f"require names unknown step {ref.value!r}",
+                    ref.span,
+                    did_you_mean(ref.value, names),
+                )
 
 
 _LIMIT_UNITS: dict[str, tuple[Dimension, tuple[str | None, ...]]] = {
@@ -240,8 +260,14 @@ _LIMIT_UNITS: dict[str, tuple[Dimension, tuple[str | None, ...]]] = {
     "cost": (Dimension.COST, ("usd",)),
     "latency": (Dimension.LATENCY, ("ms",)),
 }
-_UNIT_TEXT = {None: "a bare number", "calls": "calls", "tokens": "tokens", "credits": "credits",
-              "usd": "dollars", "ms": "a duration"}
+_UNIT_TEXT = {
+    None: "a bare number",
+    "calls": "calls",
+    "tokens": "tokens",
+    "credits": "credits",
+    "usd": "dollars",
+    "ms": "a duration",
+}
 
 
 def _budget(decl: ast.PipelineDecl, out: _Collector) -> tuple[Budget, dict[str, Span]]:
@@ -250,8 +276,12 @@ def _budget(decl: ast.PipelineDecl, out: _Collector) -> tuple[Budget, dict[str, 
     for limit in decl.limits:
         dim_name = limit.dimension.value
         if dim_name not in _LIMIT_UNITS:
-            out.error("LOOM413", f"unknown budget dimension {dim_name!r}", limit.dimension.span,
-                      did_you_mean(dim_name, _LIMIT_UNITS) or "use calls, tokens, credits, cost, latency")
+            out.error(
+                "LOOM413",
+                f"unknown budget dimension {dim_name!r}",
+                limit.dimension.span,
+                did_you_mean(dim_name, _LIMIT_UNITS) or "use calls, tokens, credits, cost, latency",
+            )
             continue
         dim, units = _LIMIT_UNITS[dim_name]
         q = limit.quantity
@@ -262,13 +292,15 @@ def _budget(decl: ast.PipelineDecl, out: _Collector) -> tuple[Budget, dict[str, 
                 f"`{dim_name}` is measured in {_UNIT_TEXT[units[-1]]}, not {_UNIT_TEXT[q.unit]} "
                 f"({q.text})",
                 q.span,
-                f"write e.g. `{dim_name} <= {example}`" if dim_name in ("cost", "latency") else
-                f"write `{dim_name} <= N`",
+                f"write e.g. `{dim_name} <= {example}`"
+                if dim_name in ("cost", "latency")
+                else f"write `{dim_name} <= N`",
             )
             continue
         if dim_name in spans:
-            out.warn("LOOM105", f"`{dim_name}` is limited twice; the tighter ceiling counts",
-                     limit.span)
+            out.warn(
+                "LOOM105", f"`{dim_name}` is limited twice; the tighter ceiling counts", limit.span
+            )
         value: int | Decimal
         if dim in (Dimension.CREDITS, Dimension.COST):
             value = q.value
@@ -306,15 +338,18 @@ def _steps(
         model = worker.model if worker else f"unknown/{s.worker.value}"
         provider = model.split("/", 1)[0]
         provider_cfg = pol.providers.get(provider)
-        if worker is not None and provider_cfg is None and s.worker.value not in {
-            st.worker for st in steps
-        }:
+        if (
+            worker is not None
+            and provider_cfg is None
+            and s.worker.value not in {st.worker for st in steps}
+        ):
             out.error(
                 "LOOM210",
                 f"worker {s.worker.value!r} uses model {model!r} whose provider {provider!r} is "
                 "not defined",
                 s.worker.span,
-                did_you_mean(provider, pol.providers) or f"providers are {', '.join(pol.providers)}",
+                did_you_mean(provider, pol.providers)
+                or f"providers are {', '.join(pol.providers)}",
             )
         price = pol.pricing.get(model)
         max_tokens = _whole(s.max_tokens, "max_tokens", out, allow_zero=False)
@@ -325,7 +360,9 @@ def _steps(
             timeout = (worker.timeout if worker else None) or pol.defaults.timeout
         retries = _whole(s.retries, "retries", out, allow_zero=True)
         if retries is None:
-            retries = worker.retries if worker and worker.retries is not None else pol.defaults.retries
+            retries = (
+                worker.retries if worker and worker.retries is not None else pol.defaults.retries
+            )
         steps.append(
             StepNode(
                 id=s.name.value,
@@ -339,12 +376,20 @@ def _steps(
                 max_tokens=max_tokens,
                 timeout_ms=timeout,
                 retries=retries,
-                credits=(worker.credits if worker and worker.credits else pol.defaults.credits_per_call),
+                credits=(
+                    worker.credits if worker and worker.credits else pol.defaults.credits_per_call
+                ),
                 p95_ms=worker.p95_latency if worker else None,
-                pricing=Pricing(price.input_per_million, price.output_per_million) if price else None,
+                pricing=Pricing(price.input_per_million, price.output_per_million)
+                if price
+                else None,
                 guard=guard,
-                sees=tuple(i.name.value for i in s.sees if not i.optional and i.name.value != s.name.value),
-                optional_sees=tuple(i.name.value for i in s.sees if i.optional and i.name.value != s.name.value),
+                sees=tuple(
+                    i.name.value for i in s.sees if not i.optional and i.name.value != s.name.value
+                ),
+                optional_sees=tuple(
+                    i.name.value for i in s.sees if i.optional and i.name.value != s.name.value
+                ),
                 after=tuple(n.value for n in s.after if n.value != s.name.value),
                 span=s.span,
             )
@@ -356,11 +401,17 @@ def _whole(q: ast.Quantity | None, what: str, out: _Collector, *, allow_zero: bo
     if q is None:
         return None
     if q.unit not in (None, "tokens"):
-        out.error("LOOM410", f"`{what}` takes a whole number, not {_UNIT_TEXT[q.unit]} ({q.text})", q.span)
+        out.error(
+            "LOOM410", f"`{what}` takes a whole number, not {_UNIT_TEXT[q.unit]} ({q.text})", q.span
+        )
         return None
     if q.value != q.value.to_integral_value() or q.value < 0 or (q.value == 0 and not allow_zero):
-        out.error("LOOM414", f"`{what}` must be a {'non-negative' if allow_zero else 'positive'} "
-                  f"whole number ({q.text})", q.span)
+        out.error(
+            "LOOM414",
+            f"`{what}` must be a {'non-negative' if allow_zero else 'positive'} "
+            f"whole number ({q.text})",
+            q.span,
+        )
         return None
     return int(q.value)
 
@@ -369,8 +420,12 @@ def _duration(q: ast.Quantity | None, out: _Collector) -> int | None:
     if q is None:
         return None
     if q.unit != "ms":
-        out.error("LOOM410", f"`timeout` is a duration, not {_UNIT_TEXT[q.unit]} ({q.text})", q.span,
-                  "write e.g. `timeout 20s`")
+        out.error(
+            "LOOM410",
+            f"`timeout` is a duration, not {_UNIT_TEXT[q.unit]} ({q.text})",
+            q.span,
+            "write e.g. `timeout 20s`",
+        )
         return None
     if q.value <= 0:
         out.error("LOOM414", f"`timeout` must be positive ({q.text})", q.span)

@@ -13,8 +13,15 @@ import yaml
 
 from loomc.policy.models import ENV_REF, Policy
 
-_TYPES = {"mock": "mock", "dot": "dot", "openrouter": "openrouter", "ollama": "ollama",
-          "lmstudio": "lmstudio", "openai": "openai-compatible", "openai-compatible": "openai-compatible"}
+_TYPES = {
+    "mock": "mock",
+    "dot": "dot",
+    "openrouter": "openrouter",
+    "ollama": "ollama",
+    "lmstudio": "lmstudio",
+    "openai": "openai-compatible",
+    "openai-compatible": "openai-compatible",
+}
 _LATENCY = {"low": 8000, "medium": 20000, "high": 45000}
 
 
@@ -61,8 +68,10 @@ def convert(config: dict[str, Any], name: str | None = None) -> dict[str, Any]:
             entry["p95_latency"] = f"{_LATENCY[w['latency']] // 1000}s"
         workers[role] = entry
     pricing = {
-        ref: {"input_per_million": _num(v.get("inputPerMillion", 0)),
-              "output_per_million": _num(v.get("outputPerMillion", 0))}
+        ref: {
+            "input_per_million": _num(v.get("inputPerMillion", 0)),
+            "output_per_million": _num(v.get("outputPerMillion", 0)),
+        }
         for ref, v in (config.get("pricing") or {}).items()
     }
     policy: dict[str, Any] = {
@@ -73,8 +82,11 @@ def convert(config: dict[str, Any], name: str | None = None) -> dict[str, Any]:
     }
     if pricing:
         policy["pricing"] = pricing
-    tiers = {"lean": {"calls": 1, "latency": "45s"}, "balanced": {"calls": 2, "latency": "60s"},
-             "strict": {"calls": 3, "latency": "120s"}}
+    tiers = {
+        "lean": {"calls": 1, "latency": "45s"},
+        "balanced": {"calls": 2, "latency": "60s"},
+        "strict": {"calls": 3, "latency": "120s"},
+    }
     if adaptive.get("maxCalls") or adaptive.get("maxLatencyMs"):
         pol = str(adaptive.get("policy", "balanced")).lower()
         if adaptive.get("maxCalls"):

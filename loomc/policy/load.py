@@ -38,7 +38,9 @@ def load_policy(path: str | Path) -> tuple[PolicySource | None, list[Diagnostic]
     try:
         raw = Path(path).read_bytes()
     except OSError as exc:
-        return None, [_err("LOOM602", f"cannot read policy: {exc.strerror or exc}", Span.point(name))]
+        return None, [
+            _err("LOOM602", f"cannot read policy: {exc.strerror or exc}", Span.point(name))
+        ]
     if b"\x00" in raw:
         return None, [_err("LOOM602", "policy file is binary, not YAML", Span.point(name))]
     try:

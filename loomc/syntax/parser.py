@@ -67,7 +67,9 @@ def parse_file(path: str | Path) -> tuple[ast.Module | None, list[Diagnostic]]:
     try:
         raw = Path(path).read_bytes()
     except OSError as exc:
-        return None, [_diag("LOOM103", f"cannot read file: {exc.strerror or exc}", Span.point(name))]
+        return None, [
+            _diag("LOOM103", f"cannot read file: {exc.strerror or exc}", Span.point(name))
+        ]
     if b"\x00" in raw:
         return None, [_diag("LOOM103", "file is binary, not a .loom source", Span.point(name))]
     try:
@@ -192,10 +194,7 @@ class _ToAst(Transformer[Token, Any]):
     def string(self, meta: Any, children: list[Token]) -> ast.Str:
         tok = children[0]
         raw = str(tok)
-        if tok.type == "TRIPLE":
-            value = _dedent(raw[3:-3])
-        else:
-            value = _unescape(raw[1:-1])
+        value = _dedent(raw[3:-3]) if tok.type == "TRIPLE" else _unescape(raw[1:-1])
         return ast.Str(value, self._tok_span(tok))
 
     def bare(self, meta: Any, children: list[Token]) -> ast.Quantity:
