@@ -157,7 +157,12 @@ async def _attempt_step(run: _Run, step: StepNode) -> None:
         return
     outputs = {sid: o.output for sid, o in run.outcomes.items() if o.status == "ok"}
     msgs = messages(run.pipeline, step, run.prompt, outputs)
-    provider, model_id = run.pool.for_model(step.model)
+    try:
+        provider, model_id = run.pool.for_model(step.model)
+    except ProviderError as exc:
+        _skip(run, step, "failed", f"{type(exc).__name__}: {redact(str(exc))}")
+        await run.emit("step-finished", step.id, status="failed", error=run.records[step.id].reason)
+        return
     worst = step_attempt_cost(run.pipeline, step)
     reserve = Usage(
         calls=1,
