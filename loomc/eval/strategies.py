@@ -1,0 +1,55 @@
+"""Strategy names of the eval matrix -> (pipeline, tier, profiler) cells."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+TIERS = ("lean", "balanced", "strict")
+FIXED = ("baseline", "fixed")
+DEFAULT_PIPELINE = "general"
+
+
+class StrategyError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Strategy:
+    name: str
+    pipeline: str | None  # None: the case's own pipeline (default `general`)
+    tier: str | None
+    semantic: bool = False
+
+    def pipeline_for(self, case_pipeline: str | None) -> str:
+        return self.pipeline or case_pipeline or DEFAULT_PIPELINE
+
+
+def parse_strategies(spec: str, pipelines: set[str] | frozenset[str] = frozenset()) -> list[Strategy]:
+    out: list[Strategy] = []
+    for raw in spec.split(","):
+        name = raw.strip()
+        if not name:
+            continue
+        base, _, suffix = name.partition("@")
+        semantic = suffix == "semantic"
+        tier: str | None = suffix if suffix and not semantic else None
+        if tier is not None and tier not in TIERS:
+            raise StrategyError(f"unknown tier {tier!r} in strategy {name!r} (valid: {', '.join(TIERS)}, semantic)")
+        if base in FIXED and not suffix:
+            out.append(Strategy(name, base, None))
+        elif base in TIERS and tier is None:
+            out.append(Strategy(name, None, base, semantic))
+        elif base in pipelines:
+            out.append(Strategy(name, base, tier or "balanced", semantic))
+        else:
+            valid = [*FIXED, *TIERS, *sorted(pipelines)]
+            raise StrategyError(
+                f"unknown strategy {name!r} (valid: {', '.join(valid)}, PIPELINE@TIER, X@semantic)"
+            )
+    if not out:
+        raise StrategyError("no strategies given")
+    names = [s.name for s in out]
+    dups = sorted({n for n in names if names.count(n) > 1})
+    if dups:
+        raise StrategyError(f"duplicate strategy {dups[0]!r}")
+    return out

@@ -1,0 +1,96 @@
+"""`loomc eval` end to end on the mock policy: the reference structural result, resume, budgets."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from loomc.cli.main import main
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _metrics(path: Path) -> dict[str, dict[str, object]]:
+    doc = json.loads(path.read_text())
+    return {m["strategy"]: m for m in doc["metrics"]}
+
+
+def test_reference_structural_result(shared_dir: Path, tmp_path: Path,
+                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+    out = tmp_path / "r.json"
+    data = shared_dir / "reference" / "seed-evals" / "adaptive-routing-v1.jsonl"
+    assert main(["eval", "--dataset", str(data), "--strategies", "baseline,fixed,lean,balanced,strict",
+                 "--concurrency", "8", "--output", str(out)]) == 0
+    m = _metrics(out)
+    assert m["lean"]["avg_calls"] == pytest.approx(1.0)
+    assert m["baseline"]["avg_calls"] == pytest.approx(1.0)
+    assert m["strict"]["avg_calls"] == pytest.approx(3.0)
+    assert m["fixed"]["avg_calls"] == pytest.approx(4.0)
+    assert m["balanced"]["avg_calls"] == pytest.approx(40 / 24)
+    assert m["balanced"]["one_call_rate"] == pytest.approx(8 / 24)
+    assert m["balanced"]["route_accuracy"] == pytest.approx(1.0)
+
+
+CASES = "\n".join(
+    json.dumps({"id": f"c{i}", "prompt": p, "expectedEscalation": e,
+                "checks": [{"type": "contains", "value": "answer"}]})
+    for i, (p, e) in enumerate([("Define a mutex.", False), ("Audit the refund flow for double-spend.", True),
+                                ("Name three colours.", False), ("Review OAuth token storage.", True)])
+) + "\n"
+
+
+def test_budget_stop_then_resume_pays_nothing_twice(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+    data = tmp_path / "d.jsonl"
+    data.write_text(CASES)
+    full = tmp_path / "full.json"
+    assert main(["eval", "--dataset", str(data), "--strategies", "balanced", "--output", str(full)]) == 0
+    part = tmp_path / "part.json"
+    # a total too small for the matrix: refused unless told to run until the budget stops it
+    assert main(["eval", "--dataset", str(data), "--strategies", "balanced", "--output", str(part),
+                 "--max-total-calls", "3", "--concurrency", "1"]) == 1
+    assert main(["eval", "--dataset", str(data), "--strategies", "balanced", "--output", str(part),
+                 "--max-total-calls", "3", "--concurrency", "1", "--run-until-budget"]) == 0
+    first = json.loads(part.read_text())
+    assert sum(r["result"]["calls"] for r in first["runs"] if r["result"]) <= 3
+    assert any(r["status"] == "budget-stopped" for r in first["runs"])
+    journal = part.with_name(part.name + ".journal.jsonl")
+    paid_before = sum(json.loads(line)["result"]["calls"] for line in journal.read_text().splitlines())
+    assert main(["eval", "--dataset", str(data), "--strategies", "balanced", "--output", str(part),
+                 "--resume"]) == 0
+    lines = [json.loads(line) for line in journal.read_text().splitlines()]
+    paid_after = sum(r["result"]["calls"] for r in lines)
+    resumed = json.loads(part.read_text())
+    total_full = sum(r["result"]["calls"] for r in json.loads(full.read_text())["runs"])
+    # the resumed receipt has the same cells and calls as an uninterrupted run
+    assert sorted((r["case_id"], r["result"]["calls"]) for r in resumed["runs"]) == sorted(
+        (r["case_id"], r["result"]["calls"]) for r in json.loads(full.read_text())["runs"])
+    # the resume paid only for what was missing
+    ok_before = sum(r["result"]["calls"] for r in first["runs"] if r["status"] == "ok")
+    assert paid_after - paid_before == total_full - ok_before
+
+
+def test_malformed_dataset_lines_are_reported(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+    data = tmp_path / "bad.jsonl"
+    data.write_text('{"id": "a", "prompt": "x"}\n{not json\n\n# comment\n{"id": "a", "prompt": "y"}\n')
+    assert main(["eval", "--dataset", str(data), "--output", str(tmp_path / "o.json")]) == 1
+    err = capsys.readouterr().err
+    assert f"{data}:2:" in err and f"{data}:5:" in err and "Traceback" not in err
+
+
+def test_dry_run_prints_the_matrix_worst_case(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+    data = tmp_path / "d.jsonl"
+    data.write_text(CASES)
+    assert main(["eval", "--dataset", str(data), "--strategies", "fixed,strict", "--iterations", "2",
+                 "--output", str(tmp_path / "o.json"), "--dry-run"]) == 0
+    est = json.loads(capsys.readouterr().out)
+    assert est["total_calls"] == 4 * 2 * (4 + 3)
+    assert not (tmp_path / "o.json").exists()
