@@ -1,0 +1,120 @@
+"""Label selection (§2.11): exhaustive search with the target-quality filter, plus reason codes.
+
+The same routine is the corpus oracle and the `search` planner; only the outcome model is
+pluggable, so a planner under a different model keeps the v2 selection rule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from loomc.conductor.plan import Constraints, TaskProfile, WorkerProfile
+from loomc.conductor.v2.outcome import (
+    Candidate,
+    Outcome,
+    OutcomeModel,
+    V2OutcomeModel,
+    enumerate_candidates,
+    feasible,
+)
+
+MAX_REASON_CODES = 4
+
+
+class NoFeasiblePlan(ValueError):
+    """Raised when the constraints admit none of the 15 plans."""
+
+
+@dataclass(frozen=True)
+class Scored:
+    candidate: Candidate
+    outcome: Outcome
+    utility: float
+
+
+@dataclass(frozen=True)
+class Selection:
+    chosen: Scored
+    candidate_count: int
+    label: dict[str, Any]
+    oracle: dict[str, Any]
+
+
+def reason_codes(
+    task: TaskProfile, constraints: Constraints, candidate: Candidate, result: Outcome
+) -> list[str]:
+    """Every firing code, sorted, truncated to the first four (the reference's behaviour)."""
+    codes: set[str] = set()
+    if task.risk >= 0.72 or task.consequence >= 0.78:
+        codes.add("high_consequence")
+    if task.evidence_need >= 0.65:
+        codes.add("independent_evidence")
+    if task.complexity >= 0.72 or task.ambiguity >= 0.72:
+        codes.add("complex_task")
+    if candidate.estimated_credits >= 0.82 * constraints.max_credits:
+        codes.add("credit_constrained")
+    if candidate.estimated_latency_ms >= 0.82 * constraints.max_latency_ms:
+        codes.add("latency_constrained")
+    if result.quality < constraints.minimum_quality:
+        codes.add("best_feasible_below_target")
+    if candidate.policy == "lean" and not codes:
+        codes.add("single_call_sufficient")
+    if candidate.independent_verification:
+        codes.add("independent_verification")
+    return sorted(codes)[:MAX_REASON_CODES]
+
+
+def label_for(constraints: Constraints, scored: Scored, codes: Sequence[str]) -> dict[str, Any]:
+    label = scored.candidate.record()
+    label["max_credits"] = constraints.max_credits
+    label["max_latency_ms"] = constraints.max_latency_ms
+    label["estimated_quality"] = scored.outcome.quality
+    label["estimated_pass_rate"] = scored.outcome.pass_rate
+    label["reason_codes"] = list(codes)
+    return label
+
+
+def _rank(s: Scored) -> tuple[float, float, float, float, int]:
+    c = s.candidate
+    return (
+        s.utility,
+        s.outcome.quality,
+        s.outcome.pass_rate,
+        -c.estimated_credits,
+        -c.estimated_latency_ms,
+    )
+
+
+def select(
+    task: TaskProfile,
+    constraints: Constraints,
+    workers: Sequence[WorkerProfile],
+    model: OutcomeModel | None = None,
+) -> Selection:
+    """Best feasible plan; below-target plans are dropped when any plan meets the target."""
+    model = model or V2OutcomeModel()
+    table: Mapping[str, WorkerProfile] = {w.id: w for w in workers}
+    scored: list[Scored] = []
+    for candidate in enumerate_candidates(workers):
+        if not feasible(candidate, constraints):
+            continue
+        result = model.outcome(task, candidate, table)
+        scored.append(
+            Scored(candidate, result, model.utility(task, constraints, candidate, result, table))
+        )
+    if not scored:
+        raise NoFeasiblePlan("no plan satisfies max_calls, max_credits and max_latency_ms")
+    on_target = [s for s in scored if s.outcome.quality >= constraints.minimum_quality]
+    pool = on_target or scored
+    best = max(pool, key=_rank)  # max keeps the first maximal element: enumeration order
+    codes = reason_codes(task, constraints, best.candidate, best.outcome)
+    oracle = {
+        "candidate_count": len(scored),
+        "pass_rate": best.outcome.pass_rate,
+        "quality": best.outcome.quality,
+        "quality_target_met": best.outcome.quality >= constraints.minimum_quality,
+        "utility": best.utility,
+    }
+    return Selection(best, len(scored), label_for(constraints, best, codes), oracle)

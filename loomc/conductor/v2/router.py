@@ -1,0 +1,83 @@
+"""The deterministic router baseline (§3): pressure → preferred depth → closest feasible plan.
+
+A stand-in for the reference's Python router: it borrows the oracle's feasibility test and
+outcome model, so its declared estimates are exact and its receipts always consistent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from loomc.conductor.plan import Constraints, Plan, TaskProfile, WorkerProfile
+from loomc.conductor.v2.outcome import Candidate, enumerate_candidates, feasible, outcome
+
+REASON_CODE = "deterministic_local_policy"
+_RANK = {"lean": 0, "balanced": 1, "strict": 2}
+_BALANCED_CATEGORIES = frozenset({"research", "security", "financial", "health", "legal"})
+_WRITER = frozenset({"drafting", "coding", "implementation"})
+_REVIEWER = frozenset({"review", "reasoning"})
+_FINALIZER = frozenset({"synthesis", "writing"})
+
+
+def pressure(task: TaskProfile) -> float:
+    return 0.5 * task.risk + 0.3 * task.evidence_need + 0.2 * task.complexity
+
+
+def preferred_policy(task: TaskProfile, constraints: Constraints) -> str:
+    p = pressure(task)
+    if constraints.max_calls >= 3 and p >= 0.78:
+        return "strict"
+    if constraints.max_calls >= 2 and (p >= 0.36 or task.category in _BALANCED_CATEGORIES):
+        return "balanced"
+    return "lean"
+
+
+def _role_fit(candidate: Candidate, workers: Mapping[str, WorkerProfile]) -> int:
+    fit = len(_WRITER.intersection(workers[candidate.writer].strengths))
+    if candidate.reviewer is not None:
+        fit += len(_REVIEWER.intersection(workers[candidate.reviewer].strengths))
+    if candidate.finalizer is not None:
+        fit += len(_FINALIZER.intersection(workers[candidate.finalizer].strengths))
+    return fit
+
+
+def route(
+    task: TaskProfile, constraints: Constraints, workers: Sequence[WorkerProfile]
+) -> dict[str, Any]:
+    """The router's label-shaped plan dict (serialise with `canonical_json`)."""
+    table = {w.id: w for w in workers}
+    everything = enumerate_candidates(workers)
+    candidates = [c for c in everything if feasible(c, constraints)] or everything
+    preferred = _RANK[preferred_policy(task, constraints)]
+    independent_bonus = pressure(task) > 0.55
+
+    def key(c: Candidate) -> tuple[int, int, float, int]:
+        indep = 1 if c.independent_verification and independent_bonus else 0
+        return (
+            -abs(_RANK[c.policy] - preferred),
+            _role_fit(c, table) + indep,
+            -c.estimated_credits,
+            -c.estimated_latency_ms,
+        )
+
+    best = max(candidates, key=key)
+    result = outcome(task, best, table)
+    plan = best.record()
+    plan.update(
+        max_credits=constraints.max_credits,
+        max_latency_ms=constraints.max_latency_ms,
+        estimated_quality=result.quality,
+        estimated_pass_rate=result.pass_rate,
+        reason_codes=[REASON_CODE],
+    )
+    return plan
+
+
+class DeterministicRouter:
+    """`Planner` wrapper around `route`."""
+
+    def plan(
+        self, task: TaskProfile, workers: Sequence[WorkerProfile], constraints: Constraints
+    ) -> Plan:
+        return Plan.from_json(route(task, constraints, workers))
