@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from loomc.ir.guards import compare_values
 from loomc.ir.model import (
     RISK_ORDER,
     And,
@@ -106,19 +107,5 @@ def _value(expr: Expr, facts: Facts) -> object:
                 isinstance(right, Fact) and right.path[-1] in ("risk", "level", "complexity")
             ):
                 a, b = RISK_ORDER.get(str(a), -1), RISK_ORDER.get(str(b), -1)
-            return _cmp(op, a, b)
+            return compare_values(op, a, b)
     raise TypeError(expr)
-
-
-def _cmp(op: str, a: object, b: object) -> bool:
-    try:
-        return {
-            "==": lambda: a == b,
-            "!=": lambda: a != b,
-            "<": lambda: a < b,  # type: ignore[operator]
-            "<=": lambda: a <= b,  # type: ignore[operator]
-            ">": lambda: a > b,  # type: ignore[operator]
-            ">=": lambda: a >= b,  # type: ignore[operator]
-        }[op]()
-    except TypeError:
-        return False

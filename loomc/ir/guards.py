@@ -162,7 +162,7 @@ def fold(expr: Expr) -> Expr:
     """Constant-fold; the result is Const(True/False) when the guard no longer depends on runtime."""
     match expr:
         case Compare(op=op, left=Const(value=a), right=Const(value=b)):
-            return Const(_compare_consts(op, a, b))
+            return Const(compare_values(op, a, b))
         case And(items=items):
             folded = [fold(i) for i in items]
             if any(isinstance(i, Const) and i.value is False for i in folded):
@@ -187,7 +187,8 @@ def fold(expr: Expr) -> Expr:
     return expr
 
 
-def _compare_consts(op: str, a: object, b: object) -> bool:
+def compare_values(op: str, a: object, b: object) -> bool:
+    """One comparison rule for compile-time folding and runtime guards (type errors are false)."""
     if op == "==":
         return a == b
     if op == "!=":

@@ -14,6 +14,7 @@ from pydantic import ValidationError
 
 from loomc.diagnostics import Diagnostic, Severity, Span
 from loomc.policy.models import Policy
+from loomc.sources import read_source
 
 
 class PolicySource:
@@ -34,20 +35,10 @@ class PolicySource:
 
 
 def load_policy(path: str | Path) -> tuple[PolicySource | None, list[Diagnostic]]:
-    name = str(path)
-    try:
-        raw = Path(path).read_bytes()
-    except OSError as exc:
-        return None, [
-            _err("LOOM602", f"cannot read policy: {exc.strerror or exc}", Span.point(name))
-        ]
-    if b"\x00" in raw:
-        return None, [_err("LOOM602", "policy file is binary, not YAML", Span.point(name))]
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return None, [_err("LOOM602", "policy file is not valid UTF-8", Span.point(name))]
-    return load_policy_text(text, name)
+    text, problem = read_source(path, "LOOM602", "policy file")
+    if text is None:
+        return None, [problem] if problem else []
+    return load_policy_text(text, str(path))
 
 
 def load_policy_text(text: str, name: str) -> tuple[PolicySource | None, list[Diagnostic]]:

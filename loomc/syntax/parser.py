@@ -16,6 +16,7 @@ from lark import Lark, Token, Transformer, Tree, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from loomc.diagnostics import Diagnostic, Severity, Span
+from loomc.sources import read_source
 from loomc.syntax import ast
 
 _HERE = Path(__file__).resolve().parent
@@ -63,21 +64,10 @@ def _parser() -> Lark:
 
 def parse_file(path: str | Path) -> tuple[ast.Module | None, list[Diagnostic]]:
     """Read and parse one file; unreadable or binary files are diagnostics too."""
-    name = str(path)
-    try:
-        raw = Path(path).read_bytes()
-    except OSError as exc:
-        return None, [
-            _diag("LOOM103", f"cannot read file: {exc.strerror or exc}", Span.point(name))
-        ]
-    if b"\x00" in raw:
-        return None, [_diag("LOOM103", "file is binary, not a .loom source", Span.point(name))]
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        return None, [_diag("LOOM103", "file is not valid UTF-8", Span.point(name, line))]
-    return parse_text(text, name)
+    text, problem = read_source(path, "LOOM103", "file")
+    if text is None:
+        return None, [problem] if problem else []
+    return parse_text(text, str(path))
 
 
 def parse_text(text: str, path: str = "<string>") -> tuple[ast.Module | None, list[Diagnostic]]:
