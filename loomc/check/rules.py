@@ -42,6 +42,7 @@ def acyclic(p: Pipeline, wc: WorstCase) -> Iterator[Diagnostic]:
 
 
 def access(p: Pipeline, wc: WorstCase) -> Iterator[Diagnostic]:
+    skippable = _skippable(p)
     for step in p.graph.steps():
         for dep in step.sees:
             if dep not in p.graph:
@@ -52,7 +53,7 @@ def access(p: Pipeline, wc: WorstCase) -> Iterator[Diagnostic]:
                     _span(p, step.id),
                     f"write `sees {dep}?` to make it optional, or guard {step.id!r} the same way",
                 )
-            elif p.graph.step(dep).guard is not None or _may_skip(p, dep):
+            elif skippable[dep]:
                 yield Diagnostic(
                     "LOOM301",
                     Severity.ERROR,
@@ -63,13 +64,17 @@ def access(p: Pipeline, wc: WorstCase) -> Iterator[Diagnostic]:
                 )
 
 
-def _may_skip(p: Pipeline, step_id: str, seen: frozenset[str] = frozenset()) -> bool:
-    if step_id in seen or step_id not in p.graph:
-        return step_id not in p.graph
-    step = p.graph.step(step_id)
-    if step.guard is not None:
-        return True
-    return any(_may_skip(p, dep, seen | {step_id}) for dep in step.sees)
+def _may_skip(p: Pipeline, step_id: str) -> bool:
+    return step_id not in p.graph or _skippable(p)[step_id]
+
+
+def _skippable(p: Pipeline) -> dict[str, bool]:
+    """Steps that may not run: guarded, or reading one that may not (iterative: long chains)."""
+    out: dict[str, bool] = {}
+    for sid in p.graph.topological_order():
+        step = p.graph.step(sid)
+        out[sid] = step.guard is not None or any(d not in p.graph or out[d] for d in step.sees)
+    return out
 
 
 def answer_chain(p: Pipeline, wc: WorstCase) -> Iterator[Diagnostic]:
