@@ -72,5 +72,7 @@ def run_check(chk: dict[str, Any], answer: str) -> CheckResult:
     return CheckResult(type=kind, passed=passed, detail=detail)
 
 
-def run_checks(checks: list[dict[str, Any]] | tuple[dict[str, Any], ...], answer: str) -> list[CheckResult]:
+def run_checks(
+    checks: list[dict[str, Any]] | tuple[dict[str, Any], ...], answer: str
+) -> list[CheckResult]:
     return [run_check(c, answer) for c in checks]

@@ -97,7 +97,9 @@ def parse_dataset(text: str, name: str) -> list[Case]:
         if case is None:
             continue
         if case.id in seen:
-            errs.append(f"{where}: duplicate id {case.id!r} (first defined on line {seen[case.id]})")
+            errs.append(
+                f"{where}: duplicate id {case.id!r} (first defined on line {seen[case.id]})"
+            )
             continue
         seen[case.id] = lineno
         cases.append(case)

@@ -24,7 +24,9 @@ class Strategy:
         return self.pipeline or case_pipeline or DEFAULT_PIPELINE
 
 
-def parse_strategies(spec: str, pipelines: set[str] | frozenset[str] = frozenset()) -> list[Strategy]:
+def parse_strategies(
+    spec: str, pipelines: set[str] | frozenset[str] = frozenset()
+) -> list[Strategy]:
     out: list[Strategy] = []
     for raw in spec.split(","):
         name = raw.strip()
@@ -34,7 +36,9 @@ def parse_strategies(spec: str, pipelines: set[str] | frozenset[str] = frozenset
         semantic = suffix == "semantic"
         tier: str | None = suffix if suffix and not semantic else None
         if tier is not None and tier not in TIERS:
-            raise StrategyError(f"unknown tier {tier!r} in strategy {name!r} (valid: {', '.join(TIERS)}, semantic)")
+            raise StrategyError(
+                f"unknown tier {tier!r} in strategy {name!r} (valid: {', '.join(TIERS)}, semantic)"
+            )
         if base in FIXED and not suffix:
             out.append(Strategy(name, base, None))
         elif base in TIERS and tier is None:

@@ -27,7 +27,7 @@ def make_profiler(settings: RiskSettings) -> RiskProfiler:
     keywords = make_keywords(settings)
     if settings.profiler == "semantic":
         try:
-            from loomc.risk.semantic import SemanticProfiler  # type: ignore[import-not-found]
+            from loomc.risk.semantic import SemanticProfiler  # type: ignore[import-not-found,import-untyped,unused-ignore]
         except ImportError as exc:
             keywords.notice = (
                 f"semantic risk profiler unavailable ({exc}); using keywords "
