@@ -101,7 +101,7 @@ class Budget:
 
     def with_value(self, dimension: Dimension, value: int | Decimal | None) -> Budget:
         key = "latency_ms" if dimension is Dimension.LATENCY else dimension.value
-        return replace(self, **{key: value})
+        return replace(self, **{key: value})  # type: ignore[arg-type]
 
     def to_json(self) -> dict[str, str | int | None]:
         return {
@@ -142,13 +142,14 @@ class Usage:
         )
 
     def get(self, dimension: Dimension) -> int | Decimal:
-        return {
+        values: dict[Dimension, int | Decimal] = {
             Dimension.CALLS: self.calls,
             Dimension.TOKENS: self.tokens,
             Dimension.CREDITS: self.credits,
             Dimension.COST: self.cost,
             Dimension.LATENCY: self.latency_ms,
-        }[dimension]
+        }
+        return values[dimension]
 
     def exceeded(self, budget: Budget) -> list[Dimension]:
         """Axes (other than latency, which is a deadline) on which this usage passes ``budget``."""

@@ -7,6 +7,7 @@ runs them all. Rules never do I/O and never call providers.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from decimal import Decimal
 
 from loomc.check.worstcase import WorstCase, worst_case
 from loomc.diagnostics import Diagnostic, Related, Severity, Span
@@ -152,7 +153,7 @@ def _ceiling_source(p: Pipeline, dim: Dimension) -> str:
     return "command line"
 
 
-def _step_amount(s: object, dim: Dimension) -> int | object | None:
+def _step_amount(s: object, dim: Dimension) -> int | Decimal | None:
     from loomc.check.worstcase import StepCost
 
     assert isinstance(s, StepCost)
@@ -245,6 +246,4 @@ def check_pipeline(pipeline: Pipeline) -> list[Diagnostic]:
 
 
 def _empty(p: Pipeline) -> WorstCase:
-    from decimal import Decimal
-
     return WorstCase(p.name, p.tier, 0, 0, Decimal(0), Decimal(0), 0, None, ())

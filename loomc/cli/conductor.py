@@ -23,7 +23,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     pr.add_argument("--data", type=Path, required=True)
     pr.add_argument("--output", type=Path, required=True)
     pr.set_defaults(handler=_predict)
-    p.set_defaults(handler=lambda _a: (p.print_help(), 2)[1])
+    def usage(_args: argparse.Namespace) -> int:
+        p.print_help()
+        return 2
+
+    p.set_defaults(handler=usage)
 
 
 def _search() -> Any:

@@ -132,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
     for m in receipt.metrics:
         print(f"{m.strategy:<22} calls {m.avg_calls if m.avg_calls is not None else '-':<6} "
               f"route {m.route_accuracy if m.route_accuracy is not None else '-'}", file=sys.stderr)
-    stopped = sum(r.status == "budget-stopped" for r in receipt.runs)  # type: ignore[attr-defined]
+    stopped = sum(r.status == "budget-stopped" for r in receipt.runs)
     if stopped:
         print(f"loomc eval: {stopped} run(s) stopped by the eval-wide budget; rerun with --resume "
               "and a larger budget to finish them", file=sys.stderr)

@@ -23,7 +23,7 @@ from loomc.ir.model import Pipeline
 from loomc.project import Project
 from loomc.providers.registry import ProviderPool
 from loomc.risk.base import RiskProfiler
-from loomc.units import Budget
+from loomc.units import Budget, Usage
 
 Cell = tuple[str, str, int]  # case id, strategy name, iteration
 
@@ -176,9 +176,7 @@ def _strip(result: object) -> object:
     return result.model_copy(update={"steps": steps, "answer": ""})
 
 
-def _usage_of(record: RunRecord) -> object:
-    from loomc.units import Usage
-
+def _usage_of(record: RunRecord) -> Usage:
     assert record.result is not None
     used = record.result.budget.used
     return Usage(calls=int(used.get("calls", 0)), tokens=int(used.get("tokens", 0)),

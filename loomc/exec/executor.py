@@ -294,7 +294,7 @@ def _backoff(run: _Run, attempt: int, err: ProviderError) -> float:
     if isinstance(err, RateLimited) and err.retry_after_s is not None:
         return min(err.retry_after_s, run.pipeline.backoff_max_ms / 1000)
     base = run.pipeline.backoff_base_ms / 1000 * (2**attempt)
-    return min(base, run.pipeline.backoff_max_ms / 1000) * run.rng.uniform(0.5, 1.0)
+    return float(min(base, run.pipeline.backoff_max_ms / 1000) * run.rng.uniform(0.5, 1.0))
 
 
 def _skip(run: _Run, step: StepNode, status: str, reason: str) -> None:

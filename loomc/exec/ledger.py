@@ -46,7 +46,7 @@ class Refused:
         return (
             f"{self.ledger} ledger: {self.dimension.value} would reach "
             f"{self.used + self.needed} > ceiling {self.ceiling}"
-        )  # type: ignore[operator]
+        )
 
 
 @dataclass

@@ -310,7 +310,7 @@ def _budget(decl: ast.PipelineDecl, out: _Collector) -> tuple[Budget, dict[str, 
                 continue
             value = int(q.value)
         current = budget.get(dim)
-        budget = budget.with_value(dim, value if current is None else min(current, value))  # type: ignore[type-var]
+        budget = budget.with_value(dim, value if current is None else min(current, value))
         spans[dim.value] = limit.span
     return budget, spans
 

@@ -195,11 +195,11 @@ def compare_values(op: str, a: object, b: object) -> bool:
         return a != b
     try:
         if op == "<":
-            return a < b  # type: ignore[operator]
+            return bool(a < b)  # type: ignore[operator]
         if op == "<=":
-            return a <= b  # type: ignore[operator]
+            return bool(a <= b)  # type: ignore[operator]
         if op == ">":
-            return a > b  # type: ignore[operator]
-        return a >= b  # type: ignore[operator]
+            return bool(a > b)  # type: ignore[operator]
+        return bool(a >= b)  # type: ignore[operator]
     except TypeError:
         return False

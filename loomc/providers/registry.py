@@ -24,18 +24,18 @@ def build_provider(
         return MockProvider(name, cfg.mock)
     if cfg.type == "ollama":
         try:
-            from loomc.providers.ollama import OllamaProvider
+            from loomc.providers.ollama import OllamaProvider  # type: ignore[import-untyped,import-not-found,unused-ignore]
         except ImportError as exc:  # pragma: no cover - module not yet shipped
             raise ProviderConfigError(f"provider {name!r}: ollama adapter unavailable") from exc
-        return OllamaProvider(name, cfg, env=environ)
+        return OllamaProvider(name, cfg, env=environ)  # type: ignore[no-any-return,unused-ignore]
     if cfg.type in ("openai-compatible", "openrouter", "lmstudio", "dot"):
         try:
-            from loomc.providers.openai_compat import OpenAICompatProvider
+            from loomc.providers.openai_compat import OpenAICompatProvider  # type: ignore[import-untyped,import-not-found,unused-ignore]
         except ImportError as exc:  # pragma: no cover - module not yet shipped
             raise ProviderConfigError(
                 f"provider {name!r}: openai-compatible adapter unavailable"
             ) from exc
-        return OpenAICompatProvider(name, cfg, env=environ)
+        return OpenAICompatProvider(name, cfg, env=environ)  # type: ignore[no-any-return,unused-ignore]
     raise ProviderConfigError(f"provider {name!r}: unknown type {cfg.type!r}")
 
 

@@ -92,7 +92,8 @@ def _syntax_diagnostic(exc: UnexpectedInput, text: str, path: str) -> Diagnostic
         line, column = len(lines), len(lines[-1]) + 1
     span = Span(path, line, column, line, column + 1)
     if isinstance(exc, UnexpectedCharacters):
-        ch = text[exc.pos_in_stream] if exc.pos_in_stream < len(text) else ""
+        pos = exc.pos_in_stream or 0
+        ch = text[pos] if pos < len(text) else ""
         if ch == '"':
             return _diag("LOOM102", "unterminated string", span, "close the string with '\"'")
         return _diag("LOOM101", f"unexpected character {ch!r}", span, _expected_hint(exc.allowed))
