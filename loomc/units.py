@@ -22,18 +22,6 @@ class Dimension(StrEnum):
     COST = "cost"  # US dollars
     LATENCY = "latency"  # milliseconds
 
-    @property
-    def unit(self) -> str:
-        return _UNIT_NAMES[self]
-
-
-_UNIT_NAMES: Final = {
-    Dimension.CALLS: "calls",
-    Dimension.TOKENS: "tokens",
-    Dimension.CREDITS: "credits",
-    Dimension.COST: "USD",
-    Dimension.LATENCY: "ms",
-}
 
 DURATION_FACTORS: Final = {"ms": 1, "s": 1000, "min": 60_000}
 
@@ -150,15 +138,6 @@ class Usage:
             Dimension.LATENCY: self.latency_ms,
         }
         return values[dimension]
-
-    def exceeded(self, budget: Budget) -> list[Dimension]:
-        """Axes (other than latency, which is a deadline) on which this usage passes ``budget``."""
-        out = []
-        for dim in (Dimension.CALLS, Dimension.TOKENS, Dimension.CREDITS, Dimension.COST):
-            ceiling = budget.get(dim)
-            if ceiling is not None and self.get(dim) > ceiling:
-                out.append(dim)
-        return out
 
     def to_json(self) -> dict[str, str | int]:
         return {

@@ -122,7 +122,7 @@ def _profile(profiler: RiskProfiler | None, prompt: str, kind: str) -> RiskProfi
         from loomc.risk.factory import make_profiler
 
         profiler = make_profiler(RiskSettings())
-    return profiler.profile(prompt, kind if kind != "general" else "general")
+    return profiler.profile(prompt, kind)
 
 
 def _input_tokens(pipeline: Pipeline, prompt: str) -> int:

@@ -377,7 +377,9 @@ def _steps(
                 timeout_ms=timeout,
                 retries=retries,
                 credits=(
-                    worker.credits if worker and worker.credits else pol.defaults.credits_per_call
+                    pol.worker_budget_credits(s.worker.value)
+                    if worker
+                    else pol.defaults.credits_per_call
                 ),
                 p95_ms=worker.p95_latency if worker else None,
                 pricing=Pricing(price.input_per_million, price.output_per_million)

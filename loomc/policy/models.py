@@ -103,13 +103,6 @@ class ProviderConfig(_Model):
     mock: MockScript | None = None
     extra_body: dict[str, Any] = Field(default_factory=dict)
 
-    @property
-    def api_key_env(self) -> str | None:
-        """The variable named by ``env:NAME``; literal keys are reported by the checker."""
-        if self.api_key and ENV_REF.match(self.api_key):
-            return self.api_key[4:]
-        return None
-
 
 class WorkerConfig(_Model):
     model: str = Field(..., description="provider/model-id")

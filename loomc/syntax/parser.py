@@ -12,12 +12,13 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
-from lark import Lark, Token, Transformer, Tree, v_args
+from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from loomc.diagnostics import Diagnostic, Severity, Span
 from loomc.sources import read_source
 from loomc.syntax import ast
+from loomc.units import DURATION_FACTORS
 
 _HERE = Path(__file__).resolve().parent
 _GRAMMAR_CANDIDATES = (_HERE / "loom.lark", _HERE.parents[1] / "grammar" / "loom.lark")
@@ -143,7 +144,6 @@ _UNIT_WORDS = {
     "credit": "credits",
     "credits": "credits",
 }
-_DURATION_MS = {"ms": 1, "s": 1000, "min": 60_000}
 
 
 @v_args(meta=True)
@@ -205,7 +205,7 @@ class _ToAst(Transformer[Token, Any]):
         text = str(tok)
         for suffix in ("min", "ms", "s"):
             if text.endswith(suffix):
-                value = self._number(text[: -len(suffix)], tok) * _DURATION_MS[suffix]
+                value = self._number(text[: -len(suffix)], tok) * DURATION_FACTORS[suffix]
                 return ast.Quantity(value, "ms", text, self._tok_span(tok))
         raise AssertionError(text)
 
@@ -399,4 +399,4 @@ def _dedent(body: str) -> str:
     return textwrap.dedent(body.strip("\n")).strip()
 
 
-__all__ = ["Tree", "grammar_path", "parse_file", "parse_text"]
+__all__ = ["grammar_path", "parse_file", "parse_text"]
