@@ -7,6 +7,7 @@ Exception tree (httpx's habit of drawing it where it is defined)::
     ├── ProviderTimeout      no answer (or no next chunk) in time
     ├── HTTPStatusError      any other non-2xx; .status, .retryable for 5xx
     ├── StreamDropped        connection closed mid-stream; .partial holds what arrived
+    ├── ConnectionFailed     the server could not be reached (refused, reset before a reply)
     ├── MalformedResponse    the body or an SSE/NDJSON frame could not be parsed
     └── ProviderConfigError  missing env var, bad base URL (never retried)
 
@@ -136,6 +137,10 @@ class StreamDropped(ProviderError):
     def __init__(self, message: str, *, partial: str = "", **kw: str) -> None:
         super().__init__(message, **kw)
         self.partial = partial
+
+
+class ConnectionFailed(ProviderError):
+    retryable = True
 
 
 class MalformedResponse(ProviderError):

@@ -23,19 +23,13 @@ def build_provider(
 
         return MockProvider(name, cfg.mock)
     if cfg.type == "ollama":
-        try:
-            from loomc.providers.ollama import OllamaProvider  # type: ignore[import-untyped,import-not-found,unused-ignore]
-        except ImportError as exc:  # pragma: no cover - module not yet shipped
-            raise ProviderConfigError(f"provider {name!r}: ollama adapter unavailable") from exc
-        return OllamaProvider(name, cfg, env=environ)  # type: ignore[no-any-return,unused-ignore]
+        from loomc.providers.ollama import OllamaProvider
+
+        return OllamaProvider(name, cfg, env=environ)
     if cfg.type in ("openai-compatible", "openrouter", "lmstudio", "dot"):
-        try:
-            from loomc.providers.openai_compat import OpenAICompatProvider  # type: ignore[import-untyped,import-not-found,unused-ignore]
-        except ImportError as exc:  # pragma: no cover - module not yet shipped
-            raise ProviderConfigError(
-                f"provider {name!r}: openai-compatible adapter unavailable"
-            ) from exc
-        return OpenAICompatProvider(name, cfg, env=environ)  # type: ignore[no-any-return,unused-ignore]
+        from loomc.providers.openai_compat import OpenAICompatProvider
+
+        return OpenAICompatProvider(name, cfg, env=environ)
     raise ProviderConfigError(f"provider {name!r}: unknown type {cfg.type!r}")
 
 

@@ -1,0 +1,153 @@
+"""What the HTTP adapters share: key resolution, the httpx client, and status → typed error.
+
+Keys are resolved from ``env:NAME`` when a client is first built, registered with ``redact`` so
+that no message, trace or report can carry them, and sent only in the ``Authorization`` header.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import email.utils
+import time
+from collections.abc import Mapping
+
+import httpx
+
+from loomc.policy.models import ProviderConfig
+from loomc.providers.base import (
+    CompletionRequest,
+    ConnectionFailed,
+    HTTPStatusError,
+    Message,
+    ProviderConfigError,
+    ProviderError,
+    ProviderTimeout,
+    RateLimited,
+    TokenUsage,
+    estimate_tokens,
+    redact,
+    register_secret,
+)
+
+DEFAULT_TIMEOUT_S = 60.0
+_BODY_EXCERPT = 300
+
+
+def resolve_key(name: str, cfg: ProviderConfig, env: Mapping[str, str]) -> str | None:
+    """``env:NAME`` → the variable's value; a literal key never gets this far (LOOM6xx)."""
+    ref = cfg.api_key
+    if ref is None:
+        return None
+    var = ref[4:] if ref.startswith("env:") else None
+    if not var:
+        raise ProviderConfigError(
+            f"provider {name!r}: api_key must be an env:NAME reference", provider=name
+        )
+    value = env.get(var)
+    if not value:
+        raise ProviderConfigError(
+            f"provider {name!r}: environment variable {var} is not set", provider=name
+        )
+    register_secret(value)
+    return value
+
+
+def build_client(
+    name: str,
+    cfg: ProviderConfig,
+    env: Mapping[str, str],
+    *,
+    default_base_url: str | None,
+    default_headers: Mapping[str, str] | None = None,
+    auth_header: bool = True,
+) -> httpx.AsyncClient:
+    base_url = (cfg.base_url or default_base_url or "").rstrip("/")
+    if not base_url.startswith(("http://", "https://")):
+        raise ProviderConfigError(
+            f"provider {name!r}: base_url must be an http(s) URL, got {base_url or 'nothing'!r}",
+            provider=name,
+        )
+    headers = {"User-Agent": "loomc", **(default_headers or {}), **cfg.headers}
+    key = resolve_key(name, cfg, env)
+    if key is not None and auth_header:
+        headers["Authorization"] = f"Bearer {key}"
+    timeout_s = cfg.timeout / 1000 if cfg.timeout else DEFAULT_TIMEOUT_S
+    return httpx.AsyncClient(
+        base_url=base_url + "/",
+        headers=headers,
+        timeout=httpx.Timeout(timeout_s),
+        # Retries belong to the executor (it reserves budget for each attempt), never to httpx.
+        transport=httpx.AsyncHTTPTransport(retries=0),
+        trust_env=False,
+    )
+
+
+def request_timeout(request: CompletionRequest, client: httpx.AsyncClient) -> httpx.Timeout:
+    """The step's timeout bounds connect and each read; the run deadline nests outside."""
+    if request.timeout_s is None:
+        return client.timeout
+    return httpx.Timeout(request.timeout_s)
+
+
+def parse_retry_after(headers: httpx.Headers, now: float | None = None) -> float | None:
+    """Seconds from ``Retry-After`` (delta or HTTP date) or ``retry-after-ms``; None if absent."""
+    millis = headers.get("retry-after-ms")
+    if millis is not None:
+        try:
+            return max(0.0, float(millis) / 1000)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+def _excerpt(body: str) -> str:
+    text = " ".join(body.split())
+    return redact(text[:_BODY_EXCERPT] + ("…" if len(text) > _BODY_EXCERPT else ""))
+
+
+def status_error(
+    response: httpx.Response, body: str, *, provider: str, model: str
+) -> ProviderError:
+    """Map a non-2xx response to the typed error the executor's retry policy understands."""
+    status = response.status_code
+    where = f"{provider}: POST {response.request.url.path} -> HTTP {status}"
+    detail = _excerpt(body)
+    message = f"{where}: {detail}" if detail else where
+    ids = {"provider": provider, "model": model}
+    if status == 429:
+        return RateLimited(message, retry_after_s=parse_retry_after(response.headers), **ids)
+    if status in (401, 403):
+        message += " (check the provider's api_key environment variable)"
+    return HTTPStatusError(message, status=status, **ids)
+
+
+def transport_error(exc: httpx.HTTPError, *, provider: str, model: str) -> ProviderError:
+    """httpx's own failures (no HTTP status) as typed provider errors."""
+    ids = {"provider": provider, "model": model}
+    if isinstance(exc, httpx.TimeoutException):
+        return ProviderTimeout(f"{provider}: no response in time ({type(exc).__name__})", **ids)
+    url = ""
+    with contextlib.suppress(RuntimeError):
+        url = f" {exc.request.url.host}:{exc.request.url.port or ''}"
+    return ConnectionFailed(f"{provider}: cannot reach{url}: {type(exc).__name__}: {exc}", **ids)
+
+
+def estimated_usage(messages: tuple[Message, ...], completion: str) -> TokenUsage:
+    """When the provider reports nothing, count conservatively and say so: never zero."""
+    return TokenUsage(
+        prompt_tokens=sum(estimate_tokens(m.content) for m in messages),
+        completion_tokens=max(1, estimate_tokens(completion)),
+        estimated=True,
+    )

@@ -1,0 +1,163 @@
+"""Ollama's native ``/api/chat``: NDJSON streaming, token counts in the final ``done`` line.
+
+Ollama reports ``prompt_eval_count`` / ``eval_count`` only on the last line (and omits
+``prompt_eval_count`` when the prompt was cached), so a missing count falls back to a
+conservative local estimate marked ``estimated``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import httpx
+
+from loomc.policy.models import ProviderConfig
+from loomc.providers.base import (
+    Completion,
+    CompletionRequest,
+    HTTPStatusError,
+    MalformedResponse,
+    StreamCallback,
+    StreamDropped,
+    StreamEvent,
+    TokenUsage,
+    estimate_tokens,
+    redact,
+)
+from loomc.providers.http import build_client, request_timeout, status_error, transport_error
+
+DEFAULT_BASE_URL = "http://127.0.0.1:11434"
+
+
+class OllamaProvider:
+    def __init__(self, name: str, cfg: ProviderConfig, env: Mapping[str, str]) -> None:
+        self.name = name
+        self.cfg = cfg
+        self._env = env
+        self._client: httpx.AsyncClient | None = None
+
+    @property
+    def client(self) -> httpx.AsyncClient:
+        if self._client is None:
+            self._client = build_client(self.name, self.cfg, self._env,
+                                        default_base_url=DEFAULT_BASE_URL)
+        return self._client
+
+    def body(self, request: CompletionRequest) -> dict[str, Any]:
+        options: dict[str, Any] = dict(self.cfg.extra_body.get("options", {}))
+        if request.max_tokens is not None:
+            options["num_predict"] = request.max_tokens
+        if request.temperature is not None:
+            options["temperature"] = request.temperature
+        body: dict[str, Any] = {k: v for k, v in self.cfg.extra_body.items() if k != "options"}
+        body.update(
+            model=request.model,
+            messages=[{"role": m.role, "content": m.content} for m in request.messages],
+            stream=request.stream,
+        )
+        if options:
+            body["options"] = options
+        return body
+
+    async def complete(
+        self, request: CompletionRequest, on_event: StreamCallback | None = None
+    ) -> Completion:
+        started = time.monotonic()
+        client = self.client
+        ids = {"provider": self.name, "model": request.model}
+        parts: list[str] = []
+        final: Mapping[str, Any] | None = None
+        try:
+            async with client.stream(
+                "POST", "api/chat", json=self.body(request),
+                timeout=request_timeout(request, client),
+            ) as response:
+                if response.status_code >= 400:
+                    raw = (await response.aread()).decode("utf-8", errors="replace")
+                    raise status_error(response, _error_text(raw), **ids)
+                lineno = 0
+                async for line in response.aiter_lines():
+                    if not line.strip():
+                        continue
+                    lineno += 1
+                    obj = self._parse_line(line, lineno, request)
+                    text = _dig_content(obj)
+                    if text:
+                        parts.append(text)
+                        if on_event is not None and request.stream:
+                            await on_event(StreamEvent(kind="token", text=text))
+                    if obj.get("done") is True:
+                        final = obj
+                        break
+        except httpx.HTTPError as exc:
+            if parts and isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError)):
+                raise StreamDropped(
+                    f"{self.name}: connection dropped mid-stream after {len(''.join(parts))} "
+                    f"chars ({type(exc).__name__})", partial="".join(parts), **ids,
+                ) from exc
+            raise transport_error(exc, **ids) from exc
+        content = "".join(parts)
+        if final is None:
+            raise StreamDropped(
+                f"{self.name}: stream closed before its done line ({len(content)} chars)",
+                partial=content, **ids,
+            )
+        pt, ct = _count(final.get("prompt_eval_count")), _count(final.get("eval_count"))
+        usage = TokenUsage(
+            pt if pt is not None else sum(estimate_tokens(m.content) for m in request.messages),
+            ct if ct is not None else max(1, estimate_tokens(content)),
+            estimated=pt is None or ct is None,
+        )
+        reason = final.get("done_reason")
+        return Completion(
+            content=content,
+            usage=usage,
+            finish_reason=reason if isinstance(reason, str) else "stop",
+            latency_ms=int((time.monotonic() - started) * 1000),
+        )
+
+    def _parse_line(self, line: str, lineno: int, request: CompletionRequest) -> Mapping[str, Any]:
+        ids = {"provider": self.name, "model": request.model}
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise MalformedResponse(
+                f"{self.name}: malformed NDJSON line {lineno} ({exc.msg}): "
+                f"{redact(line[:120])!r}", **ids,
+            ) from exc
+        if not isinstance(obj, Mapping):
+            raise MalformedResponse(f"{self.name}: NDJSON line {lineno} is not an object", **ids)
+        if "error" in obj:
+            raise HTTPStatusError(
+                f"{self.name}: error in stream: {redact(str(obj['error']))[:300]}",
+                status=502, **ids,
+            )
+        return obj
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            client, self._client = self._client, None
+            await client.aclose()
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _dig_content(obj: Mapping[str, Any]) -> str:
+    message = obj.get("message")
+    content = message.get("content") if isinstance(message, Mapping) else None
+    return content if isinstance(content, str) else ""
+
+
+def _error_text(raw: str) -> str:
+    try:
+        obj = json.loads(raw)
+    except json.JSONDecodeError:
+        return raw
+    if isinstance(obj, Mapping) and "error" in obj:
+        return str(obj["error"])
+    return raw

@@ -1,0 +1,359 @@
+"""OpenAI-compatible ``/chat/completions`` over httpx, streaming (SSE) or not, with presets.
+
+The ledger must never record a streamed call as free, so streaming requests ask for
+``stream_options.include_usage``; when a server still sends no usage (llama.cpp), tokens are
+counted locally, conservatively, and marked estimated. Gateways that bill natively (the Dot
+gateway's ``dot_parameters.agent_api_payment.spent_credits``, OpenRouter's ``usage.cost``)
+return a ``NativeReceipt``; their privacy and payment frames surface as trace frames.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+import httpx
+
+from loomc.policy.models import ProviderConfig
+from loomc.providers.base import (
+    Completion,
+    CompletionRequest,
+    HTTPStatusError,
+    MalformedResponse,
+    NativeReceipt,
+    ProviderError,
+    StreamCallback,
+    StreamDropped,
+    StreamEvent,
+    TokenUsage,
+    redact,
+)
+from loomc.providers.http import (
+    build_client,
+    estimated_usage,
+    request_timeout,
+    status_error,
+    transport_error,
+)
+from loomc.providers.sse import sse_events
+
+
+@dataclass(frozen=True, slots=True)
+class Preset:
+    base_url: str | None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    body: Mapping[str, Any] = field(default_factory=dict)
+
+
+PRESETS: dict[str, Preset] = {
+    "openai-compatible": Preset(None),
+    # OpenRouter reports the charged USD in usage.cost when asked to account usage.
+    "openrouter": Preset(
+        "https://openrouter.ai/api/v1",
+        headers={"HTTP-Referer": "https://github.com/loomc/loomc", "X-Title": "loomc"},
+        body={"usage": {"include": True}},
+    ),
+    # LM Studio's local server: no key needed unless one is configured.
+    "lmstudio": Preset("http://127.0.0.1:1234/v1"),
+    "dot": Preset("https://api.usedot.xyz/agent/v1"),
+}
+
+# Top-level response keys that carry gateway metadata worth tracing (privacy, payment).
+_FRAME_KEYS = ("dot_parameters", "privacy", "provider_frames")
+
+
+def _decimal(value: Any) -> Decimal | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    try:
+        out = Decimal(str(value))
+    except (InvalidOperation, ValueError):
+        return None
+    return out if out.is_finite() else None
+
+
+def _dig(obj: Any, *path: str) -> Any:
+    for key in path:
+        if not isinstance(obj, Mapping):
+            return None
+        obj = obj.get(key)
+    return obj
+
+
+@dataclass
+class _State:
+    """What a response has told us so far; streamed chunks and whole bodies fold into it."""
+
+    parts: list[str] = field(default_factory=list)
+    finish_reason: str | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    spent_credits: Decimal | None = None
+    cost_usd: Decimal | None = None
+    receipt_raw: dict[str, Any] = field(default_factory=dict)
+    frames: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        return "".join(self.parts)
+
+
+def _absorb_meta(chunk: Mapping[str, Any], state: _State) -> list[dict[str, Any]]:
+    """Usage, native receipts and frames from one chunk or body; returns the new frames."""
+    usage = chunk.get("usage")
+    if isinstance(usage, Mapping):
+        pt, ct = usage.get("prompt_tokens"), usage.get("completion_tokens")
+        if isinstance(pt, int) and not isinstance(pt, bool):
+            state.prompt_tokens = pt
+        if isinstance(ct, int) and not isinstance(ct, bool):
+            state.completion_tokens = ct
+        cost = _decimal(usage.get("cost"))
+        if cost is not None:
+            state.cost_usd = cost
+            state.receipt_raw["usage.cost"] = str(cost)
+    for path in (("dot_parameters", "agent_api_payment", "spent_credits"),
+                 ("payment", "spent_credits")):
+        spent = _decimal(_dig(chunk, *path))
+        if spent is not None:
+            state.spent_credits = spent
+            state.receipt_raw[".".join(path)] = str(spent)
+    new: list[dict[str, Any]] = []
+    for key in _FRAME_KEYS:
+        value = chunk.get(key)
+        if isinstance(value, Mapping) and value:
+            frame = {"type": key, **{str(k): v for k, v in value.items()}}
+            new.append(frame)
+    state.frames.extend(new)
+    return new
+
+
+def _first_choice(chunk: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    choices = chunk.get("choices")
+    if isinstance(choices, list) and choices and isinstance(choices[0], Mapping):
+        return choices[0]
+    return None
+
+
+def _error_in_body(chunk: Mapping[str, Any], provider: str, model: str) -> ProviderError | None:
+    err = chunk.get("error")
+    if err is None:
+        return None
+    message = err.get("message") if isinstance(err, Mapping) else err
+    code = err.get("code") if isinstance(err, Mapping) else None
+    status = code if isinstance(code, int) and 400 <= code < 600 else 502
+    return HTTPStatusError(
+        f"{provider}: error in response: {redact(str(message))[:300]}",
+        status=status, provider=provider, model=model,
+    )
+
+
+class OpenAICompatProvider:
+    def __init__(
+        self, name: str, cfg: ProviderConfig, env: Mapping[str, str]
+    ) -> None:
+        self.name = name
+        self.cfg = cfg
+        self.preset = PRESETS.get(cfg.type, PRESETS["openai-compatible"])
+        self._env = env
+        self._client: httpx.AsyncClient | None = None
+
+    @property
+    def client(self) -> httpx.AsyncClient:
+        if self._client is None:
+            self._client = build_client(
+                self.name, self.cfg, self._env,
+                default_base_url=self.preset.base_url, default_headers=self.preset.headers,
+            )
+        return self._client
+
+    def body(self, request: CompletionRequest) -> dict[str, Any]:
+        body: dict[str, Any] = {**self.preset.body, **self.cfg.extra_body}
+        body.update(
+            model=request.model,
+            messages=[{"role": m.role, "content": m.content} for m in request.messages],
+            stream=request.stream,
+        )
+        if request.max_tokens is not None:
+            body["max_tokens"] = request.max_tokens
+        if request.temperature is not None:
+            body["temperature"] = request.temperature
+        if request.stream:
+            body["stream_options"] = {**body.get("stream_options", {}), "include_usage": True}
+        return body
+
+    async def complete(
+        self, request: CompletionRequest, on_event: StreamCallback | None = None
+    ) -> Completion:
+        started = time.monotonic()
+        client = self.client
+        state = _State()
+        try:
+            if request.stream:
+                await self._stream(client, request, state, on_event)
+            else:
+                await self._whole(client, request, state, on_event)
+        except httpx.HTTPError as exc:
+            if state.parts and isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError)):
+                raise StreamDropped(
+                    f"{self.name}: connection dropped mid-stream after "
+                    f"{len(state.text)} chars ({type(exc).__name__})",
+                    partial=state.text, provider=self.name, model=request.model,
+                ) from exc
+            raise transport_error(exc, provider=self.name, model=request.model) from exc
+        return self._completion(request, state, started)
+
+    def _completion(self, request: CompletionRequest, state: _State, started: float) -> Completion:
+        if state.prompt_tokens is not None and state.completion_tokens is not None:
+            usage = TokenUsage(state.prompt_tokens, state.completion_tokens)
+        else:
+            usage = estimated_usage(request.messages, state.text)
+        receipt = None
+        if state.spent_credits is not None or state.cost_usd is not None:
+            receipt = NativeReceipt(state.spent_credits, state.cost_usd, dict(state.receipt_raw))
+        return Completion(
+            content=state.text,
+            usage=usage,
+            finish_reason=state.finish_reason,
+            receipt=receipt,
+            latency_ms=int((time.monotonic() - started) * 1000),
+            frames=tuple(state.frames),
+        )
+
+    async def _whole(
+        self,
+        client: httpx.AsyncClient,
+        request: CompletionRequest,
+        state: _State,
+        on_event: StreamCallback | None,
+    ) -> None:
+        response = await client.post(
+            "chat/completions", json=self.body(request), timeout=request_timeout(request, client)
+        )
+        if response.status_code >= 400:
+            raise status_error(response, response.text, provider=self.name, model=request.model)
+        self._absorb_body(response.text, request, state)
+        if on_event is not None:
+            for frame in state.frames:
+                await on_event(StreamEvent(kind="frame", frame=frame))
+
+    def _absorb_body(self, text: str, request: CompletionRequest, state: _State) -> None:
+        try:
+            body = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise MalformedResponse(
+                f"{self.name}: response is not JSON ({exc.msg} at char {exc.pos}): "
+                f"{redact(text[:120])!r}", provider=self.name, model=request.model,
+            ) from exc
+        if not isinstance(body, Mapping):
+            raise MalformedResponse(
+                f"{self.name}: response is JSON but not an object", provider=self.name,
+                model=request.model,
+            )
+        err = _error_in_body(body, self.name, request.model)
+        if err is not None:
+            raise err
+        choice = _first_choice(body)
+        if choice is None:
+            raise MalformedResponse(
+                f"{self.name}: response has no choices", provider=self.name, model=request.model
+            )
+        content = _dig(choice, "message", "content")
+        state.parts.append(content if isinstance(content, str) else "")
+        reason = choice.get("finish_reason")
+        state.finish_reason = reason if isinstance(reason, str) else None
+        _absorb_meta(body, state)
+
+    async def _stream(
+        self,
+        client: httpx.AsyncClient,
+        request: CompletionRequest,
+        state: _State,
+        on_event: StreamCallback | None,
+    ) -> None:
+        ids = {"provider": self.name, "model": request.model}
+        async with client.stream(
+            "POST", "chat/completions", json=self.body(request),
+            timeout=request_timeout(request, client),
+        ) as response:
+            if response.status_code >= 400:
+                body = (await response.aread()).decode("utf-8", errors="replace")
+                raise status_error(response, body, **ids)
+            ctype = response.headers.get("content-type", "")
+            if "text/event-stream" not in ctype and "json" in ctype:
+                # A server that ignores `stream: true` answers with one JSON body.
+                self._absorb_body((await response.aread()).decode("utf-8", "replace"),
+                                  request, state)
+                if on_event is not None:
+                    if state.text:
+                        await on_event(StreamEvent(kind="token", text=state.text))
+                    for frame in state.frames:
+                        await on_event(StreamEvent(kind="frame", frame=frame))
+                return
+            done = False
+            async for event in sse_events(response.aiter_lines()):
+                if event.data.strip() == "[DONE]":
+                    done = True
+                    break
+                try:
+                    chunk = json.loads(event.data)
+                except json.JSONDecodeError as exc:
+                    if not event.terminated:
+                        raise StreamDropped(
+                            f"{self.name}: stream ended inside an event after "
+                            f"{len(state.text)} chars", partial=state.text, **ids,
+                        ) from exc
+                    raise MalformedResponse(
+                        f"{self.name}: malformed SSE frame ({exc.msg}): "
+                        f"{redact(event.data[:120])!r}", **ids,
+                    ) from exc
+                if not isinstance(chunk, Mapping):
+                    raise MalformedResponse(
+                        f"{self.name}: SSE frame is not a JSON object: "
+                        f"{redact(event.data[:120])!r}", **ids,
+                    )
+                err = _error_in_body(chunk, self.name, request.model)
+                if err is not None:
+                    raise err
+                await self._absorb_chunk(chunk, event.event, state, on_event)
+            if not done and state.finish_reason is None:
+                raise StreamDropped(
+                    f"{self.name}: stream closed before the answer finished "
+                    f"({len(state.text)} chars, no finish_reason)", partial=state.text, **ids,
+                )
+
+    async def _absorb_chunk(
+        self,
+        chunk: Mapping[str, Any],
+        event: str,
+        state: _State,
+        on_event: StreamCallback | None,
+    ) -> None:
+        choice = _first_choice(chunk)
+        if choice is not None:
+            delta = choice.get("delta")
+            text = delta.get("content") if isinstance(delta, Mapping) else None
+            if isinstance(text, str) and text:
+                state.parts.append(text)
+                if on_event is not None:
+                    await on_event(StreamEvent(kind="token", text=text))
+            reason = choice.get("finish_reason")
+            if isinstance(reason, str) and reason:
+                state.finish_reason = reason
+        frames = _absorb_meta(chunk, state)
+        if event != "message" and choice is None:
+            frame = {"type": event, **{str(k): v for k, v in chunk.items()}}
+            state.frames.append(frame)
+            frames.append(frame)
+        if on_event is not None:
+            for frame in frames:
+                await on_event(StreamEvent(kind="frame", frame=frame))
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            client, self._client = self._client, None
+            await client.aclose()
+
