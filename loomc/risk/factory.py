@@ -27,13 +27,14 @@ def make_profiler(settings: RiskSettings) -> RiskProfiler:
     keywords = make_keywords(settings)
     if settings.profiler == "semantic":
         try:
-            from loomc.risk.semantic import SemanticProfiler  # type: ignore[import-not-found,import-untyped,unused-ignore]
-        except ImportError as exc:
+            from loomc.risk.semantic import SemanticProfiler
+
+            profiler: RiskProfiler = SemanticProfiler(settings, keywords)
+        except (ImportError, OSError) as exc:  # extra not installed, or its data file missing
             keywords.notice = (
                 f"semantic risk profiler unavailable ({exc}); using keywords "
                 "(install the 'semantic' extra)"
             )
             return keywords
-        profiler: RiskProfiler = SemanticProfiler(settings, keywords)
         return profiler
     return keywords

