@@ -19,7 +19,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--iterations", type=int, default=1)
     p.add_argument("--concurrency", type=int, default=4)
     p.add_argument("--limit", type=int)
-    p.add_argument("--judge-model", help="not yet supported: runs are scored by checks only")
+    p.add_argument("--judge-model", metavar="REF",
+                   help="blinded judge: a worker name or provider/model of the policy; it sees "
+                        "only task, rubric and answer, and its cost is reported separately")
     p.add_argument("--include-answers", action="store_true")
     p.add_argument("--output", type=Path, required=True, help=".json/.html/.md/.svg")
     p.add_argument("--artifacts", metavar="PREFIX", help="also write PREFIX.{html,svg,md,json}")
@@ -36,14 +38,26 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from datetime import UTC, datetime
+
     import anyio
     from rich.progress import Progress
 
+    from loomc import __version__
     from loomc.check.render import render_text
     from loomc.diagnostics import DiagnosticError
     from loomc.eval.dataset import DatasetError, load_dataset
+    from loomc.eval.judge import JudgeConfigError, JudgeSpec, resolve_judge
     from loomc.eval.receipt import EvalSettings, build_receipt, sha256_file
-    from loomc.eval.runner import Journal, estimate_json, plan_jobs, preflight, run_matrix
+    from loomc.eval.records import RunRecord
+    from loomc.eval.runner import (
+        EvalAborted,
+        Journal,
+        estimate_json,
+        plan_jobs,
+        preflight,
+        run_matrix,
+    )
     from loomc.eval.strategies import StrategyError, parse_strategies
     from loomc.policy.models import RiskSettings
     from loomc.project import load_project
@@ -58,24 +72,24 @@ def run(args: argparse.Namespace) -> int:
     if args.iterations < 1 or args.concurrency < 1:
         print("loomc eval: --iterations and --concurrency must be >= 1", file=sys.stderr)
         return 2
-    if args.judge_model:
-        print("loomc eval: --judge-model is not supported yet; scoring with checks only",
-              file=sys.stderr)
+    judge: JudgeSpec | None = None
     try:
         cases = load_dataset(args.dataset, args.limit)
         project = load_project(args.project, args.policy)
         strategies = parse_strategies(args.strategies, set(project.pipeline_names()))
+        if args.judge_model:
+            judge = resolve_judge(project.policy, args.judge_model)
         jobs = plan_jobs(project, cases, strategies, args.iterations)
     except DatasetError as exc:
         print("\n".join(exc.messages), file=sys.stderr)
         return 1
-    except StrategyError as exc:
+    except (StrategyError, JudgeConfigError) as exc:
         print(f"loomc eval: {exc}", file=sys.stderr)
         return 2
     except DiagnosticError as exc:
         print(render_text(exc.diagnostics), file=sys.stderr)
         return 1
-    est = preflight(jobs)
+    est = preflight(jobs, judge)
     print(f"pre-flight worst case for {len(jobs)} runs: {est.total_calls} calls, "
           f"{est.total_tokens if est.total_tokens is not None else 'unbounded'} tokens, "
           f"{est.total_credits} credits, "
@@ -84,6 +98,10 @@ def run(args: argparse.Namespace) -> int:
     for name, row in est.per_strategy.items():
         print(f"  {name:<22} {row['runs']} runs  {row['calls']} calls  {row['credits']} credits",
               file=sys.stderr)
+    if judge is not None:
+        print(f"  {'judge ' + judge.model:<22} {est.judge_calls} calls  {est.judge_credits} "
+              f"credits  {'$' + str(est.judge_cost) if est.judge_cost is not None else 'USD unknown'}"
+              " (included above)", file=sys.stderr)
     if args.dry_run:
         print(estimate_json(est))
         return 0
@@ -106,22 +124,33 @@ def run(args: argparse.Namespace) -> int:
     semantic = make_profiler(RiskSettings(**{**project.policy.risk.model_dump(), "profiler": "semantic"}))
     profilers = {False: keywords, True: semantic}
 
-    async def main() -> list[object]:
+    async def main() -> list[RunRecord]:
         with Progress(transient=True, disable=not sys.stderr.isatty()) as progress:
             task = progress.add_task("eval", total=len(jobs))
             async with ProviderPool(project.policy) as pool:
-                return await run_matrix(  # type: ignore[return-value]
+                return await run_matrix(
                     jobs, policy_pool=pool, profilers=profilers, concurrency=args.concurrency,
                     journal=journal, total=total, include_answers=args.include_answers,
-                    on_done=lambda _r: progress.advance(task))
+                    on_done=lambda _r: progress.advance(task), judge=judge)
 
-    records = anyio.run(main)
+    try:
+        records = anyio.run(main)
+    except EvalAborted as exc:
+        print(f"loomc eval: aborted: {exc} ({journal.path}); fix the cause and rerun with "
+              "--resume to finish", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"loomc eval: interrupted; finished runs are kept in {journal.path}; rerun with "
+              "--resume to finish", file=sys.stderr)
+        return 130
     pricing = {k: v.model_dump(mode="json") for k, v in project.policy.pricing.items()}
     settings = EvalSettings(dataset=str(args.dataset), dataset_sha256=sha256_file(args.dataset),
                             strategies=[s.name for s in strategies], iterations=args.iterations,
-                            concurrency=args.concurrency, judge_model=None,
+                            concurrency=args.concurrency,
+                            judge_model=None if judge is None else judge.model,
                             policy=project.policy.name, include_answers=args.include_answers)
-    receipt = build_receipt(records, settings, pricing)  # type: ignore[arg-type]
+    receipt = build_receipt(records, settings, pricing, loomc_version=__version__,
+                            created_at=datetime.now(UTC).isoformat(timespec="seconds"))
     outputs = [args.output]
     if args.artifacts:
         outputs += [Path(args.artifacts + ext) for ext in REPORT_EXTS]
@@ -129,9 +158,22 @@ def run(args: argparse.Namespace) -> int:
         out.parent.mkdir(parents=True, exist_ok=True)
         render(receipt, out)
         print(f"wrote {out}", file=sys.stderr)
+    def num(value: float | None, digits: int = 2) -> str:
+        return "-" if value is None else f"{value:.{digits}f}"
+
     for m in receipt.metrics:
-        print(f"{m.strategy:<22} calls {m.avg_calls if m.avg_calls is not None else '-':<6} "
-              f"route {m.route_accuracy if m.route_accuracy is not None else '-'}", file=sys.stderr)
+        print(f"{m.strategy:<22} calls {num(m.avg_calls):<6} route {num(m.route_accuracy):<5} "
+              f"over {num(m.over_escalation_rate):<5} under {num(m.under_escalation_rate):<5} "
+              f"quality {num(m.quality_mean, 1)}{' (checks only)' if m.quality_source == 'checks' else ''}",
+              file=sys.stderr)
+    if receipt.judge is not None:
+        j = receipt.judge
+        print(f"judge {j.model}: {j.calls} calls, {j.tokens} tokens, "
+              f"{'$' + j.cost_usd if j.cost_usd is not None else 'USD unknown'} (not in workflow "
+              f"cost); {j.judged} judged, {j.errors} judge error(s)", file=sys.stderr)
+        if j.pending:
+            print(f"loomc eval: {j.pending} run(s) not judged within the eval-wide budget; rerun "
+                  "with --resume and a larger budget to judge them", file=sys.stderr)
     stopped = sum(r.status == "budget-stopped" for r in receipt.runs)
     if stopped:
         print(f"loomc eval: {stopped} run(s) stopped by the eval-wide budget; rerun with --resume "

@@ -24,6 +24,10 @@ class StrategyMetrics(BaseModel):
     quality_mean: float | None = None
     quality_ci: tuple[float, float] | None = None
     quality_n: int = 0
+    quality_source: str | None = None  # judge | checks | mixed; None when nothing was scored
+    judged_n: int = 0  # runs the judge scored
+    judge_errors: int = 0  # runs whose judging failed: quality missing, run not passed
+    judge_pending: int = 0  # runs the eval-wide budget left unjudged (resumable)
     pass_rate: float | None = None
     pass_ci: tuple[float, float] | None = None
     pass_n: int = 0
@@ -69,7 +73,14 @@ def strategy_metrics(strategy: str, records: Sequence[RunRecord]) -> StrategyMet
     qualities = [r.quality for r in records if r.quality is not None]
     m.quality_n = len(qualities)
     m.quality_mean = stats.mean(qualities)
-    m.quality_ci = stats.mean_ci(qualities)
+    ci = stats.mean_ci(qualities)  # a t interval can leave the 0-100 scale: clamp it
+    m.quality_ci = None if ci is None else (max(0.0, ci[0]), min(100.0, ci[1]))
+    sources = {r.quality_source for r in records if r.quality is not None and r.quality_source}
+    m.quality_source = None if not sources else sources.pop() if len(sources) == 1 else "mixed"
+    verdicts = [r.judge for r in records if r.judge is not None]
+    m.judged_n = sum(v.status == "ok" for v in verdicts)
+    m.judge_errors = sum(v.status == "error" for v in verdicts)
+    m.judge_pending = sum(v.status == "budget-stopped" for v in verdicts)
     passes = [r.passed for r in records if r.passed is not None]
     m.pass_n = len(passes)
     m.pass_rate = _rate(passes)
@@ -102,6 +113,10 @@ def strategy_metrics(strategy: str, records: Sequence[RunRecord]) -> StrategyMet
         m.total_credits = str(sum(credits, Decimal(0)))
     if m.quality_mean is None:
         m.flags.append("no-quality")
+    elif m.quality_source == "checks":
+        m.flags.append("checks-only")
+    if m.judge_errors:
+        m.flags.append("judge-errors")
     if m.avg_cost_usd is None:
         m.flags.append("unpriced")
     if m.quality_n == 1 or (m.quality_n > 1 and m.quality_ci is None):

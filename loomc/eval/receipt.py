@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field, ValidationError
 from loomc.eval.metrics import PairedDelta, StrategyMetrics, compute
 from loomc.eval.records import RunRecord
 
-RECEIPT_VERSION = 1
+RECEIPT_VERSION = 2  # 2: judge verdicts and summary, quality_source, over/under-escalation
 
 
 class ReceiptError(Exception):
@@ -31,8 +31,25 @@ class EvalSettings(BaseModel):
     include_answers: bool = False
 
 
+class JudgeSummary(BaseModel):
+    """The judge's own spend, reported apart from (and never inside) workflow metrics."""
+
+    model: str | None = None
+    runs: int = 0  # runs with a verdict
+    judged: int = 0
+    errors: int = 0
+    pending: int = 0  # left unjudged by the eval-wide budget
+    calls: int = 0
+    tokens: int = 0
+    cost_usd: str | None = None  # None unless every judge call is priced
+    credits: str | None = None  # native credits; None when no receipt was seen
+    missing_pricing: list[str] = Field(default_factory=list)
+
+
 class EvalReceipt(BaseModel):
     version: int = RECEIPT_VERSION
+    loomc_version: str | None = None  # the loomc that ran the eval
+    created_at: str | None = None  # ISO 8601 UTC, when the eval finished
     settings: EvalSettings = Field(default_factory=EvalSettings)
     models: list[str] = Field(default_factory=list)
     pricing: dict[str, Any] = Field(default_factory=dict)  # model -> price as in the policy
@@ -40,6 +57,32 @@ class EvalReceipt(BaseModel):
     metrics: list[StrategyMetrics] = Field(default_factory=list)
     deltas: list[PairedDelta] = Field(default_factory=list)
     judge_cost_usd: str | None = None
+    judge: JudgeSummary | None = None
+
+
+def judge_summary(records: Sequence[RunRecord]) -> JudgeSummary | None:
+    from decimal import Decimal
+
+    verdicts = [r.judge for r in records if r.judge is not None]
+    if not verdicts:
+        return None
+    paid = [v for v in verdicts if v.calls]
+    models = sorted({v.model for v in verdicts if v.model})
+    unpriced = sorted({v.model or "?" for v in paid if v.cost is None})
+    credits = [Decimal(v.credits) for v in paid if v.credits is not None]
+    return JudgeSummary(
+        model=", ".join(models) or None,
+        runs=len(verdicts),
+        judged=sum(v.status == "ok" for v in verdicts),
+        errors=sum(v.status == "error" for v in verdicts),
+        pending=sum(v.status == "budget-stopped" for v in verdicts),
+        calls=sum(v.calls for v in verdicts),
+        tokens=sum(int(v.usage.get("total_tokens", 0)) for v in verdicts),
+        cost_usd=None if unpriced else str(sum((Decimal(v.cost or "0") for v in paid),
+                                                Decimal(0))),
+        credits=str(sum(credits, Decimal(0))) if credits else None,
+        missing_pricing=unpriced,
+    )
 
 
 def sha256_file(path: str | Path) -> str:
@@ -50,24 +93,25 @@ def build_receipt(
     records: Sequence[RunRecord],
     settings: EvalSettings,
     pricing: dict[str, Any] | None = None,
+    *,
+    created_at: str | None = None,
+    loomc_version: str | None = None,
 ) -> EvalReceipt:
     """Aggregate runs into a receipt; models are read from the steps that actually ran."""
-    from decimal import Decimal
-
     models = sorted({s.model for r in records if r.result for s in r.result.steps})
-    verdicts = [r.judge for r in records if r.judge is not None]
-    judge_cost = None
-    if verdicts and all(v.cost is not None for v in verdicts):
-        judge_cost = str(sum((Decimal(v.cost or "0") for v in verdicts), Decimal(0)))
+    summary = judge_summary(records)
     metrics, deltas = compute(records)
     return EvalReceipt(
+        loomc_version=loomc_version,
+        created_at=created_at,
         settings=settings,
         models=models,
         pricing=dict(pricing or {}),
         runs=list(records),
         metrics=metrics,
         deltas=deltas,
-        judge_cost_usd=judge_cost,
+        judge_cost_usd=None if summary is None else summary.cost_usd,
+        judge=summary,
     )
 
 

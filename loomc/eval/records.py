@@ -18,13 +18,20 @@ class CheckResult(BaseModel):
 
 
 class JudgeVerdict(BaseModel):
+    """The blinded judge's verdict on one run; its usage and cost never enter workflow metrics."""
+
+    status: str = "ok"  # ok | error | budget-stopped (resumable) | skipped (no answer to judge)
     score: float | None = None  # 0-100; None when the verdict could not be parsed
     passed: bool | None = None
     reason: str = ""
     model: str | None = None
-    usage: dict[str, Any] = Field(default_factory=dict)
-    cost: str | None = None  # USD, kept apart from workflow cost
+    calls: int = 0
+    usage: dict[str, Any] = Field(default_factory=dict)  # prompt/completion/total tokens
+    cost: str | None = None  # USD, kept apart from workflow cost; None when the judge is unpriced
+    credits: str | None = None  # native credits from receipts; None when none was seen
+    elapsed_ms: int = 0
     error: str | None = None
+    reply: str | None = None  # the start of an unparseable reply, for debugging the judge
 
 
 class RunRecord(BaseModel):
@@ -43,4 +50,5 @@ class RunRecord(BaseModel):
     judge: JudgeVerdict | None = None
     passed: bool | None = None  # checks and judge (when present) both pass
     quality: float | None = None  # 0-100: judge score, else check pass fraction x 100
+    quality_source: str | None = None  # judge | checks; None when quality is missing
     answer: str | None = None  # kept only with --include-answers

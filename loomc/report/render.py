@@ -7,11 +7,13 @@ from pathlib import Path
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
+from loomc.eval.metrics import StrategyMetrics
 from loomc.eval.receipt import EvalReceipt
 from loomc.report import charts
 
 FORMATS = (".html", ".svg", ".md", ".json")
-BLANK = "—"
+BLANK = "—"  # not measured
+NA = "n/a"  # measured, but an interval needs at least two samples
 
 
 class ReportError(Exception):
@@ -29,8 +31,29 @@ def fmt(value: object, digits: int = 1, pct: bool = False) -> str:
     return str(value)
 
 
+def ci(value: tuple[float, float] | None, point: object, digits: int = 1,
+       pct: bool = False) -> str:
+    """An interval beside its point estimate: blank when the point is blank, n/a when the point
+    was measured but the interval could not be (fewer than two samples), never [0, 0]."""
+    if point is None:
+        return BLANK
+    if value is None:
+        return NA
+    return fmt(value, digits, pct)
+
+
 def usd(value: str | None) -> str:
     return BLANK if value is None else f"${float(value):.4f}"
+
+
+def markers(m: StrategyMetrics) -> str:
+    """Footnote marks for a strategy row: ¹ unpriced, ² checks-only quality, ³ judge errors."""
+    out = ""
+    if m.quality_source in ("checks", "mixed"):
+        out += "²"
+    if m.judge_errors or m.judge_pending:
+        out += "³"
+    return out
 
 
 def _env(autoescape: bool) -> Environment:
@@ -42,7 +65,9 @@ def _env(autoescape: bool) -> Environment:
         keep_trailing_newline=True,
     )
     env.filters["fmt"] = fmt
+    env.filters["ci"] = ci
     env.filters["usd"] = usd
+    env.filters["markers"] = markers
     return env
 
 
