@@ -9,6 +9,7 @@ fault and then succeeds.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import time
 from decimal import Decimal
@@ -40,8 +41,8 @@ _ROLE_TEMPLATES: dict[str, str] = {
     "after corrections; issues found were noted and resolved (ref {tag}).",
     "reviewer": "Review: the answer to '{task}' was checked for accuracy and completeness. "
     "Verdict: approved with minor corrections (ref {tag}).",
-    "judge": '{{"score": {score}, "reason": "The answer to \'{task}\' addresses the rubric '
-    '(ref {tag})."}}',
+    "judge": '{{"score": {judge_score}, "passed": {judge_passed}, "reason": "The answer to '
+    '\'{task_json}\' addresses the rubric (ref {tag})."}}',
 }
 _GENERIC = (
     "Answer ({role}, {model}): regarding '{task}', here is a careful and complete response "
@@ -72,7 +73,10 @@ def default_answer(role: str, model: str, task: str, template: str | None = None
         "tag": digest[:8],
         "score": str(5 + int(digest[8:10], 16) % 5),
         "route": _ROUTES[int(digest[10:12], 16) % len(_ROUTES)],
+        "task_json": json.dumps(short_task)[1:-1],
+        "judge_score": str(55 + int(digest[12:14], 16) % 45),
     }
+    fields["judge_passed"] = "true" if int(fields["judge_score"]) >= 70 else "false"
     if template is not None:
         return template.format_map(_SafeDict(fields))
     return _ROLE_TEMPLATES.get(role, _GENERIC).format_map(_SafeDict(fields))
