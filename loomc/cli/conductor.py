@@ -41,6 +41,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     g.add_argument("--out", type=Path, required=True)
     g.add_argument("--seed", type=int)
     g.add_argument("--anchors", type=Path, help="JSON list of 3 measured worker anchors")
+    g.add_argument("--corpus", choices=("v2", "v3"), default="v2",
+                   help="v3: the corpus without v2's label leaks (loomc/conductor/v3)")
     g.set_defaults(handler=_generate)
 
     pr = cmds.add_parser("predict", help="write prediction rows {id, prediction} for a planner")
@@ -132,7 +134,31 @@ def _write_json(path: Path, value: Any) -> None:
 # generate
 
 
+def _generate_v3(args: argparse.Namespace) -> int:
+    import hashlib
+
+    from loomc.conductor.v2.format import iter_lines
+    from loomc.conductor.v3.generator import DEFAULT_SEED, generate
+
+    if args.anchors:
+        return _fail("generate", "--anchors applies to the v2 corpus only")
+    corpus = generate(args.seed if args.seed is not None else DEFAULT_SEED)
+
+    def body() -> int:
+        args.out.mkdir(parents=True, exist_ok=True)
+        for split, rows in corpus.items():
+            text = "".join(iter_lines(rows))
+            (args.out / f"{split}.jsonl").write_text(text, encoding="utf-8")
+            print(f"{split}: {hashlib.sha256(text.encode()).hexdigest()} ({len(rows)} rows)")
+        print(f"wrote {args.out}", file=sys.stderr)
+        return 0
+
+    return _guarded("generate", body)
+
+
 def _generate(args: argparse.Namespace) -> int:
+    if args.corpus == "v3":
+        return _generate_v3(args)
     from loomc.conductor.v2.families import ANCHORS, Anchor
     from loomc.conductor.v2.generator import DEFAULT_SEED, GenerationError, generate, write_corpus
 

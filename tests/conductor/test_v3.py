@@ -73,3 +73,14 @@ def test_ranker_round_trips(tmp_path: Path, corpus: dict[str, list[dict[str, Any
     assert loaded.weights == ranker.weights
     rows = corpus["test"][:50]
     assert evaluate(loaded, rows)["exact_plan"] == evaluate(ranker, rows)["exact_plan"]
+
+
+def test_cli_writes_the_v3_corpus_deterministically(tmp_path: Path) -> None:
+    from loomc.cli.main import main
+
+    for name in ("a", "b"):
+        assert main(["conductor", "generate", "--corpus", "v3", "--out", str(tmp_path / name)]) == 0
+    texts = [(tmp_path / n / "test.jsonl").read_text() for n in ("a", "b")]
+    assert texts[0] == texts[1] and len(texts[0].splitlines()) == 1200
+    assert main(["conductor", "generate", "--corpus", "v3", "--anchors", "x.json",
+                 "--out", str(tmp_path / "c")]) == 1
