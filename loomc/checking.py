@@ -6,7 +6,7 @@ an example gateway policy is proven as well as the default one.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from loomc.check.policy_rules import check_policy
@@ -101,11 +101,37 @@ def check_paths(
         result.diagnostics += check_policy(source)
         compiled, comp_diags = compile_modules(modules, source, overrides)
         result.diagnostics += comp_diags
+        variants: dict[str, list[tuple[str | None, list[Diagnostic]]]] = {}
         for pipeline in compiled:
             result.pipelines.append((str(pol_path), pipeline))
-            result.diagnostics += check_pipeline(pipeline)
+            variants.setdefault(pipeline.name, []).append(
+                (pipeline.tier, check_pipeline(pipeline))
+            )
+        for found in variants.values():
+            result.diagnostics += merge_tiers(found)
     result.diagnostics = _dedupe(result.diagnostics)
     return result
+
+
+def merge_tiers(variants: list[tuple[str | None, list[Diagnostic]]]) -> list[Diagnostic]:
+    """One diagnostic for one problem: the same finding at several tiers of a pipeline (same
+    code, span and hint, messages equal but for the tier) is reported once, naming the tiers."""
+    groups: dict[tuple[object, ...], tuple[Diagnostic, str, list[str]]] = {}
+    for tier, diags in variants:
+        for d in diags:
+            marker = f" at tier {tier}"
+            template = d.message.replace(marker, "\0") if tier is not None else d.message
+            key = (d.code, d.severity, d.span, d.hint, d.related, template)
+            if key in groups:
+                groups[key][2].append(str(tier))
+            else:
+                groups[key] = (d, template, [] if tier is None else [tier])
+    out = []
+    for d, template, tiers in groups.values():
+        if len(tiers) > 1:
+            d = replace(d, message=template.replace("\0", f" at tiers {', '.join(tiers)}"))
+        out.append(d)
+    return out
 
 
 def _dedupe(diags: list[Diagnostic]) -> list[Diagnostic]:

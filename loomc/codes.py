@@ -22,7 +22,6 @@ CODES: Final[dict[str, str]] = {
     "LOOM101": "Syntax error: the parser met a token it did not expect; the hint lists what it expected.",
     "LOOM102": "Unterminated string literal.",
     "LOOM103": "The file cannot be read, is binary, or is not UTF-8.",
-    "LOOM104": "A number literal cannot be read.",
     "LOOM105": "A clause is written twice in one step or pipeline; the first one counts.",
     "LOOM201": "Two pipelines have the same name.",
     "LOOM202": "Two steps in a pipeline have the same name.",
@@ -32,7 +31,7 @@ CODES: Final[dict[str, str]] = {
     "LOOM206": "The steps form a cycle; the message shows it as a path.",
     "LOOM207": "A step can never contribute to the answer (it is no answer and no step reads it).",
     "LOOM208": "The answer chain is missing, names an unknown step, or every step in it may be skipped.",
-    "LOOM209": "A step's guard is false in this tier, so the step never runs here.",
+    "LOOM209": "A step's guard is false in every tier the pipeline is compiled for, so the step never runs.",
     "LOOM210": "A worker's model names a provider the policy does not define.",
     "LOOM211": "A guard compares the tier with a name that is not a tier of the policy.",
     "LOOM212": "A guard reads an unknown fact or step predicate.",
@@ -64,4 +63,7 @@ CODES: Final[dict[str, str]] = {
     "LOOM704": "Against the ref, a worst case moved (information).",
 }
 
-RETIRED: Final[dict[str, str]] = {}
+RETIRED: Final[dict[str, str]] = {
+    "LOOM104": "A number literal cannot be read. Retired in 0.1.0, never emitted: the grammar "
+    "lexes only well-formed numbers, so a malformed one is a syntax error (LOOM101).",
+}

@@ -65,10 +65,6 @@ def access(p: Pipeline, wc: WorstCase) -> Iterator[Diagnostic]:
                 )
 
 
-def _may_skip(p: Pipeline, step_id: str) -> bool:
-    return step_id not in p.graph or _skippable(p)[step_id]
-
-
 def _skippable(p: Pipeline) -> dict[str, bool]:
     """Steps that may not run: guarded, or reading one that may not (iterative: long chains)."""
     out: dict[str, bool] = {}
@@ -80,15 +76,22 @@ def _skippable(p: Pipeline) -> dict[str, bool]:
 
 def answer_chain(p: Pipeline, wc: WorstCase) -> Iterator[Diagnostic]:
     present = [a for a in p.answer if a in p.graph]
-    if p.answer and not present:
-        yield Diagnostic(
-            "LOOM208",
-            Severity.ERROR,
-            f"no step of the answer chain runs in {_where(p)}",
-            _span(p),
-            "end the chain with a step that always runs",
-        )
-    elif present and all(_may_skip(p, a) for a in present):
+    if not present:
+        # No answer step here: a missing or unknown chain is already reported by the compiler
+        # (LOOM208); one that names only steps absent from this tier is reported here. Either
+        # way no step can contribute, so LOOM207 on every step would only repeat it.
+        if p.answer:
+            yield Diagnostic(
+                "LOOM208",
+                Severity.ERROR,
+                f"no step of the answer chain runs in {_where(p)}",
+                _span(p),
+                "end the chain with a step that always runs",
+            )
+        return
+    # Only a step's own guard counts here: a step skipped because it reads one that may not run
+    # is already an error at the same step (LOOM301), which this warning would repeat.
+    if all(p.graph.step(a).guard is not None for a in present):
         yield Diagnostic(
             "LOOM208",
             Severity.WARNING,
@@ -96,6 +99,8 @@ def answer_chain(p: Pipeline, wc: WorstCase) -> Iterator[Diagnostic]:
             _span(p, present[-1]),
             "end the chain with a step that always runs",
         )
+    if p.unknown_refs:
+        return  # a step may be the one an unknown name meant: reachability is not judged
     needed: set[str] = set()
     for a in present:
         needed |= {a} | p.graph.ancestors(a)
@@ -126,6 +131,8 @@ def ceilings(p: Pipeline, wc: WorstCase) -> Iterator[Diagnostic]:
         if ceiling is None or worst is None or worst <= ceiling:
             continue
         path = wc.latency_path if dim is Dimension.LATENCY else tuple(s.id for s in p.graph.steps())
+        if not all(p.graph.step(s).certain for s in path):
+            continue  # the worst case counts a step whose worker or guard is an error already
         source = _ceiling_source(p, dim)
         parts = ", ".join(
             f"{s.step} {format_quantity(dim, _step_amount(s, dim))}"
@@ -174,6 +181,8 @@ def unbounded(p: Pipeline, wc: WorstCase) -> Iterator[Diagnostic]:
     if p.budget.tokens is None and p.budget.cost is None:
         return
     for sid in wc.unbounded_steps:
+        if not p.graph.step(sid).resolved:
+            continue  # unknown worker (LOOM204): its max_tokens is unknown, not missing
         yield Diagnostic(
             "LOOM411",
             Severity.ERROR,
@@ -188,7 +197,7 @@ def pricing(p: Pipeline, wc: WorstCase) -> Iterator[Diagnostic]:
     if p.budget.cost is None:
         return
     for step in p.graph.steps():
-        if step.pricing is None:
+        if step.pricing is None and step.resolved:  # an unknown worker has no model to price
             yield Diagnostic(
                 "LOOM412",
                 Severity.ERROR,
@@ -204,7 +213,8 @@ def independence(p: Pipeline, wc: WorstCase) -> Iterator[Diagnostic]:
     for req in p.requires:
         if req.kind != "independent":
             continue
-        present = [s for s in req.steps if s in p.graph]
+        # an unknown worker's group is a placeholder: comparing it would be a follow-on
+        present = [s for s in req.steps if s in p.graph and p.graph.step(s).resolved]
         for i, a in enumerate(present):
             for b in present[i + 1 :]:
                 ga, gb = p.graph.step(a).group, p.graph.step(b).group

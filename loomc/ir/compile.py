@@ -120,13 +120,21 @@ def compile_pipeline(
                 tier_name.span,
                 did_you_mean(tier_name.value, policy.policy.tiers),
             )
+    refs = [i.name for s in decl.steps for i in s.sees] + [n for s in decl.steps for n in s.after]
+    refs += [*decl.answer, *(n for r in decl.requires for n in r.steps)]
+    unknown_refs = any(n.value not in names for n in refs)
     result = []
+    present: set[str] = set()  # steps that run in at least one variant
+    bad_guards: set[str] = set()  # steps whose guard has an error (already reported)
+    variants: list[str | None] = []
     for tier in tiers_of(decl, policy):
         if tier is not None and tier not in policy.policy.tiers:
             continue
         quiet = _Collector() if tier != tiers_of(decl, policy)[0] else out
         resolver.report = quiet
-        steps = _steps(decl, policy, resolver, tier, quiet)
+        steps = _steps(decl, policy, resolver, tier, quiet, bad_guards)
+        present |= {s.id for s in steps}
+        variants.append(tier)
         tier_budget = policy.policy.tiers[tier].budget() if tier else Budget()
         effective = pipeline_budget.tighten(tier_budget).tighten(overrides or Budget())
         defaults = policy.policy.defaults
@@ -140,12 +148,16 @@ def compile_pipeline(
                 policy=policy.policy.name,
                 instruction=decl.instruction.value if decl.instruction else "",
                 graph=StepGraph({s.id: s for s in steps}),
-                answer=tuple(n.value for n in decl.answer),
+                # unknown names are reported (LOOM208) and left out, so the checker does not
+                # report their consequences a second time
+                answer=tuple(n.value for n in decl.answer if n.value in names),
                 budget=effective,
                 pipeline_budget=pipeline_budget,
                 tier_budget=tier_budget,
                 requires=tuple(
-                    Require(r.kind.value, tuple(n.value for n in r.steps), r.span)
+                    Require(
+                        r.kind.value, tuple(n.value for n in r.steps if n.value in names), r.span
+                    )
                     for r in decl.requires
                 ),
                 input_tokens=input_tokens,
@@ -155,9 +167,41 @@ def compile_pipeline(
                 kind=_kind(decl),
                 span=decl.span,
                 budget_spans=budget_spans,
+                unknown_refs=unknown_refs,
             )
         )
+    if variants:
+        _never_runs(decl, present, bad_guards, variants, out)
     return result
+
+
+def _never_runs(
+    decl: ast.PipelineDecl,
+    present: set[str],
+    bad_guards: set[str],
+    variants: list[str | None],
+    out: _Collector,
+) -> None:
+    """LOOM209: a guard that is statically false in every variant leaves a dead step."""
+    seen: set[str] = set()
+    for s in decl.steps:
+        name = s.name.value
+        if name in seen or s.when is None or name in present or name in bad_guards:
+            seen.add(name)
+            continue
+        seen.add(name)
+        tiers = [t for t in variants if t is not None]
+        where = (
+            f"false at every tier of pipeline {decl.name.value!r} ({', '.join(tiers)})"
+            if tiers
+            else f"always false in pipeline {decl.name.value!r}"
+        )
+        out.warn(
+            "LOOM209",
+            f"step {name!r} never runs: its guard is {where}",
+            s.when.span,
+            "fix the guard or remove the step",
+        )
 
 
 def _kind(decl: ast.PipelineDecl) -> str:
@@ -321,15 +365,23 @@ def _steps(
     resolver: GuardResolver,
     tier: str | None,
     out: _Collector,
+    bad_guards: set[str],
 ) -> list[StepNode]:
     pol = policy.policy
+    names = {s.name.value for s in decl.steps}
     steps: list[StepNode] = []
     seen: set[str] = set()
     for s in decl.steps:
         if s.name.value in seen:
             continue
         seen.add(s.name.value)
+        errors = resolver.errors
         guard = resolver.resolve(s.when, tier) if s.when is not None else None
+        if resolver.errors > errors:
+            # The guard's error is reported; analysing the step as unguarded keeps its
+            # consequences (a folded-away step, a skippable read) from being reported as well.
+            bad_guards.add(s.name.value)
+            guard = None
         if isinstance(guard, Const):
             if not guard.value:
                 continue  # statically false in this tier: the step is not part of this graph
@@ -386,14 +438,23 @@ def _steps(
                 if price
                 else None,
                 guard=guard,
+                # self-references (LOOM216) and unknown steps (LOOM203) are reported and left out
                 sees=tuple(
-                    i.name.value for i in s.sees if not i.optional and i.name.value != s.name.value
+                    i.name.value
+                    for i in s.sees
+                    if not i.optional and i.name.value != s.name.value and i.name.value in names
                 ),
                 optional_sees=tuple(
-                    i.name.value for i in s.sees if i.optional and i.name.value != s.name.value
+                    i.name.value
+                    for i in s.sees
+                    if i.optional and i.name.value != s.name.value and i.name.value in names
                 ),
-                after=tuple(n.value for n in s.after if n.value != s.name.value),
+                after=tuple(
+                    n.value for n in s.after if n.value != s.name.value and n.value in names
+                ),
                 span=s.span,
+                resolved=worker is not None,
+                guard_unresolved=s.name.value in bad_guards,
             )
         )
     return steps

@@ -48,6 +48,7 @@ class GuardResolver:
         self.steps = steps
         self.tiers = tiers
         self.report = report
+        self.errors = 0  # counted whichever collector `report` is, so callers can tell
 
     def resolve(self, node: ast.ExprNode, tier: str | None) -> Expr:
         return fold(self._resolve(node, tier))
@@ -155,6 +156,7 @@ class GuardResolver:
             )
 
     def _error(self, code: str, message: str, span: Span, hint: str | None = None) -> None:
+        self.errors += 1
         self.report(Diagnostic(code, Severity.ERROR, message, span, hint))
 
 

@@ -205,10 +205,21 @@ class StepNode:
     optional_sees: tuple[str, ...] = ()  # declared `sees x?`: may be skipped
     after: tuple[str, ...] = ()
     span: Span | None = field(default=None, compare=False)
+    # False when the step's worker is unknown (LOOM204): model, group, pricing and limits are
+    # placeholders, so the checker does not reason about them.
+    resolved: bool = field(default=True, compare=False)
+    # True when the guard has an error (LOOM211-LOOM214): the step is analysed as unguarded,
+    # so budget verdicts that count it are not reported either.
+    guard_unresolved: bool = field(default=False, compare=False)
 
     @property
     def attempts(self) -> int:
         return self.retries + 1
+
+    @property
+    def certain(self) -> bool:
+        """Whether analyses that count this step rest only on names that resolved."""
+        return self.resolved and not self.guard_unresolved
 
     @property
     def access(self) -> tuple[str, ...]:
@@ -343,6 +354,9 @@ class Pipeline:
     kind: str = "general"  # task kind hint for the risk profiler: general, code-review, research
     span: Span | None = field(default=None, compare=False)
     budget_spans: Mapping[str, Span] = field(default_factory=dict, compare=False)
+    # True when a `sees`/`after`/`answer`/`require` names an unknown step (LOOM203/LOOM208):
+    # the reference is left out of the graph, so reachability is not judged (LOOM207).
+    unknown_refs: bool = field(default=False, compare=False)
 
     @property
     def key(self) -> str:

@@ -171,11 +171,13 @@ class _ToAst(Transformer[Token, Any]):
         return ast.Name(str(tok), self._tok_span(tok))
 
     def _number(self, text: str, tok: Token) -> Decimal:
+        # The number terminals only match well-formed numbers, so this cannot fail in practice;
+        # should the grammar ever let one through, it is a syntax error, not a traceback.
         try:
             return Decimal(text.replace("_", ""))
         except InvalidOperation as exc:
             raise _BadLiteral(
-                _diag("LOOM104", f"invalid number {text!r}", self._tok_span(tok))
+                _diag("LOOM101", f"invalid number {text!r}", self._tok_span(tok))
             ) from exc
 
     # top level
