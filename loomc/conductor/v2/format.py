@@ -95,21 +95,29 @@ def extract_first_json(text: str) -> dict[str, Any] | None:
     return None
 
 
+def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """`(line number, object)` for each non-blank line; errors name `file:line`."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not UTF-8 text: {exc.reason}") from None
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path}:{number}:{exc.colno}: invalid JSON: {exc.msg}") from None
+        if not isinstance(value, dict):
+            raise ValueError(f"{path}:{number}: expected a JSON object")
+        yield number, value
+
+
 def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
     """Rows of a JSONL file; a bad line raises ValueError naming `file:line`."""
-    rows: list[dict[str, Any]] = []
-    with Path(path).open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                value = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{number}:{exc.colno}: invalid JSON: {exc.msg}") from None
-            if not isinstance(value, dict):
-                raise ValueError(f"{path}:{number}:1: expected a JSON object")
-            rows.append(value)
-    return rows
+    return [row for _, row in iter_jsonl(path)]
 
 
 def iter_lines(rows: Iterable[Mapping[str, Any]]) -> Iterator[str]:

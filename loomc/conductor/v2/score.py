@@ -11,7 +11,6 @@ value; percentiles are nearest-rank, `sorted(v)[min(N - 1, ceil(0.95 * N) - 1)]`
 
 from __future__ import annotations
 
-import json
 import math
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
@@ -20,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from loomc.conductor.plan import (
+    LABEL_KEYS,
     POLICIES,
     POLICY_CALLS,
     Constraints,
@@ -27,6 +27,7 @@ from loomc.conductor.plan import (
     WorkerProfile,
 )
 from loomc.conductor.v2.format import extract_first_json
+from loomc.conductor.v2.format import iter_jsonl as format_iter_jsonl
 from loomc.conductor.v2.outcome import (
     INFEASIBLE_UTILITY,
     Candidate,
@@ -70,22 +71,6 @@ UNSAFE_RISK = 0.75
 UNNECESSARY_RISK = 0.30
 TOLERANCE = 0.001
 
-_LABEL_KEYS = (
-    "access",
-    "estimated_credits",
-    "estimated_latency_ms",
-    "estimated_pass_rate",
-    "estimated_quality",
-    "finalizer",
-    "independent_verification",
-    "max_calls",
-    "max_credits",
-    "max_latency_ms",
-    "policy",
-    "reason_codes",
-    "reviewer",
-    "writer",
-)
 _ROW_KEYS = ("id", "task", "constraints", "workers", "label", "oracle")
 
 
@@ -146,21 +131,9 @@ class Example:
 def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """`(line number, object)` for each non-blank line; errors name `file:line`."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{path}: not UTF-8 text: {exc.reason}") from None
-    for number, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            value = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{path}:{number}:{exc.colno}: invalid JSON: {exc.msg}") from None
-        if not isinstance(value, dict):
-            raise InputError(f"{path}:{number}: expected a JSON object")
-        yield number, value
+        yield from format_iter_jsonl(path)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
 
 
 def load_examples(path: str | Path) -> dict[str, Example]:
@@ -239,7 +212,7 @@ def _integer(value: Any) -> bool:
 
 def schema_valid(parsed: Mapping[str, Any]) -> bool:
     """§5.3 output-schema validity (extra keys allowed, role-id types unchecked)."""
-    if any(k not in parsed for k in _LABEL_KEYS):
+    if any(k not in parsed for k in LABEL_KEYS):
         return False
     if not all(
         _number(parsed[k])
