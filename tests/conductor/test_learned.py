@@ -4,7 +4,6 @@ model's plans never parse. Needs the conductor extra; skipped without it unless 
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import subprocess
@@ -13,22 +12,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from needs import need
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
 
-def _need(module: str) -> Any:
-    """In CI the extra is required (an ImportError fails the run); elsewhere skip without it."""
-    if os.environ.get("CI"):
-        return importlib.import_module(module)
-    return pytest.importorskip(module)
-
-
-torch = _need("torch")
-_need("transformers")
-peft = _need("peft")
+torch = need("torch")
+need("transformers")
+peft = need("peft")
 
 from tinymodel import attach_random_lora, build_tiny_model  # noqa: E402
 

@@ -16,22 +16,16 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from needs import need
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
 
-def _need(module: str) -> Any:
-    """In CI the extra is required (an ImportError fails the run); elsewhere skip without it."""
-    if os.environ.get("CI"):
-        return importlib.import_module(module)
-    return pytest.importorskip(module)
-
-
-torch = _need("torch")
-transformers = _need("transformers")
-_need("peft")
+torch = need("torch")
+transformers = need("transformers")
+need("peft")
 
 from tinymodel import build_tiny_model  # noqa: E402
 

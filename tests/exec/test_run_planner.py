@@ -8,6 +8,7 @@ from typing import Any
 
 import anyio
 import pytest
+from needs import need
 
 from loomc.cli.main import main
 from loomc.conductor.guard import conduct
@@ -155,8 +156,8 @@ def test_run_learned_with_a_real_tiny_model(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     """The real `LearnedPlanner` (random weights): its text is guarded like any proposal."""
-    pytest.importorskip("torch")
-    pytest.importorskip("transformers")
+    need("torch")
+    need("transformers")
     import sys
 
     sys.path.insert(0, str(ROOT / "tests" / "conductor"))

