@@ -23,6 +23,7 @@ from loomc.providers.base import (
     ProviderError,
     ProviderTimeout,
     RateLimited,
+    StreamDropped,
     TokenUsage,
     estimate_tokens,
     redact,
@@ -142,6 +143,47 @@ def transport_error(exc: httpx.HTTPError, *, provider: str, model: str) -> Provi
     with contextlib.suppress(RuntimeError):
         url = f" {exc.request.url.host}:{exc.request.url.port or ''}"
     return ConnectionFailed(f"{provider}: cannot reach{url}: {type(exc).__name__}: {exc}", **ids)
+
+
+class HTTPProvider:
+    """The httpx client life cycle both HTTP adapters share: built on first use, closed once."""
+
+    default_base_url: str | None = None
+    default_headers: Mapping[str, str] = {}
+
+    def __init__(self, name: str, cfg: ProviderConfig, env: Mapping[str, str]) -> None:
+        self.name = name
+        self.cfg = cfg
+        self._env = env
+        self._client: httpx.AsyncClient | None = None
+
+    @property
+    def client(self) -> httpx.AsyncClient:
+        if self._client is None:
+            self._client = build_client(
+                self.name, self.cfg, self._env,
+                default_base_url=self.default_base_url, default_headers=self.default_headers,
+            )
+        return self._client
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            client, self._client = self._client, None
+            await client.aclose()
+
+
+def wire_messages(request: CompletionRequest) -> list[dict[str, str]]:
+    return [{"role": m.role, "content": m.content} for m in request.messages]
+
+
+def failure(exc: httpx.HTTPError, partial: str, *, provider: str, model: str) -> ProviderError:
+    """A connection lost after text arrived is a dropped stream (partial kept, retryable)."""
+    if partial and isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError)):
+        return StreamDropped(
+            f"{provider}: connection dropped mid-stream after {len(partial)} chars "
+            f"({type(exc).__name__})", partial=partial, provider=provider, model=model,
+        )
+    return transport_error(exc, provider=provider, model=model)
 
 
 def estimated_usage(messages: tuple[Message, ...], completion: str) -> TokenUsage:

@@ -14,7 +14,6 @@ from typing import Any
 
 import httpx
 
-from loomc.policy.models import ProviderConfig
 from loomc.providers.base import (
     Completion,
     CompletionRequest,
@@ -27,24 +26,19 @@ from loomc.providers.base import (
     estimate_tokens,
     redact,
 )
-from loomc.providers.http import build_client, request_timeout, status_error, transport_error
+from loomc.providers.http import (
+    HTTPProvider,
+    failure,
+    request_timeout,
+    status_error,
+    wire_messages,
+)
 
 DEFAULT_BASE_URL = "http://127.0.0.1:11434"
 
 
-class OllamaProvider:
-    def __init__(self, name: str, cfg: ProviderConfig, env: Mapping[str, str]) -> None:
-        self.name = name
-        self.cfg = cfg
-        self._env = env
-        self._client: httpx.AsyncClient | None = None
-
-    @property
-    def client(self) -> httpx.AsyncClient:
-        if self._client is None:
-            self._client = build_client(self.name, self.cfg, self._env,
-                                        default_base_url=DEFAULT_BASE_URL)
-        return self._client
+class OllamaProvider(HTTPProvider):
+    default_base_url = DEFAULT_BASE_URL
 
     def body(self, request: CompletionRequest) -> dict[str, Any]:
         options: dict[str, Any] = dict(self.cfg.extra_body.get("options", {}))
@@ -55,7 +49,7 @@ class OllamaProvider:
         body: dict[str, Any] = {k: v for k, v in self.cfg.extra_body.items() if k != "options"}
         body.update(
             model=request.model,
-            messages=[{"role": m.role, "content": m.content} for m in request.messages],
+            messages=wire_messages(request),
             stream=request.stream,
         )
         if options:
@@ -93,12 +87,7 @@ class OllamaProvider:
                         final = obj
                         break
         except httpx.HTTPError as exc:
-            if parts and isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError)):
-                raise StreamDropped(
-                    f"{self.name}: connection dropped mid-stream after {len(''.join(parts))} "
-                    f"chars ({type(exc).__name__})", partial="".join(parts), **ids,
-                ) from exc
-            raise transport_error(exc, **ids) from exc
+            raise failure(exc, "".join(parts), **ids) from exc
         content = "".join(parts)
         if final is None:
             raise StreamDropped(
@@ -136,11 +125,6 @@ class OllamaProvider:
                 status=502, **ids,
             )
         return obj
-
-    async def aclose(self) -> None:
-        if self._client is not None:
-            client, self._client = self._client, None
-            await client.aclose()
 
 
 def _count(value: Any) -> int | None:

@@ -33,11 +33,12 @@ from loomc.providers.base import (
     redact,
 )
 from loomc.providers.http import (
-    build_client,
+    HTTPProvider,
     estimated_usage,
+    failure,
     request_timeout,
     status_error,
-    transport_error,
+    wire_messages,
 )
 from loomc.providers.sse import sse_events
 
@@ -151,30 +152,18 @@ def _error_in_body(chunk: Mapping[str, Any], provider: str, model: str) -> Provi
     )
 
 
-class OpenAICompatProvider:
-    def __init__(
-        self, name: str, cfg: ProviderConfig, env: Mapping[str, str]
-    ) -> None:
-        self.name = name
-        self.cfg = cfg
+class OpenAICompatProvider(HTTPProvider):
+    def __init__(self, name: str, cfg: ProviderConfig, env: Mapping[str, str]) -> None:
+        super().__init__(name, cfg, env)
         self.preset = PRESETS.get(cfg.type, PRESETS["openai-compatible"])
-        self._env = env
-        self._client: httpx.AsyncClient | None = None
-
-    @property
-    def client(self) -> httpx.AsyncClient:
-        if self._client is None:
-            self._client = build_client(
-                self.name, self.cfg, self._env,
-                default_base_url=self.preset.base_url, default_headers=self.preset.headers,
-            )
-        return self._client
+        self.default_base_url = self.preset.base_url
+        self.default_headers = self.preset.headers
 
     def body(self, request: CompletionRequest) -> dict[str, Any]:
         body: dict[str, Any] = {**self.preset.body, **self.cfg.extra_body}
         body.update(
             model=request.model,
-            messages=[{"role": m.role, "content": m.content} for m in request.messages],
+            messages=wire_messages(request),
             stream=request.stream,
         )
         if request.max_tokens is not None:
@@ -197,13 +186,7 @@ class OpenAICompatProvider:
             else:
                 await self._whole(client, request, state, on_event)
         except httpx.HTTPError as exc:
-            if state.parts and isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError)):
-                raise StreamDropped(
-                    f"{self.name}: connection dropped mid-stream after "
-                    f"{len(state.text)} chars ({type(exc).__name__})",
-                    partial=state.text, provider=self.name, model=request.model,
-                ) from exc
-            raise transport_error(exc, provider=self.name, model=request.model) from exc
+            raise failure(exc, state.text, provider=self.name, model=request.model) from exc
         return self._completion(request, state, started)
 
     def _completion(self, request: CompletionRequest, state: _State, started: float) -> Completion:
@@ -351,9 +334,4 @@ class OpenAICompatProvider:
         if on_event is not None:
             for frame in frames:
                 await on_event(StreamEvent(kind="frame", frame=frame))
-
-    async def aclose(self) -> None:
-        if self._client is not None:
-            client, self._client = self._client, None
-            await client.aclose()
 
