@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import anyio
 import pytest
+from calls import complete
 from litellm_config import MASTER_KEY
 
 from loomc.policy.models import ProviderConfig
@@ -27,16 +27,7 @@ def call(base: str, model: str, *, stream: bool, key: str = MASTER_KEY,
     provider = OpenAICompatProvider("litellm", cfg, env={"LITELLM_KEY": key})
     req = CompletionRequest(model=model, messages=(Message("user", "Capital of France?"),),
                             max_tokens=50, stream=stream, timeout_s=30)
-
-    async def main() -> Completion:
-        async def on_event(ev: StreamEvent) -> None:
-            if events is not None:
-                events.append(ev)
-        try:
-            return await provider.complete(req, on_event)
-        finally:
-            await provider.aclose()
-    return anyio.run(main)
+    return complete(provider, req, events)
 
 
 def test_streaming_usage_is_exact(litellm: str) -> None:

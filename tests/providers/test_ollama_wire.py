@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import anyio
 import pytest
+from calls import complete
 from replay import ReplayServer
 
 from loomc.policy.models import ProviderConfig
@@ -27,16 +27,7 @@ def run(replay: ReplayServer, model: str, *, stream: bool = True,
                               env={})
     req = CompletionRequest(model=model, messages=(Message("user", "How do I dedupe payments?"),),
                             max_tokens=128, stream=stream, timeout_s=5, temperature=0.2)
-
-    async def main() -> Completion:
-        async def on_event(ev: StreamEvent) -> None:
-            if events is not None:
-                events.append(ev)
-        try:
-            return await provider.complete(req, on_event)
-        finally:
-            await provider.aclose()
-    return anyio.run(main)
+    return complete(provider, req, events)
 
 
 def test_ndjson_stream_tokens_and_counts(replay: ReplayServer) -> None:

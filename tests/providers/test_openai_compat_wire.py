@@ -5,13 +5,12 @@ from __future__ import annotations
 import json
 from decimal import Decimal
 
-import anyio
 import pytest
+from calls import complete
 from replay import WIRE, ReplayServer
 
 from loomc.policy.models import ProviderConfig
 from loomc.providers.base import (
-    Completion,
     CompletionRequest,
     ConnectionFailed,
     HTTPStatusError,
@@ -42,19 +41,6 @@ def request(model: str, *, stream: bool = True, timeout_s: float | None = 5.0,
             max_tokens: int | None = 64) -> CompletionRequest:
     return CompletionRequest(model=model, messages=(Message("user", PROMPT),),
                              max_tokens=max_tokens, stream=stream, timeout_s=timeout_s)
-
-
-def complete(p: OpenAICompatProvider, req: CompletionRequest,
-             events: list[StreamEvent] | None = None) -> Completion:
-    async def main() -> Completion:
-        async def on_event(ev: StreamEvent) -> None:
-            if events is not None:
-                events.append(ev)
-        try:
-            return await p.complete(req, on_event)
-        finally:
-            await p.aclose()
-    return anyio.run(main)
 
 
 def test_litellm_recording_streams_tokens_and_exact_final_usage(replay: ReplayServer) -> None:
