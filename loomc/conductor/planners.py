@@ -32,6 +32,7 @@ from loomc.conductor.plan import (
     WorkerProfile,
 )
 from loomc.conductor.v2.format import build_prompt, extract_first_json
+from loomc.conductor.v2.oracle import label_record
 from loomc.conductor.v2.outcome import Candidate, build_candidate, feasible, outcome
 
 PLANNER_NAMES: tuple[str, ...] = ("risk", "search", "learned")
@@ -97,16 +98,8 @@ def _label(
     table: Mapping[str, WorkerProfile],
     codes: Sequence[str],
 ) -> dict[str, Any]:
-    result = outcome(task, candidate, table)
-    label = candidate.record()
-    label.update(
-        max_credits=constraints.max_credits,
-        max_latency_ms=constraints.max_latency_ms,
-        estimated_quality=result.quality,
-        estimated_pass_rate=result.pass_rate,
-        reason_codes=sorted(set(codes))[:4],
-    )
-    return label
+    return label_record(constraints, candidate, outcome(task, candidate, table),
+                        sorted(set(codes))[:4])
 
 
 class RiskPlanner:

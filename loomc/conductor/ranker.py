@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from loomc.conductor.plan import Constraints, Plan, TaskProfile, WorkerProfile
 from loomc.conductor.v2.families import category_strength
-from loomc.conductor.v2.oracle import NoFeasiblePlan, Scored, label_for, reason_codes
+from loomc.conductor.v2.oracle import NoFeasiblePlan, label_record, reason_codes
 from loomc.conductor.v2.outcome import (
     Candidate,
     V2OutcomeModel,
@@ -139,9 +139,8 @@ class RankerPlanner:
             raise NoFeasiblePlan("no plan satisfies max_calls, max_credits and max_latency_ms")
         best = max(cands, key=lambda c: self.score(features(task, constraints, c, table)))
         est = V2OutcomeModel().outcome(task, best, table)
-        util = V2OutcomeModel().utility(task, constraints, best, est, table)
         codes = reason_codes(task, constraints, best, est)
-        return Plan.from_json(label_for(constraints, Scored(best, est, util), codes))
+        return Plan.from_json(label_record(constraints, best, est, codes))
 
     def save(self, path: Path) -> None:
         path.write_text(json.dumps({"features": list(FEATURES), "weights": self.weights},

@@ -66,14 +66,21 @@ def reason_codes(
     return sorted(codes)[:MAX_REASON_CODES]
 
 
-def label_for(constraints: Constraints, scored: Scored, codes: Sequence[str]) -> dict[str, Any]:
-    label = scored.candidate.record()
+def label_record(
+    constraints: Constraints, candidate: Candidate, result: Outcome, codes: Sequence[str]
+) -> dict[str, Any]:
+    """A v2 label: the plan record, the echoed limits, the estimates, the reason codes."""
+    label = candidate.record()
     label["max_credits"] = constraints.max_credits
     label["max_latency_ms"] = constraints.max_latency_ms
-    label["estimated_quality"] = scored.outcome.quality
-    label["estimated_pass_rate"] = scored.outcome.pass_rate
+    label["estimated_quality"] = result.quality
+    label["estimated_pass_rate"] = result.pass_rate
     label["reason_codes"] = list(codes)
     return label
+
+
+def label_for(constraints: Constraints, scored: Scored, codes: Sequence[str]) -> dict[str, Any]:
+    return label_record(constraints, scored.candidate, scored.outcome, codes)
 
 
 def _rank(s: Scored) -> tuple[float, float, float, float, int]:

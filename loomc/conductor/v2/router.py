@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from loomc.conductor.plan import Constraints, Plan, TaskProfile, WorkerProfile, canonical_json
+from loomc.conductor.v2.oracle import label_record
 from loomc.conductor.v2.outcome import Candidate, enumerate_candidates, feasible, outcome
 
 REASON_CODE = "deterministic_local_policy"
@@ -69,15 +70,7 @@ def route(
         )
 
     best = max(candidates, key=key)
-    result = outcome(task, best, table)
-    plan = best.record()
-    plan.update(
-        max_credits=constraints.max_credits,
-        max_latency_ms=constraints.max_latency_ms,
-        estimated_quality=result.quality,
-        estimated_pass_rate=result.pass_rate,
-        reason_codes=[REASON_CODE],
-    )
+    plan = label_record(constraints, best, outcome(task, best, table), [REASON_CODE])
     return plan
 
 

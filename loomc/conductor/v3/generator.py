@@ -32,7 +32,7 @@ from typing import Any
 from loomc.conductor.plan import Constraints, TaskProfile, WorkerProfile
 from loomc.conductor.v2.families import FAMILIES, category_strength
 from loomc.conductor.v2.generator import make_row, sample_task
-from loomc.conductor.v2.oracle import Scored, label_for, reason_codes
+from loomc.conductor.v2.oracle import label_record, reason_codes
 from loomc.conductor.v2.outcome import (
     Candidate,
     Outcome,
@@ -148,7 +148,7 @@ def label_row(rng: random.Random, task: TaskProfile, constraints: Constraints,
                                                    -s[0].estimated_latency_ms))
     candidate, seen, sampled_utility, _ = best
     codes = reason_codes(task, constraints, candidate, seen)
-    label = label_for(constraints, Scored(candidate, seen, sampled_utility), codes)
+    label = label_record(constraints, candidate, seen, codes)
     oracle = {
         "candidate_count": len(scored),
         "expected_best_utility": max(s[3] for s in scored),
