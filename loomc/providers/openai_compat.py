@@ -55,7 +55,7 @@ PRESETS: dict[str, Preset] = {
     # OpenRouter reports the charged USD in usage.cost when asked to account usage.
     "openrouter": Preset(
         "https://openrouter.ai/api/v1",
-        headers={"HTTP-Referer": "https://github.com/loomc/loomc", "X-Title": "loomc"},
+        headers={"X-Title": "loomc"},
         body={"usage": {"include": True}},
     ),
     # LM Studio's local server: no key needed unless one is configured.
