@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from loomc.check.rules import check_pipeline
+from loomc.checker.rules import check_pipeline
 from loomc.ir.compile import compile_modules
 from loomc.policy.load import load_policy
 from loomc.syntax.parser import parse_text

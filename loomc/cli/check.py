@@ -22,17 +22,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from loomc.check.render import render_github, render_json, render_sarif, render_text
-    from loomc.checking import check_paths
+    import loomc
+    from loomc.checker.render import render_github, render_json, render_sarif, render_text
 
-    result = check_paths(list(args.paths), args.policy, budget_from_args(args))
+    result = loomc.check(
+        args.paths, policy=args.policy, ceilings=budget_from_args(args), against=args.against
+    )
     diagnostics = result.diagnostics
-    if args.against:
-        from loomc.regress import compare_against
-
-        diagnostics = diagnostics + compare_against(
-            args.against, list(args.paths), result, args.policy
-        )
     errors = sum(d.is_error for d in diagnostics)
     if args.format == "json":
         print(render_json(diagnostics, files=result.files, pipelines=len(result.pipelines)))

@@ -16,20 +16,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from loomc.check.render import render_text
-    from loomc.checking import check_paths
-    from loomc.ir.artifact import build_artifact, dump_artifact
+    import loomc
+    from loomc.checker.render import render_text
+    from loomc.ir.artifact import dump_artifact
 
-    result = check_paths(list(args.paths), args.policy)
-    errors = [d for d in result.diagnostics if d.is_error]
-    if errors:
-        print(render_text(errors), file=sys.stderr)
-        print(f"loomc compile: {len(errors)} error(s); no artifact written", file=sys.stderr)
+    try:
+        artifact = loomc.compile(args.paths, policy=args.policy)
+    except loomc.DiagnosticError as exc:
+        print(render_text(exc.diagnostics), file=sys.stderr)
+        print(f"loomc compile: {len(exc.diagnostics)} error(s); no artifact written", file=sys.stderr)
         return 1
-    cases = result.worst_cases()
-    text = dump_artifact(
-        build_artifact([p for _, p, _ in cases], [w.to_json() for _, _, w in cases])
-    )
+    text = dump_artifact(artifact)
     if args.output:
         args.output.write_text(text, encoding="utf-8")
         print(f"wrote {args.output}")

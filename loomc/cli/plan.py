@@ -19,10 +19,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from loomc.checking import check_paths
-    from loomc.plan_table import plan_rows, render_plan_table
+    import loomc
+    from loomc.project.plan_table import plan_rows, render_plan_table
 
-    result = check_paths(list(args.paths), args.policy, budget_from_args(args))
+    result = loomc.check(args.paths, policy=args.policy, ceilings=budget_from_args(args))
     rows = plan_rows(result)
     if args.json:
         print(json.dumps(rows, indent=2))

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +15,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("run", help="run a pipeline on a prompt (argument or stdin)")
     p.add_argument("prompt", nargs="?", help="the task; read from stdin when omitted or '-'")
     p.add_argument("--pipeline", default="general")
-    p.add_argument("--tier", choices=("lean", "balanced", "strict"), default=None)
+    p.add_argument("--tier", default=None, help="a tier the policy declares (default: balanced)")
     p.add_argument("--baseline", action="store_true", help="run the baseline strategy")
     p.add_argument("--fixed", action="store_true", help="run the fixed 4-step strategy")
     p.add_argument("--max-calls", type=int, metavar="N")
@@ -51,17 +50,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import anyio
-
-    from loomc.check.render import render_text
-    from loomc.diagnostics import DiagnosticError
+    import loomc
+    from loomc.api.running import with_credit_per_call
+    from loomc.checker.render import render_text
+    from loomc.cli.live import LiveTrace
     from loomc.exec.events import EventSink, JsonlSink
-    from loomc.exec.executor import execute
-    from loomc.exec.live import LiveTrace
-    from loomc.project import load_project
-    from loomc.providers.registry import ProviderPool
-    from loomc.risk.factory import make_profiler
-    from loomc.units import Budget
 
     prompt = args.prompt
     if prompt is None or prompt == "-":
@@ -72,96 +65,55 @@ def run(args: argparse.Namespace) -> int:
     if args.baseline and args.fixed:
         print("loomc run: --baseline and --fixed exclude each other", file=sys.stderr)
         return 2
-    planner = getattr(args, "planner", None)
+    planner = args.planner
     if planner is not None and (args.baseline or args.fixed):
         print("loomc run: --planner plans its own steps; drop --baseline/--fixed", file=sys.stderr)
         return 2
     if planner == "learned" and not args.base_model:
         print("loomc run: --planner learned needs --base-model DIR", file=sys.stderr)
         return 2
-    name = "baseline" if args.baseline else "fixed" if args.fixed else args.pipeline
-    tier = None if (args.baseline or args.fixed) else (args.tier or "balanced")
-    try:
-        project = load_project(args.project, args.policy)
-        if args.credit_per_call is not None:
-            _override_credits(project, args.credit_per_call)
-        overrides = Budget(
-            calls=args.max_calls, credits=args.max_credits, latency_ms=args.max_latency_ms
-        )
-        if planner is not None:
-            tier = args.tier or _widest_tier(project)
-            pipeline = _planning_base(project, name, tier, overrides)
-        else:
-            pipeline = project.compile(name, tier, overrides)
-    except DiagnosticError as exc:
-        print(render_text(exc.diagnostics), file=sys.stderr)
-        print(f"loomc run: {len(exc.diagnostics)} error(s); no model was called", file=sys.stderr)
-        return 1
-    profiler = make_profiler(project.policy.risk)
-    notice = getattr(profiler, "notice", None)
-    if notice:
-        print(f"loomc: {notice}", file=sys.stderr)
     sinks: list[EventSink] = []
     if not args.json:
         sinks.append(LiveTrace(tokens=not args.no_stream))
     if args.trace:
         sinks.append(JsonlSink(args.trace))
-    conductor: dict[str, object] | None = None
-    if planner is not None:
-        from loomc.conductor.guard import GuardError, conduct
-
-        try:
-            decision = conduct(
-                project.policy_source,
-                pipeline,
-                prompt,
-                profiler,
-                planner,
-                **_planner_options(args),
-            )
-        except (GuardError, ValueError) as exc:
-            record = exc.record if isinstance(exc, GuardError) else {"error": str(exc)}
-            if args.json:
-                print(json.dumps({"conductor": record}, indent=2, default=str))
-            print(f"loomc run: {exc}; no model was called", file=sys.stderr)
-            return 1
-        pipeline = decision.pipeline
-        conductor = decision.to_json()
-        _trace_conductor(args.trace, conductor)
-        if not args.json:
-            verdict = (
-                "accepted"
-                if decision.accepted
-                else f"rejected ({', '.join(decision.reasons)}"
-                + (f": {'; '.join(decision.details)}" if decision.details else "")
-                + f"); fallback {decision.fallback}"
-            )
-            plan = decision.plan
-            print(
-                f"loomc: planner {planner}: proposal {verdict}; running {plan.policy} "
-                f"{' -> '.join(plan.roles)}",
-                file=sys.stderr,
-            )
-
-    async def main() -> object:
-        async with ProviderPool(project.policy) as pool:
-            return await execute(
-                pipeline,
-                prompt,
-                pool=pool,
-                sinks=sinks,
-                profiler=profiler,
-                stream=not args.no_stream,
-            )
-
-    result = anyio.run(main)
-    from loomc.exec.result import RunResult
-
-    assert isinstance(result, RunResult)
+    try:
+        project = loomc.Project.load(args.project, args.policy)
+        if args.credit_per_call is not None:
+            with_credit_per_call(project, args.credit_per_call)
+        profiler = loomc.make_profiler(project.policy.risk)
+        notice = getattr(profiler, "notice", None)
+        if notice:
+            print(f"loomc: {notice}", file=sys.stderr)
+        if not args.json and planner is not None:
+            sinks.insert(0, _PlannerVerdict(planner))
+        result = loomc.run(
+            prompt,
+            project=project,
+            pipeline="baseline" if args.baseline else "fixed" if args.fixed else args.pipeline,
+            tier=args.tier,
+            ceilings=loomc.Budget(
+                calls=args.max_calls, credits=args.max_credits, latency_ms=args.max_latency_ms
+            ),
+            planner=planner,
+            planner_options=_planner_options(args) if planner else None,
+            sinks=sinks,
+            profiler=profiler,
+            stream=not args.no_stream,
+        )
+    except loomc.DiagnosticError as exc:
+        print(render_text(exc.diagnostics), file=sys.stderr)
+        print(f"loomc run: {len(exc.diagnostics)} error(s); no model was called", file=sys.stderr)
+        return 1
+    except loomc.PlanRejected as exc:
+        if args.json:
+            print(json.dumps({"conductor": exc.record}, indent=2, default=str))
+        print(f"loomc run: {exc}; no model was called", file=sys.stderr)
+        return 1
     if args.json:
         out = result.model_dump(mode="json")
-        if conductor is not None:
-            out["conductor"] = conductor
+        if result.conductor is not None:
+            out["conductor"] = result.conductor
         print(json.dumps(out, indent=2))
     else:
         print(result.answer)
@@ -179,51 +131,30 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _override_credits(project: object, per_call: Decimal) -> None:
-    from loomc.project import Project
+class _PlannerVerdict:
+    """Prints the planner's verdict (a ``conductor-plan`` event) before the run's trace."""
 
-    assert isinstance(project, Project)
-    pol = project.policy
-    workers = {k: w.model_copy(update={"credits": per_call}) for k, w in pol.workers.items()}
-    project.policy_source.policy = pol.model_copy(update={"workers": workers})
+    def __init__(self, planner: str) -> None:
+        self.planner = planner
 
-
-def _widest_tier(project: object) -> str | None:
-    """Without --tier a planner may use the most calls any tier allows (it picks the depth)."""
-    import math
-
-    from loomc.project import Project
-
-    assert isinstance(project, Project)
-    tiers = project.policy.tiers
-    if not tiers:
-        return None
-
-    def calls(name: str) -> float:
-        ceiling = tiers[name].calls
-        return math.inf if ceiling is None else float(ceiling)
-
-    return max(tiers, key=calls)
-
-
-def _planning_base(project: object, name: str, tier: str | None, overrides: object) -> Any:
-    """The pipeline x tier a plan takes its ceilings, instruction and kind from. Its own steps
-    never run, so only compile errors count: its tier may well exceed the command-line ceilings
-    that the plan will fit."""
-    from loomc.project import Project
-    from loomc.units import Budget
-
-    assert isinstance(project, Project) and isinstance(overrides, Budget)
-    compiled, diags = project.pipelines(overrides)
-    named = [p for p in compiled if p.name == name]
-    match = next((p for p in named if p.tier == tier), None)
-    match = match or next((p for p in named if p.tier is None), None)
-    if match is None:
-        return project.compile(name, tier, overrides)  # raises the usual diagnostics
-    files = (match.source, project.policy_source.path)
-    if any(d.is_error and d.span.file in files for d in project.diagnostics + diags):
-        return project.compile(name, tier, overrides)
-    return match
+    async def emit(self, event: Any) -> None:
+        if event.kind != "conductor-plan":
+            return
+        d = event.data
+        verdict = (
+            "accepted"
+            if d["accepted"]
+            else f"rejected ({', '.join(d['reasons'])}"
+            + (f": {'; '.join(d['details'])}" if d.get("details") else "")
+            + f"); fallback {d['fallback']}"
+        )
+        plan = d.get("plan") or {}
+        roles = [str(plan[r]) for r in ("writer", "reviewer", "finalizer") if plan.get(r)]
+        print(
+            f"loomc: planner {self.planner}: proposal {verdict}; running {plan.get('policy')} "
+            f"{' -> '.join(roles)}",
+            file=sys.stderr,
+        )
 
 
 def _planner_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -238,25 +169,3 @@ def _planner_options(args: argparse.Namespace) -> dict[str, Any]:
         "dtype": args.dtype,
         "max_new_tokens": args.max_new_tokens,
     }
-
-
-def _trace_conductor(path: Path | None, record: dict[str, object]) -> None:
-    """The planner's verdict as the trace's first line (same shape as an executor event)."""
-    if path is None:
-        return
-    import time
-
-    from loomc.providers.base import redact
-
-    line: dict[str, object] = {
-        "kind": "conductor-plan",
-        "run_id": None,
-        "step": None,
-        "ts": round(time.time(), 6),
-        "data": record,
-    }
-    try:
-        with path.open("a", encoding="utf-8") as fh:
-            fh.write(redact(json.dumps(line, default=str)) + "\n")
-    except OSError as exc:
-        print(f"loomc: trace file {path} not writable: {exc.strerror}", file=sys.stderr)

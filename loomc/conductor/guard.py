@@ -11,7 +11,7 @@ first failing gate (or every failing check of gates 3–4) is recorded as reason
    `sees` exactly the plan's access list, on the plan's policy workers — compiled by
    `loomc.ir.compile` against the policy with the hard limits as the pipeline's ceilings
    (`compile:LOOMnnn` for a compiler error).
-3. **check**: `loomc.check.rules.check_pipeline` on the compiled IR — worst-case calls, credits,
+3. **check**: `loomc.checker.rules.check_pipeline` on the compiled IR — worst-case calls, credits,
    latency (longest path), tokens and money where priced — plus the p95 estimate of the latency
    against its ceiling: `over_budget:calls|credits|latency|tokens|cost`, `check:LOOMnnn`.
 4. **receipts**, stricter than the reference guard (which let inconsistent receipts through):
@@ -33,7 +33,7 @@ from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 
-from loomc.check.rules import check_pipeline
+from loomc.checker.rules import check_pipeline
 from loomc.conductor.mapping import HardLimits, limits_for, task_profile, worker_profiles
 from loomc.conductor.plan import (
     ROLES,

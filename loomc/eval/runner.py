@@ -11,7 +11,7 @@ from pathlib import Path
 
 import anyio
 
-from loomc.check.worstcase import WorstCase, worst_case
+from loomc.checker.worstcase import WorstCase, worst_case
 from loomc.diagnostics import DiagnosticError
 from loomc.eval.checks import run_checks
 from loomc.eval.dataset import Case

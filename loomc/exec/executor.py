@@ -19,7 +19,7 @@ from decimal import Decimal
 
 import anyio
 
-from loomc.check.worstcase import step_attempt_cost
+from loomc.checker.worstcase import step_attempt_cost
 from loomc.exec.events import Event, EventSink
 from loomc.exec.guards import Facts, Outcome, evaluate, is_refusal
 from loomc.exec.ledger import Ledger, Refused

@@ -63,3 +63,6 @@ class RunResult(BaseModel):
     tokens: int = 0
     error: str | None = None
     receipt_hash: str
+    # The planner's verdict when a planner chose the plan; kept out of serialised results (the
+    # eval journal, receipts) and added by callers that report it, like `loomc run --json`.
+    conductor: dict[str, Any] | None = Field(default=None, exclude=True)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from loomc.checking import check_paths
+from loomc.project.checking import check_paths
 
 ROOT = Path(__file__).resolve().parents[2]
 POLICY = ROOT / "policies" / "default.yaml"

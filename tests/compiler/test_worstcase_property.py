@@ -8,7 +8,7 @@ from decimal import Decimal
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loomc.check.worstcase import step_attempt_cost, step_latency_ms, worst_case
+from loomc.checker.worstcase import step_attempt_cost, step_latency_ms, worst_case
 from loomc.ir.model import Fact, Pipeline, Pricing, StepGraph, StepNode
 from loomc.units import Budget
 

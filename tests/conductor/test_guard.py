@@ -12,8 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from loomc.check.rules import check_pipeline
-from loomc.check.worstcase import worst_case
+from loomc.checker.rules import check_pipeline
+from loomc.checker.worstcase import worst_case
 from loomc.conductor.guard import Decision, Guard, GuardContext, GuardError, compile_plan
 from loomc.conductor.mapping import hard_limits, worker_profiles
 from loomc.conductor.plan import Plan, TaskProfile

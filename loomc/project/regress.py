@@ -14,8 +14,8 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from loomc.checking import CheckResult, check_paths
 from loomc.diagnostics import Diagnostic, Severity, Span
+from loomc.project.checking import CheckResult, check_paths
 from loomc.units import Dimension, format_quantity
 
 _DIMS = (Dimension.CALLS, Dimension.TOKENS, Dimension.CREDITS, Dimension.COST, Dimension.LATENCY)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from decimal import Decimal
 
-from loomc.check.worstcase import WorstCase, worst_case
+from loomc.checker.worstcase import WorstCase, worst_case
 from loomc.diagnostics import Diagnostic, Related, Severity, Span
 from loomc.ir.model import Pipeline
 from loomc.units import Dimension, format_quantity
@@ -161,7 +161,7 @@ def _ceiling_source(p: Pipeline, dim: Dimension) -> str:
 
 
 def _step_amount(s: object, dim: Dimension) -> int | Decimal | None:
-    from loomc.check.worstcase import StepCost
+    from loomc.checker.worstcase import StepCost
 
     assert isinstance(s, StepCost)
     if dim is Dimension.CALLS:

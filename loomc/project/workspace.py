@@ -1,7 +1,9 @@
 """A loomc project on disk: `pipelines/*.loom` and `policies/*.yaml`, loaded and compiled.
 
-This is the public entry point the CLI, the runtime, eval and serve use: load once, compile a
-pipeline x tier with command-line ceilings, and get every diagnostic of the checker.
+The CLI, the runtime, eval and serve all go through one :class:`Project`: the files are read and
+parsed once, each set of ceilings compiles every pipeline x tier once (a server answering many
+requests, or an eval compiling per case, never re-parses or re-compiles), and every diagnostic of
+the checker comes with the pipeline it concerns.
 """
 
 from __future__ import annotations
@@ -9,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from loomc.check.policy_rules import check_policy
-from loomc.check.rules import check_pipeline
+from loomc.checker.policy_rules import check_policy
+from loomc.checker.rules import check_pipeline
 from loomc.diagnostics import Diagnostic, DiagnosticError, Severity, Span
 from loomc.ir.compile import compile_modules
 from loomc.ir.model import Pipeline
@@ -24,17 +26,41 @@ from loomc.units import Budget
 
 @dataclass
 class Project:
+    """Parsed pipelines plus one policy. Build it with :func:`load_project` (or
+    ``Project.load``); compile with :meth:`compile`, which caches per set of ceilings."""
+
     root: Path
     policy_source: PolicySource
     modules: list[Module]
     diagnostics: list[Diagnostic] = field(default_factory=list)  # parse + policy problems
+    _compiled: dict[Budget | None, tuple[list[Pipeline], list[Diagnostic]]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
+
+    @classmethod
+    def load(cls, root: Path | str = ".", policy: Path | str | None = None) -> Project:
+        """Same as :func:`load_project`."""
+        return load_project(root, policy)
 
     @property
     def policy(self) -> Policy:
         return self.policy_source.policy
 
+    def replace_policy(self, policy: Policy) -> None:
+        """Swap the validated policy (e.g. a per-call credit override); drops compiled graphs."""
+        self.policy_source.policy = policy
+        self._compiled.clear()
+
     def pipelines(self, overrides: Budget | None = None) -> tuple[list[Pipeline], list[Diagnostic]]:
-        return compile_modules(self.modules, self.policy_source, overrides)
+        """Every pipeline x tier under ``overrides`` and the compiler's diagnostics (cached)."""
+        key = overrides if overrides != Budget() else None
+        if key not in self._compiled:
+            self._compiled[key] = compile_modules(self.modules, self.policy_source, key)
+        return self._compiled[key]
+
+    def tiers(self) -> list[str]:
+        """The tiers the policy declares, in its order (the one vocabulary for tiers)."""
+        return list(self.policy.tiers)
 
     def pipeline_names(self) -> list[str]:
         return [p.name.value for m in self.modules for p in m.pipelines]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from loomc.checking import CheckResult
+from loomc.project.checking import CheckResult
 from loomc.units import Dimension, format_quantity
 
 _DIMS = (Dimension.CALLS, Dimension.TOKENS, Dimension.CREDITS, Dimension.COST, Dimension.LATENCY)

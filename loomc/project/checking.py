@@ -9,14 +9,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from loomc.check.policy_rules import check_policy
-from loomc.check.rules import check_pipeline
-from loomc.check.worstcase import WorstCase, worst_case
+from loomc.checker.policy_rules import check_policy
+from loomc.checker.rules import check_pipeline
+from loomc.checker.worstcase import WorstCase, worst_case
 from loomc.diagnostics import Diagnostic, Severity, Span
 from loomc.ir.compile import compile_modules
 from loomc.ir.model import Pipeline
 from loomc.policy.load import load_policy
-from loomc.project import find_files, load_modules
+from loomc.project.workspace import find_files, load_modules
 from loomc.units import Budget
 
 

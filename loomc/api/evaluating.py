@@ -1,0 +1,218 @@
+"""``loomc.evaluate``: benchmark strategies over a dataset, as one function or in two steps.
+
+:func:`prepare_eval` does everything that costs nothing — reads the dataset, resolves the
+strategies against the policy's tiers and the project's pipelines, compiles every pipeline x tier
+once and computes the pre-flight worst case — so a caller can show the estimate (``loomc eval``
+prints it, ``--dry-run`` stops there) before :meth:`Evaluation.arun` spends anything.
+:func:`evaluate` is both steps, refusing to start when the worst case passes the totals.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from loomc.api.running import ProjectLike, Providers, open_project
+from loomc.eval.dataset import Case, load_dataset
+from loomc.eval.judge import JudgeSpec, resolve_judge
+from loomc.eval.receipt import EvalReceipt, EvalSettings, build_receipt, sha256_file
+from loomc.eval.records import RunRecord
+from loomc.eval.runner import Estimate, Job, Journal, plan_jobs, preflight, run_matrix
+from loomc.eval.strategies import Strategy, parse_strategies
+from loomc.policy.models import RiskSettings
+from loomc.project import Project
+from loomc.providers.registry import ProviderPool
+from loomc.risk.base import RiskProfiler
+from loomc.risk.factory import make_profiler
+from loomc.units import Budget
+
+DEFAULT_STRATEGIES = "baseline,fixed,lean,balanced,strict"
+
+
+class BudgetRefused(RuntimeError):
+    """The pre-flight worst case passes an eval-wide total: nothing was started.
+
+    ``over`` lists ``(dimension, worst case or None when unbounded, total)``."""
+
+    def __init__(self, over: list[tuple[str, object, object]]) -> None:
+        self.over = over
+        super().__init__(
+            "; ".join(f"worst-case {n} {w} exceeds the total {c}" for n, w, c in over)
+        )
+
+
+@dataclass
+class Evaluation:
+    """A planned eval: the jobs, their worst case, and how to run them."""
+
+    project: Project
+    dataset: Path
+    cases: list[Case]
+    strategies: list[Strategy]
+    jobs: list[Job]
+    iterations: int = 1
+    concurrency: int = 4
+    judge: JudgeSpec | None = None
+    include_answers: bool = False
+    profilers: dict[bool, RiskProfiler] = field(default_factory=dict)
+
+    @cached_property
+    def estimate(self) -> Estimate:
+        """The pre-flight worst case of the whole matrix, judge calls included."""
+        return preflight(self.jobs, self.judge)
+
+    def over(self, totals: Budget) -> list[tuple[str, object, object]]:
+        """The eval-wide totals that the worst case could pass (empty when it fits)."""
+        est = self.estimate
+        found: list[tuple[str, object, object]] = []
+        for name, worst, ceiling in (
+            ("calls", est.total_calls, totals.calls),
+            ("credits", est.total_credits, totals.credits),
+            ("cost", est.total_cost, totals.cost),
+        ):
+            if ceiling is not None and (worst is None or worst > ceiling):
+                found.append((name, worst, ceiling))
+        return found
+
+    async def arun(
+        self,
+        *,
+        journal: Path | None = None,
+        resume: bool = False,
+        totals: Budget | None = None,
+        providers: Providers | None = None,
+        on_done: Callable[[RunRecord], None] | None = None,
+    ) -> EvalReceipt:
+        """Run every cell (the eval-wide ``totals`` stop it, never overshot) and aggregate.
+
+        ``journal`` keeps finished cells (``resume`` reuses them, so nothing is paid twice);
+        without one, nothing survives the process. Raises ``EvalAborted`` when a cell fails
+        unexpectedly (cells in flight are cancelled, finished ones stay in the journal)."""
+        book = Journal(journal) if journal is not None else None
+        if book is not None and not resume and book.path.exists():
+            book.path.unlink()
+        if book is None:
+            import tempfile
+
+            with tempfile.TemporaryDirectory(prefix="loomc-eval-") as tmp:
+                return await self._arun(Journal(Path(tmp) / "journal.jsonl"), totals,
+                                        providers, on_done)
+        return await self._arun(book, totals, providers, on_done)
+
+    async def _arun(
+        self,
+        journal: Journal,
+        totals: Budget | None,
+        providers: Providers | None,
+        on_done: Callable[[RunRecord], None] | None,
+    ) -> EvalReceipt:
+        async def matrix(pool: ProviderPool) -> list[RunRecord]:
+            return await run_matrix(
+                self.jobs, policy_pool=pool, profilers=self.profilers,
+                concurrency=self.concurrency, journal=journal, total=totals or Budget(),
+                include_answers=self.include_answers, on_done=on_done, judge=self.judge,
+            )
+
+        if isinstance(providers, ProviderPool):
+            records = await matrix(providers)
+        else:
+            async with ProviderPool(self.project.policy) as pool:
+                for name, provider in (providers or {}).items():
+                    pool.put(name, provider)
+                records = await matrix(pool)
+        return self.receipt(records)
+
+    def run(self, **options: Any) -> EvalReceipt:
+        """Blocking :meth:`arun` (same arguments)."""
+
+        async def main() -> EvalReceipt:
+            return await self.arun(**options)
+
+        return anyio.run(main)
+
+    def receipt(self, records: list[RunRecord]) -> EvalReceipt:
+        """The versioned eval receipt of these records under this eval's settings."""
+        from loomc import __version__
+
+        pol = self.project.policy
+        settings = EvalSettings(
+            dataset=str(self.dataset), dataset_sha256=sha256_file(self.dataset),
+            strategies=[s.name for s in self.strategies], iterations=self.iterations,
+            concurrency=self.concurrency, judge_model=None if self.judge is None else self.judge.model,
+            policy=pol.name, include_answers=self.include_answers,
+        )
+        pricing = {k: v.model_dump(mode="json") for k, v in pol.pricing.items()}
+        return build_receipt(records, settings, pricing, loomc_version=__version__,
+                             created_at=datetime.now(UTC).isoformat(timespec="seconds"))
+
+
+def prepare_eval(
+    dataset: str | Path,
+    strategies: str = DEFAULT_STRATEGIES,
+    *,
+    project: ProjectLike = ".",
+    policy: str | Path | None = None,
+    iterations: int = 1,
+    concurrency: int = 4,
+    limit: int | None = None,
+    judge: str | None = None,
+    include_answers: bool = False,
+    profilers: Mapping[bool, RiskProfiler] | None = None,
+) -> Evaluation:
+    """Plan an eval without calling any model: dataset, strategies (``baseline``, ``fixed``, any
+    tier the policy declares, ``PIPELINE@TIER``, ``X@semantic``), compiled jobs, judge.
+
+    Raises ``DatasetError``, ``StrategyError``, ``JudgeConfigError``, ``DiagnosticError`` or
+    ``ValueError`` (iterations/concurrency below 1)."""
+    if iterations < 1 or concurrency < 1:
+        raise ValueError("iterations and concurrency must be >= 1")
+    path = Path(dataset)
+    cases = load_dataset(path, limit)
+    proj = open_project(project, policy)
+    chosen = parse_strategies(strategies, set(proj.pipeline_names()), tiers=proj.tiers())
+    spec = resolve_judge(proj.policy, judge) if judge else None
+    jobs = plan_jobs(proj, cases, chosen, iterations)
+    if profilers is None:
+        settings = proj.policy.risk
+        semantic = RiskSettings(**{**settings.model_dump(), "profiler": "semantic"})
+        profilers = {False: make_profiler(settings), True: make_profiler(semantic)}
+    return Evaluation(proj, path, cases, chosen, jobs, iterations, concurrency, spec,
+                      include_answers, dict(profilers))
+
+
+def evaluate(
+    dataset: str | Path,
+    strategies: str = DEFAULT_STRATEGIES,
+    *,
+    project: ProjectLike = ".",
+    policy: str | Path | None = None,
+    iterations: int = 1,
+    concurrency: int = 4,
+    limit: int | None = None,
+    judge: str | None = None,
+    include_answers: bool = False,
+    totals: Budget | None = None,
+    run_until_budget: bool = False,
+    journal: Path | None = None,
+    resume: bool = False,
+    providers: Providers | None = None,
+    on_done: Callable[[RunRecord], None] | None = None,
+) -> EvalReceipt:
+    """Plan and run an eval; returns the receipt (render it with :func:`loomc.render`).
+
+    Refuses to start (``BudgetRefused``) when the worst case passes ``totals``, unless
+    ``run_until_budget``: then the totals stop it, never overshot."""
+    ev = prepare_eval(dataset, strategies, project=project, policy=policy,
+                      iterations=iterations, concurrency=concurrency, limit=limit, judge=judge,
+                      include_answers=include_answers)
+    over = ev.over(totals or Budget())
+    if over and not run_until_budget:
+        raise BudgetRefused(over)
+    return ev.run(journal=journal, resume=resume, totals=totals, providers=providers,
+                  on_done=on_done)
