@@ -23,7 +23,15 @@ from loomc.eval.dataset import Case, load_dataset
 from loomc.eval.judge import JudgeSpec, resolve_judge
 from loomc.eval.receipt import EvalReceipt, EvalSettings, build_receipt, sha256_file
 from loomc.eval.records import RunRecord
-from loomc.eval.runner import Estimate, Job, Journal, plan_jobs, preflight, run_matrix
+from loomc.eval.runner import (
+    Estimate,
+    Job,
+    Journal,
+    estimate_json,
+    plan_jobs,
+    preflight,
+    run_matrix,
+)
 from loomc.eval.strategies import Strategy, parse_strategies
 from loomc.policy.models import RiskSettings
 from loomc.project import Project
@@ -66,6 +74,10 @@ class Evaluation:
     def estimate(self) -> Estimate:
         """The pre-flight worst case of the whole matrix, judge calls included."""
         return preflight(self.jobs, self.judge)
+
+    def estimate_json(self) -> str:
+        """The pre-flight worst case as the JSON ``loomc eval --dry-run`` prints."""
+        return estimate_json(self.estimate)
 
     def over(self, totals: Budget) -> list[tuple[str, object, object]]:
         """The eval-wide totals that the worst case could pass (empty when it fits)."""

@@ -66,9 +66,7 @@ def run(args: argparse.Namespace) -> int:
         return 1
     _print_estimate(ev)
     if args.dry_run:
-        from loomc.eval.runner import estimate_json
-
-        print(estimate_json(ev.estimate))
+        print(ev.estimate_json())
         return 0
     totals = loomc.Budget(calls=args.max_total_calls, credits=args.max_total_credits,
                           cost=args.max_total_cost)

@@ -116,6 +116,8 @@ def build_receipt(
 
 
 def load_receipt(path: str | Path) -> EvalReceipt:
+    """Read a saved eval receipt (``loomc report`` re-renders it); raises ``ReceiptError`` with
+    file:line:col on unreadable, invalid or newer-than-supported receipts."""
     p = Path(path)
     try:
         data = json.loads(p.read_text(encoding="utf-8"))

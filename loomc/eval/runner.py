@@ -144,6 +144,8 @@ class EvalAborted(Exception):
 
     def __init__(self, cell: Cell, error: BaseException, finished: int, cancelled: int) -> None:
         case, strategy, iteration = cell
+        while isinstance(error, BaseExceptionGroup) and error.exceptions:
+            error = error.exceptions[0]  # the executor's task group wraps the real cause
         detail = " ".join(str(error).split())[:300]
         super().__init__(
             f"case {case!r} x {strategy} #{iteration} failed: {type(error).__name__}"

@@ -51,6 +51,8 @@ class EventSink(Protocol):
 
 
 class MemorySink:
+    """Keeps every event in ``events``: for tests and for callers that inspect a run after."""
+
     def __init__(self) -> None:
         self.events: list[Event] = []
 

@@ -86,6 +86,8 @@ def render_text(receipt: EvalReceipt, fmt_ext: str) -> str:
 
 
 def render(receipt: EvalReceipt, path: str | Path) -> Path:
+    """Write ``receipt`` to ``path`` in the format its extension names (.html dashboard, .svg
+    card, .md table, .json receipt); returns the path. Raises ``ReportError`` otherwise."""
     p = Path(path)
     ext = p.suffix.lower()
     if ext not in FORMATS:

@@ -15,9 +15,9 @@ import json
 import random
 from pathlib import Path
 
-import loomc.project.checking
 import pytest
 
+import loomc.project.checking
 from loomc.cli.main import main
 from loomc.codes import CODES
 

@@ -1,5 +1,8 @@
 """An unexpected error in one cell cancels the cells in flight, keeps finished ones in the
-journal, and ends `loomc eval` with exit 1 and a one-line message (no traceback)."""
+journal, and ends the eval with one `EvalAborted` (one line from `loomc eval`, exit 1); once
+the cause is gone, resuming finishes the matrix without paying a finished cell twice.
+
+The failing provider is injected through the public API (``providers=``), not patched in."""
 
 from __future__ import annotations
 
@@ -11,25 +14,27 @@ from typing import Any
 import anyio
 import pytest
 
-import loomc.eval.runner as runner
-from loomc.cli.main import main
+import loomc
+from loomc.providers.mock import MockProvider
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_unexpected_cell_error_cancels_in_flight_and_exits_1(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    monkeypatch.chdir(ROOT)
-    data = tmp_path / "d.jsonl"
-    ids = ["fast1", "fast2", "boom", "slow1", "slow2", "slow3"]
-    data.write_text("".join(json.dumps({"id": i, "prompt": f"Task {i}."}) + "\n" for i in ids))
-    real = runner.execute
-    cancelled: list[str] = []
-    finished: list[str] = []
+class Faulty:
+    """The policy's mock, except that case 'boom' raises a non-provider error after 0.2 s and
+    the 'slow' cases hang; it records which calls finished and which were cancelled."""
 
-    async def fake_execute(pipeline: Any, prompt: str, **kw: Any) -> Any:
-        name = prompt.split()[1].rstrip(".")
+    name = "mock"
+
+    def __init__(self) -> None:
+        self.inner = MockProvider("mock")
+        self.finished: list[str] = []
+        self.cancelled: list[str] = []
+
+    async def complete(self, request: Any, on_event: Any = None) -> Any:
+        text = request.messages[-1].content
+        name = next(w.rstrip(".") for w in text.split() if w.rstrip(".").startswith(
+            ("fast", "slow", "boom")))
         if name == "boom":
             await anyio.sleep(0.2)
             raise ZeroDivisionError("division by zero in a profiler")
@@ -37,35 +42,37 @@ def test_unexpected_cell_error_cancels_in_flight_and_exits_1(
             try:
                 await anyio.sleep(30)
             except BaseException:
-                cancelled.append(name)
+                self.cancelled.append(name)
                 raise
-        result = await real(pipeline, prompt, **kw)
-        finished.append(name)
-        return result
+        out = await self.inner.complete(request, on_event)
+        self.finished.append(name)
+        return out
 
-    monkeypatch.setattr(runner, "execute", fake_execute)
-    out = tmp_path / "r.json"
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+def test_unexpected_cell_error_cancels_in_flight_and_resume_finishes(tmp_path: Path) -> None:
+    data = tmp_path / "d.jsonl"
+    ids = ["fast1", "fast2", "boom", "slow1", "slow2", "slow3"]
+    data.write_text("".join(json.dumps({"id": i, "prompt": f"Task {i}."}) + "\n" for i in ids))
+    journal = tmp_path / "journal.jsonl"
+    ev = loomc.prepare_eval(data, "lean", project=ROOT, concurrency=6)
+    faulty = Faulty()
     started = time.monotonic()
-    rc = main(["eval", "--dataset", str(data), "--strategies", "lean", "--concurrency", "6",
-               "--output", str(out)])
-    assert rc == 1
+    with pytest.raises(loomc.EvalAborted) as caught:
+        ev.run(journal=journal, providers={"mock": faulty})
     assert time.monotonic() - started < 10  # the slow cells did not run to completion
-    err = capsys.readouterr().err
-    assert "Traceback" not in err
-    line = next(x for x in err.splitlines() if x.startswith("loomc eval: aborted:"))
+    line = str(caught.value)
+    assert "\n" not in line
     assert "case 'boom' x lean #0 failed: ZeroDivisionError: division by zero" in line
     assert "cancelled 3 in-flight run(s)" in line and "2 finished run(s)" in line
-    assert "--resume" in line
-    assert sorted(cancelled) == ["slow1", "slow2", "slow3"]
-    assert not out.exists()  # no receipt from a failed matrix
-    journal = out.with_name(out.name + ".journal.jsonl")
+    assert sorted(faulty.cancelled) == ["slow1", "slow2", "slow3"]
     kept = [json.loads(x)["case_id"] for x in journal.read_text().splitlines()]
-    assert sorted(kept) == ["fast1", "fast2"] == sorted(finished)
+    assert sorted(kept) == ["fast1", "fast2"] == sorted(faulty.finished)
 
-    # once the cause is fixed, --resume finishes the matrix without re-running the finished cells
-    monkeypatch.setattr(runner, "execute", real)
-    assert main(["eval", "--dataset", str(data), "--strategies", "lean", "--output", str(out),
-                 "--resume"]) == 0
+    # the cause fixed (the policy's own mock), a resume runs only the unfinished cells
+    receipt = ev.run(journal=journal, resume=True)
     lines = [json.loads(x)["case_id"] for x in journal.read_text().splitlines()]
     assert sorted(lines) == sorted(ids)  # each cell paid once
-    assert len(json.loads(out.read_text())["runs"]) == 6
+    assert len(receipt.runs) == 6
