@@ -1,12 +1,11 @@
-"""Helpers shared by command modules: budget flags and printing diagnostics."""
+"""Helpers shared by command modules: the budget flags and decimal arguments."""
 
 from __future__ import annotations
 
 import argparse
-import sys
 from decimal import Decimal, InvalidOperation
 
-from loomc.units import Budget, parse_duration_ms
+from loomc.units import Budget
 
 
 def add_budget_flags(parser: argparse.ArgumentParser) -> None:
@@ -36,14 +35,3 @@ def _decimal(text: str) -> Decimal:
     if value < 0:
         raise argparse.ArgumentTypeError("must be >= 0")
     return value
-
-
-def duration_arg(text: str) -> int:
-    try:
-        return parse_duration_ms(text)
-    except Exception as exc:
-        raise argparse.ArgumentTypeError(f"not a duration: {text!r}") from exc
-
-
-def eprint(text: str) -> None:
-    sys.stderr.write(text + "\n")

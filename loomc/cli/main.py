@@ -24,7 +24,6 @@ COMMANDS = (
     "eval",
     "report",
     "conductor",
-    "serve",
     "demo",
 )
 
@@ -37,17 +36,14 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="loomc", description=__doc__.splitlines()[0] if __doc__ else None)
+    parser = _Parser(
+        prog="loomc",
+        description="Compile, prove, run and benchmark budgeted multi-model LLM pipelines.",
+    )
     parser.add_argument("--version", action="version", version=f"loomc {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in COMMANDS:
-        try:
-            module = importlib.import_module(f"loomc.cli.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"loomc.cli.{name}":
-                continue  # command not built yet in this checkout
-            raise
-        module.register(sub)
+        importlib.import_module(f"loomc.cli.{name}").register(sub)
     return parser
 
 

@@ -309,9 +309,6 @@ class StepGraph:
         index = {sid: i for i, sid in enumerate(self._g.nodes)}
         return list(nx.lexicographical_topological_sort(self._g, key=lambda s: index[s]))
 
-    def generations(self) -> list[list[str]]:
-        return [sorted(g) for g in nx.topological_generations(self._g)]
-
     def longest_path(self, weight: Mapping[str, int]) -> tuple[int, list[str]]:
         """Heaviest source-to-sink path by node weight (latency: parallel branches count once)."""
         best: dict[str, tuple[int, list[str]]] = {}

@@ -21,8 +21,6 @@ ENV_REF = re.compile(r"^env:[A-Za-z_][A-Za-z0-9_]*$")
 ProviderType = Literal["mock", "openai-compatible", "openrouter", "lmstudio", "dot", "ollama"]
 """`openrouter`, `lmstudio` and `dot` are presets of the OpenAI-compatible wire protocol."""
 
-TierName = str
-RiskLevel = Literal["low", "medium", "high"]
 
 
 def _duration(value: Any) -> Any:
