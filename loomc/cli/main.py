@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -56,9 +57,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         code: int = handler(args)
+        sys.stdout.flush()
     except KeyboardInterrupt:
         sys.stderr.write("loomc: interrupted\n")
         return 130
+    except BrokenPipeError:
+        # The reader went away (`loomc check --format github | head`): stop quietly, as cat does.
+        # Point stdout at devnull so the interpreter's final flush cannot raise again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     return code
 
 

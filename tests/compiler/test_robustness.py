@@ -118,3 +118,35 @@ def test_missing_path_is_clear(tmp_path: Path) -> None:
         rc = main(["check", str(tmp_path / "nope.loom")])
     assert rc == 1
     assert "no such file" in err.getvalue() and "Traceback" not in err.getvalue()
+
+
+def test_closed_pipe_ends_quietly(tmp_path: Path) -> None:
+    """`loomc check --format github | head -1` must not end in a BrokenPipeError traceback."""
+    import subprocess
+    import sys
+
+    bad = tmp_path / "pipelines"
+    bad.mkdir()
+    (tmp_path / "policies").mkdir()
+    (tmp_path / "policies" / "default.yaml").write_text(
+        (ROOT / "policies" / "default.yaml").read_text(encoding="utf-8"), encoding="utf-8"
+    )
+    # many diagnostics, so the output is larger than the pipe buffer
+    body = "\n".join(
+        f'pipeline p{i} {{ step a : nobody(x) {{ task "t" }} answer a }}' for i in range(800)
+    )
+    (bad / "many.loom").write_text(body, encoding="utf-8")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "loomc", "check", str(tmp_path), "--format", "github"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    first = proc.stdout.readline()
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    proc.stderr.close()
+    proc.wait(timeout=60)
+    assert first.startswith(b"::error ")
+    assert "Traceback" not in err and "BrokenPipeError" not in err
+    assert proc.returncode in (1, 141)
