@@ -18,6 +18,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from loomc.conductor.outcome import (
+    INFEASIBLE_UTILITY,
+    Candidate,
+    build_candidate,
+    feasible,
+    outcome,
+    utility,
+)
 from loomc.conductor.plan import (
     LABEL_KEYS,
     POLICIES,
@@ -26,16 +34,8 @@ from loomc.conductor.plan import (
     TaskProfile,
     WorkerProfile,
 )
-from loomc.conductor.v2.format import extract_first_json
-from loomc.conductor.v2.format import iter_jsonl as format_iter_jsonl
-from loomc.conductor.v2.outcome import (
-    INFEASIBLE_UTILITY,
-    Candidate,
-    build_candidate,
-    feasible,
-    outcome,
-    utility,
-)
+from loomc.conductor.prompt_format import extract_first_json
+from loomc.eval.dataset import iter_jsonl as format_iter_jsonl
 
 __all__ = [
     "BINARY_FIELDS",

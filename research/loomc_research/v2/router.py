@@ -8,7 +8,7 @@ On the regenerated test split it reproduces the published `deterministic_router`
 test_router.py). On validation it scores policy 0.674444 / exact plan 0.455556 by design: the
 strict threshold (pressure ≥ 0.78) is tuned to the high-risk test families. Its `target`-string
 equality is always 0 because it emits `reason_codes: ["deterministic_local_policy"]`; score it with
-`loomc.conductor.v2.score` (§5.5 `exact_plan` compares the four role fields only).
+`loomc_research.v2.score` (§5.5 `exact_plan` compares the four role fields only).
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from loomc.conductor.outcome import Candidate, enumerate_candidates, feasible, outcome
 from loomc.conductor.plan import Constraints, Plan, TaskProfile, WorkerProfile, canonical_json
-from loomc.conductor.v2.oracle import label_record
-from loomc.conductor.v2.outcome import Candidate, enumerate_candidates, feasible, outcome
+from loomc.conductor.search import label_record
 
 REASON_CODE = "deterministic_local_policy"
 _RANK = {"lean": 0, "balanced": 1, "strict": 2}
