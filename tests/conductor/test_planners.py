@@ -232,7 +232,7 @@ def test_learned_needs_a_model() -> None:
 def test_planner_modules_import_no_heavy_packages() -> None:
     code = (
         "import sys, loomc.conductor.planners, loomc.conductor.guard, loomc.cli.run;"
-        "print([m for m in ('torch', 'transformers', 'peft') if m in sys.modules])"
+        "print([m for m in ('torch', 'transformers', 'peft', 'loomc_research') if m in sys.modules])"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
