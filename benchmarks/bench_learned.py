@@ -23,7 +23,7 @@ pytest.importorskip("transformers")
 pytest.importorskip("peft")
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests" / "conductor"))
+sys.path.insert(0, str(ROOT / "tests"))
 
 from tinymodel import attach_random_lora, build_tiny_model  # noqa: E402
 

@@ -4,7 +4,7 @@ A stand-in for the reference's Python router: it borrows the oracle's feasibilit
 outcome model, so its declared estimates are exact and its receipts always consistent.
 
 On the regenerated test split it reproduces the published `deterministic_router` lane exactly
-(policy 0.939167, exact plan 0.793333, 73 strict rows routed balanced; tests/conductor/
+(policy 0.939167, exact plan 0.793333, 73 strict rows routed balanced; tests/research/
 test_router.py). On validation it scores policy 0.674444 / exact plan 0.455556 by design: the
 strict threshold (pressure ≥ 0.78) is tuned to the high-risk test families. Its `target`-string
 equality is always 0 because it emits `reason_codes: ["deterministic_local_policy"]`; score it with
