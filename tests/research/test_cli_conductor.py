@@ -238,3 +238,12 @@ def test_predict_lm_planner_errors(data: Path, tmp_path: Path, monkeypatch: pyte
         assert main(argv) == 1
         assert needle in _one_error_line(capsys)
     assert not (tmp_path / "o.jsonl").exists()
+
+
+def test_predict_planners_are_the_product_registry_plus_the_router() -> None:
+    from loomc.cli import conductor as cli
+    from loomc.conductor.planners import PLANNER_NAMES
+    from loomc_research import conductor as research
+
+    assert cli.PLANNERS == research.PLANNERS  # the CLI cannot import research to ask
+    assert set(research.PLANNERS) - {"router"} <= set(PLANNER_NAMES)
