@@ -23,14 +23,14 @@ pytest.importorskip("transformers")
 pytest.importorskip("peft")
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests" / "conductor"))
+sys.path.insert(0, str(ROOT / "tests"))
 
 from tinymodel import attach_random_lora, build_tiny_model  # noqa: E402
 
 from loomc.conductor.learned import LearnedPlanner  # noqa: E402
 from loomc.conductor.plan import Constraints, TaskProfile, WorkerProfile  # noqa: E402
-from loomc.conductor.v2.format import read_jsonl  # noqa: E402
-from loomc.conductor.v2.search import SearchPlanner  # noqa: E402
+from loomc.conductor.search import SearchPlanner  # noqa: E402
+from loomc.eval.dataset import read_jsonl  # noqa: E402
 
 SHARED = Path(os.environ.get("LOOMC_SHARED", ROOT.parent / "shared"))
 DATA = SHARED / "reference" / "conductor-v2" / "validation.jsonl"

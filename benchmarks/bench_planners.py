@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from loomc.conductor.plan import Constraints, TaskProfile, WorkerProfile
-from loomc.conductor.v2.format import row_json
-from loomc.conductor.v2.router import DeterministicRouter
-from loomc.conductor.v2.search import SearchPlanner
+from loomc.conductor.search import SearchPlanner
+from loomc_research.corpus_io import row_json
+from loomc_research.v2.router import DeterministicRouter
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("LOOMC_SHARED", ROOT.parent / "shared"))
@@ -30,7 +30,7 @@ ROWS = 300
 def lines() -> list[str]:
     if DATA.is_file():
         return DATA.read_text(encoding="utf-8").splitlines()[:ROWS]
-    from loomc.conductor.v2.generator import generate
+    from loomc_research.v2.generator import generate
 
     return [row_json(r) for r in generate(sizes=(("validation", 120),)).splits["validation"]]
 

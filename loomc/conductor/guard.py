@@ -45,7 +45,7 @@ from loomc.conductor.plan import (
     default_access,
 )
 from loomc.conductor.planners import PlannerError, RiskPlanner, TextPlanner
-from loomc.conductor.v2.format import extract_first_json
+from loomc.conductor.prompt_format import extract_first_json
 from loomc.diagnostics import Diagnostic
 from loomc.ir.compile import compile_modules
 from loomc.ir.model import Pipeline

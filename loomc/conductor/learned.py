@@ -6,8 +6,8 @@ prompt with no chat template and no BOS (`encode(text, add_special_tokens=False)
 with `pad_id` (= pad token, else EOS), greedy decoding (`do_sample=False`, `use_cache=True`),
 stop only on EOS, prediction = decode(new tokens up to the first EOS, skip specials).strip().
 
-The training side (`research/train_conductor.py`) shares `encode_text`, `build_example` and
-`pad_examples` so a model is fed exactly what it was trained on. torch, transformers and peft
+The training side (`loomc_research.train`, with `loomc_research.sft` for the §6.2 examples)
+shares `encode_text` and the loaders so a model is fed exactly what it was trained on. torch, transformers and peft
 are imported lazily inside methods, so importing `loomc` stays fast; without them every entry
 point raises `LearnedPlannerUnavailable`.
 
@@ -25,30 +25,22 @@ from pathlib import Path
 from typing import Any
 
 from loomc.conductor.plan import Plan, PlanParseError
+from loomc.conductor.prompt_format import extract_first_json, prompt_of
 
 __all__ = [
-    "IGNORE_INDEX",
-    "MAX_LENGTH",
     "Generation",
     "LearnedPlanner",
     "LearnedPlannerError",
     "LearnedPlannerUnavailable",
-    "build_example",
     "encode_text",
     "load_base_model",
     "load_tokenizer",
-    "pad_examples",
     "parse_proposal",
     "prompt_of",
     "resolve_device",
     "resolve_dtype",
     "special_ids",
 ]
-
-IGNORE_INDEX = -100
-MAX_LENGTH = 1536  # §6.2 training max length (prompt + target + EOS)
-FRONT_KEEP = 160  # §6.2: tokens kept from the front of an over-long prompt
-PAD_MULTIPLE = 8  # §6.2 collator: right-pad to a multiple of 8
 
 _EXTRA_HINT = (
     "install the 'conductor' extra: pip install torch==2.13.0 && pip install -e '.[conductor]'"
@@ -78,16 +70,6 @@ def _require(module: str) -> Any:
 # Shared text/token helpers (no torch needed except where noted)
 
 
-def prompt_of(row: Mapping[str, Any]) -> str:
-    """The exact v2 prompt of a corpus row: its `prompt` string, else rebuilt from its fields."""
-    prompt = row.get("prompt")
-    if isinstance(prompt, str):
-        return prompt
-    from loomc.conductor.v2.format import build_prompt
-
-    return build_prompt(row["task"], row["constraints"], row["workers"])
-
-
 def encode_text(tokenizer: Any, text: str) -> list[int]:
     """§6.1: `encode(text, add_special_tokens=False)` flattened to a list of ints (no BOS/EOS)."""
     ids = tokenizer.encode(text, add_special_tokens=False)
@@ -100,49 +82,6 @@ def encode_text(tokenizer: Any, text: str) -> list[int]:
         else:
             flat.append(int(item))
     return flat
-
-
-def build_example(
-    prompt_ids: Sequence[int],
-    target_ids: Sequence[int],
-    eos_id: int,
-    max_length: int = MAX_LENGTH,
-) -> dict[str, list[int]]:
-    """§6.2: `input = prompt + target + [eos]`, `labels = [-100]*len(prompt) + target + [eos]`.
-
-    An over-long prompt keeps its first `min(160, avail // 3)` and last `avail - front` tokens,
-    `avail = max_length - len(target + eos)`; a target that alone exceeds `max_length` is an error.
-    """
-    completion = [*target_ids, eos_id]
-    avail = max_length - len(completion)
-    if avail <= 0:
-        raise ValueError(f"target of {len(target_ids)} tokens does not fit max_length {max_length}")
-    prompt = list(prompt_ids)
-    if len(prompt) > avail:
-        front = min(FRONT_KEEP, avail // 3)
-        back = avail - front
-        prompt = prompt[:front] + (prompt[-back:] if back else [])
-    return {
-        "input_ids": prompt + completion,
-        "labels": [IGNORE_INDEX] * len(prompt) + completion,
-        "attention_mask": [1] * (len(prompt) + len(completion)),
-    }
-
-
-def pad_examples(
-    examples: Sequence[Mapping[str, Sequence[int]]], pad_id: int, multiple: int = PAD_MULTIPLE
-) -> dict[str, list[list[int]]]:
-    """§6.2 collator (as lists): right-pad to the batch max rounded up to `multiple`."""
-    width = max(len(e["input_ids"]) for e in examples)
-    if multiple > 1:
-        width = -(-width // multiple) * multiple
-    out: dict[str, list[list[int]]] = {"input_ids": [], "labels": [], "attention_mask": []}
-    for e in examples:
-        gap = width - len(e["input_ids"])
-        out["input_ids"].append([*e["input_ids"], *([pad_id] * gap)])
-        out["labels"].append([*e["labels"], *([IGNORE_INDEX] * gap)])
-        out["attention_mask"].append([1] * len(e["input_ids"]) + [0] * gap)
-    return out
 
 
 def resolve_device(device: str = "auto") -> str:
@@ -178,8 +117,6 @@ def parse_proposal(
 ) -> tuple[Plan | None, str | None]:
     """(plan, None) for a well-formed proposal, else (None, reason): `no_json` when no JSON
     object is found (§5.1), otherwise the strict parser's `PlanParseError.reason`."""
-    from loomc.conductor.v2.format import extract_first_json
-
     obj = extract_first_json(text)
     if obj is None:
         return None, "no_json"

@@ -8,12 +8,14 @@
   workers, as the plan schema requires. When the preferred plan does not fit the limits it tries
   the other assignments of that depth, then shallower depths; an optional `admissible` predicate
   (the guard passes its own checker) lets it return only plans the checker accepts.
-* `search` — `loomc.conductor.v2.search.SearchPlanner`: exhaustive under the v2 outcome model.
+* `search` (`loomc.conductor.search.SearchPlanner`) — exhaustive under the v2 outcome model.
 * `learned` (`LearnedProposer`) — the v2 prompt (`build_prompt`) fed to a causal LM + adapter
   (`loomc.conductor.learned.LearnedPlanner`, imported lazily); it returns the model's raw text,
   which only the guard turns into a plan.
 
 Every planner's output is a proposal: `loomc.conductor.guard` decides whether it runs.
+`make_planner` is the one registry: `loomc run --planner` and `loomc conductor predict` both use
+it (the research `router` baseline is `loomc_research.v2.router`, outside the product).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from itertools import permutations
 from typing import Any, Protocol, runtime_checkable
 
+from loomc.conductor.outcome import Candidate, build_candidate, feasible, outcome
 from loomc.conductor.plan import (
     Constraints,
     Plan,
@@ -31,9 +34,8 @@ from loomc.conductor.plan import (
     TaskProfile,
     WorkerProfile,
 )
-from loomc.conductor.v2.format import build_prompt, extract_first_json
-from loomc.conductor.v2.oracle import label_record
-from loomc.conductor.v2.outcome import Candidate, build_candidate, feasible, outcome
+from loomc.conductor.prompt_format import build_prompt, extract_first_json
+from loomc.conductor.search import SearchPlanner, label_record
 
 PLANNER_NAMES: tuple[str, ...] = ("risk", "search", "learned")
 DEPTH: tuple[Policy, ...] = ("lean", "balanced", "strict")
@@ -178,13 +180,6 @@ class RiskPlanner:
         raise PlannerError("no plan of any depth fits the call, credit and latency limits")
 
 
-def search_planner() -> Any:
-    """The v2 exhaustive search planner (the corpus oracle under the v2 outcome model)."""
-    from loomc.conductor.v2.search import SearchPlanner
-
-    return SearchPlanner()
-
-
 _ALIAS = re.compile(r'"(worker_[a-z]+)"')
 
 
@@ -316,7 +311,7 @@ def make_planner(name: str, **options: Any) -> Any:
     if name == "risk":
         return RiskPlanner()
     if name == "search":
-        return search_planner()
+        return SearchPlanner()
     if name == "learned":
         return LearnedProposer(**options)
     raise ValueError(f"unknown planner {name!r}; planners are {', '.join(PLANNER_NAMES)}")

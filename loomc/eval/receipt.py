@@ -86,7 +86,12 @@ def judge_summary(records: Sequence[RunRecord]) -> JudgeSummary | None:
 
 
 def sha256_file(path: str | Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    """Hex SHA-256 of a file, read in 1 MiB chunks (datasets, corpora, model shards)."""
+    digest = hashlib.sha256()
+    with Path(path).open("rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def build_receipt(

@@ -16,12 +16,11 @@ from loomc.checker.rules import check_pipeline
 from loomc.checker.worstcase import worst_case
 from loomc.conductor.guard import Decision, Guard, GuardContext, GuardError, compile_plan
 from loomc.conductor.mapping import hard_limits, worker_profiles
+from loomc.conductor.outcome import enumerate_candidates, outcome
 from loomc.conductor.plan import Plan, TaskProfile
 from loomc.conductor.planners import RiskPlanner
-from loomc.conductor.v2.format import extract_first_json
-from loomc.conductor.v2.oracle import Scored, label_for, reason_codes
-from loomc.conductor.v2.outcome import enumerate_candidates, outcome
-from loomc.conductor.v2.search import SearchPlanner
+from loomc.conductor.prompt_format import extract_first_json
+from loomc.conductor.search import Scored, SearchPlanner, label_for, reason_codes
 from loomc.exec.executor import execute
 from loomc.project import Project, load_project
 from loomc.providers.registry import ProviderPool

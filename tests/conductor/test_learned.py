@@ -34,7 +34,7 @@ from loomc.conductor.learned import (  # noqa: E402
     prompt_of,
 )
 from loomc.conductor.plan import Plan, PlanParseError  # noqa: E402
-from loomc.conductor.v2.format import build_prompt  # noqa: E402
+from loomc.conductor.prompt_format import build_prompt  # noqa: E402
 
 pytestmark = pytest.mark.conductor
 MAX_NEW = 24

@@ -26,11 +26,9 @@ from loomc.conductor.planners import (
     PlannerError,
     RiskPlanner,
     make_planner,
-    search_planner,
 )
-from loomc.conductor.v2.format import build_prompt
-from loomc.conductor.v2.oracle import select
-from loomc.conductor.v2.search import SearchPlanner
+from loomc.conductor.prompt_format import build_prompt
+from loomc.conductor.search import SearchPlanner, select
 from loomc.project import Project, load_project
 from loomc.risk.factory import make_profiler
 from loomc.units import Budget
@@ -162,9 +160,9 @@ def test_deterministic_planners_pass_the_guard(project: Project, prompt: str, pl
 def test_search_planner_is_the_v2_oracle(project: Project) -> None:
     ctx = context(project, HIGH_PROMPT)
     c = ctx.limits.constraints
-    plan = search_planner().plan(ctx.task, ctx.workers, c)
+    plan = make_planner("search").plan(ctx.task, ctx.workers, c)
     assert plan == Plan.from_json(select(ctx.task, c, ctx.workers).label)
-    assert isinstance(search_planner(), SearchPlanner)
+    assert isinstance(make_planner("search"), SearchPlanner)
 
 
 # --- learned planner (a stand-in model object; the real one needs weights) ---------------------
@@ -205,7 +203,7 @@ def test_learned_prompt_uses_v2_format_with_aliases(project: Project) -> None:
     assert '"worker_' not in raw  # mapped back to the policy's worker ids
     decision = Guard(ctx).decide("learned", learned)
     assert decision.accepted
-    assert decision.plan == search_planner().plan(ctx.task, ctx.workers, ctx.limits.constraints)
+    assert decision.plan == make_planner("search").plan(ctx.task, ctx.workers, ctx.limits.constraints)
 
 
 def test_learned_garbage_falls_back(project: Project) -> None:
@@ -234,7 +232,7 @@ def test_learned_needs_a_model() -> None:
 def test_planner_modules_import_no_heavy_packages() -> None:
     code = (
         "import sys, loomc.conductor.planners, loomc.conductor.guard, loomc.cli.run;"
-        "print([m for m in ('torch', 'transformers', 'peft') if m in sys.modules])"
+        "print([m for m in ('torch', 'transformers', 'peft', 'loomc_research') if m in sys.modules])"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

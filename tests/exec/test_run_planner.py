@@ -160,11 +160,11 @@ def test_run_learned_with_a_real_tiny_model(
     need("transformers")
     import sys
 
-    sys.path.insert(0, str(ROOT / "tests" / "conductor"))
+    sys.path.insert(0, str(ROOT / "tests"))
     try:
         from tinymodel import build_tiny_model  # type: ignore[import-not-found]
     except ImportError:
-        pytest.skip("tests/conductor/tinymodel.py not available")
+        pytest.skip("tests/tinymodel.py not available")
     finally:
         sys.path.pop(0)
     base = build_tiny_model(tmp_path / "tiny")

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from loomc.conductor.v2.stats import (
+from loomc_research.v2.stats import (
     STAT_FIELDS,
     bootstrap,
     bootstrap_seed,

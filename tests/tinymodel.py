@@ -33,7 +33,8 @@ _SPECIALS = ("<pad>", "<s>", "</s>")
 
 def _training_text() -> list[str]:
     """A few strings the BPE merges learn from: the v2 instruction, schema and key names."""
-    from loomc.conductor.v2.format import INSTRUCTION, OUTPUT_SCHEMA, canonical_json
+    from loomc.conductor.plan import canonical_json
+    from loomc.conductor.prompt_format import INSTRUCTION, OUTPUT_SCHEMA
 
     sample = (
         '{"access":{"finalizer":["writer","reviewer"],"reviewer":["writer"],"writer":[]},'

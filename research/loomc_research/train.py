@@ -1,6 +1,6 @@
 """LoRA SFT of a causal LM on `loom-conductor-v2` rows, as the published run did (CONDUCTOR-V2 §6).
 
-    python research/train_conductor.py --base-model models/Ministral-3-14B-Base-2512 \\
+    python -m loomc_research.train --base-model models/Ministral-3-14B-Base-2512 \\
         --train data/train.jsonl --eval data/validation.jsonl --output runs/conductor-v2
 
 Every default is the published run's value (§6.2-§6.3): LoRA r 32 / alpha 64 / dropout 0.05 on
@@ -35,27 +35,22 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-if __package__ in (None, ""):  # run as a script from a checkout: make `loomc` importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from loomc.conductor.learned import (
-    MAX_LENGTH,
     LearnedPlannerError,
-    build_example,
     encode_text,
     load_base_model,
     load_tokenizer,
-    pad_examples,
     resolve_device,
     resolve_dtype,
     special_ids,
 )
+from loomc.eval.receipt import sha256_file
+from loomc_research.sft import MAX_LENGTH, build_example, pad_examples
 
 RECEIPT_SCHEMA = "loomc-conductor-train-receipt-v1"
 DEFAULT_SEED = 20260716
 LORA_TARGETS = "q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj"
 CHECKPOINT_RE = re.compile(r"^checkpoint-(\d+)$")
-_CHUNK = 1 << 20
 
 
 # ------------------------------------------------------------------------------------------
@@ -116,7 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def read_rows(path: Path, limit: int | None = None) -> list[dict[str, Any]]:
-    from loomc.conductor.v2.format import read_jsonl
+    from loomc.eval.dataset import read_jsonl
 
     rows = read_jsonl(path)
     for number, row in enumerate(rows, start=1):
@@ -167,14 +162,6 @@ def latest_checkpoint(output: Path) -> Path | None:
         if m and child.is_dir() and (child / "trainer_state.json").is_file():
             found.append((int(m.group(1)), child))
     return max(found)[1] if found else None
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as handle:
-        while chunk := handle.read(_CHUNK):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 _SMALL_SUFFIXES = (".json", ".txt", ".model", ".jinja", ".py")

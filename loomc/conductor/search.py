@@ -1,7 +1,10 @@
-"""Label selection (§2.11): exhaustive search with the target-quality filter, plus reason codes.
+"""The `search` planner: exhaustive search of the 15 plans under a pluggable outcome model.
 
-The same routine is the corpus oracle and the `search` planner; only the outcome model is
-pluggable, so a planner under a different model keeps the v2 selection rule.
+Label selection (CONDUCTOR-V2 §2.11) with the target-quality filter, plus reason codes. The same
+routine is the corpus oracle (`loomc_research.v2.generator`) and the `search` planner; only the
+outcome model is pluggable, so a planner under a different model keeps the v2 selection rule.
+Under the default v2 model it is the oracle itself, so on v2 data it scores 100% exact plan and
+zero regret. `label_record` is the one v2 label builder (planners, router, ranker, generators).
 """
 
 from __future__ import annotations
@@ -10,8 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from loomc.conductor.plan import Constraints, TaskProfile, WorkerProfile
-from loomc.conductor.v2.outcome import (
+from loomc.conductor.outcome import (
     Candidate,
     Outcome,
     OutcomeModel,
@@ -19,6 +21,7 @@ from loomc.conductor.v2.outcome import (
     enumerate_candidates,
     feasible,
 )
+from loomc.conductor.plan import Constraints, Plan, TaskProfile, WorkerProfile
 
 MAX_REASON_CODES = 4
 
@@ -125,3 +128,14 @@ def select(
         "utility": best.utility,
     }
     return Selection(best, len(scored), label_for(constraints, best, codes), oracle)
+
+
+class SearchPlanner:
+    def __init__(self, model: OutcomeModel | None = None) -> None:
+        self.model: OutcomeModel = model or V2OutcomeModel()
+
+    def plan(
+        self, task: TaskProfile, workers: Sequence[WorkerProfile], constraints: Constraints
+    ) -> Plan:
+        """Raises `NoFeasiblePlan` when no plan fits the hard limits."""
+        return Plan.from_json(select(task, constraints, workers, self.model).label)

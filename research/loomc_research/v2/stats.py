@@ -16,14 +16,15 @@ faster; without numpy it runs the plain loop.
 
 from __future__ import annotations
 
-import hashlib
 import math
 import random
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from loomc.conductor.v2.score import InputError, iter_jsonl, r6
+from loomc.eval import stats as eval_stats
+from loomc.eval.stats import Z95
+from loomc_research.v2.score import InputError, iter_jsonl, r6
 
 __all__ = [
     "BASE_SEED",
@@ -36,11 +37,9 @@ __all__ = [
     "load_scored",
     "mcnemar",
     "paired_statistics",
-    "sha256_file",
     "wilson",
 ]
 
-Z95 = 1.959963984540054
 BASE_SEED = 20260716
 ITERATIONS = 10_000
 LANES: tuple[str, ...] = ("deterministic", "base", "trained")
@@ -61,14 +60,11 @@ COMPARISONS: tuple[tuple[str, str], ...] = (
 
 
 def wilson(successes: int, n: int, z: float = Z95) -> list[float]:
-    """Wilson score interval, clipped to [0, 1], r6."""
-    if n <= 0:
+    """`loomc.eval.stats.wilson` (clipped to [0, 1]) as the reference prints it: a list, r6."""
+    interval = eval_stats.wilson(successes, n, z)
+    if interval is None:
         raise ValueError("wilson interval needs n > 0")
-    p = successes / n
-    denom = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return [r6(max(0.0, centre - half)), r6(min(1.0, centre + half))]
+    return [r6(interval[0]), r6(interval[1])]
 
 
 def bootstrap_seed(key: str, field: str, base: int = BASE_SEED) -> int:
@@ -171,10 +167,6 @@ def bootstrap(
         "iterations": iterations,
         "seed": seed,
     }
-
-
-def sha256_file(path: str | Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 _NEEDED = (*STAT_FIELDS, "unsafe_under_escalation")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -10,12 +9,10 @@ from typing import Any
 import pytest
 
 from loomc.conductor.plan import Constraints, Plan, WorkerProfile
-from loomc.conductor.ranker import RankerPlanner
-from loomc.conductor.v2.search import SearchPlanner
-from loomc.conductor.v3.generator import generate
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "research"))
-from conductor_v3 import DeepestFeasible, evaluate
+from loomc.conductor.search import SearchPlanner
+from loomc_research.ranker import RankerPlanner
+from loomc_research.v3.compare import DeepestFeasible, evaluate
+from loomc_research.v3.generator import generate
 
 
 @pytest.fixture(scope="module")

@@ -18,6 +18,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from loomc.conductor.outcome import (
+    INFEASIBLE_UTILITY,
+    Candidate,
+    build_candidate,
+    feasible,
+    outcome,
+    utility,
+)
 from loomc.conductor.plan import (
     LABEL_KEYS,
     POLICIES,
@@ -26,16 +34,8 @@ from loomc.conductor.plan import (
     TaskProfile,
     WorkerProfile,
 )
-from loomc.conductor.v2.format import extract_first_json
-from loomc.conductor.v2.format import iter_jsonl as format_iter_jsonl
-from loomc.conductor.v2.outcome import (
-    INFEASIBLE_UTILITY,
-    Candidate,
-    build_candidate,
-    feasible,
-    outcome,
-    utility,
-)
+from loomc.conductor.prompt_format import extract_first_json
+from loomc.eval.dataset import iter_jsonl as read_rows
 
 __all__ = [
     "BINARY_FIELDS",
@@ -129,9 +129,9 @@ class Example:
 
 
 def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """`(line number, object)` for each non-blank line; errors name `file:line`."""
+    """`loomc.eval.dataset.iter_jsonl` with its `file:line` errors raised as `InputError`."""
     try:
-        yield from format_iter_jsonl(path)
+        yield from read_rows(path)
     except ValueError as exc:
         raise InputError(str(exc)) from None
 

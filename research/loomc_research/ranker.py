@@ -13,15 +13,15 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from loomc.conductor.plan import Constraints, Plan, TaskProfile, WorkerProfile
-from loomc.conductor.v2.families import category_strength
-from loomc.conductor.v2.oracle import NoFeasiblePlan, label_record, reason_codes
-from loomc.conductor.v2.outcome import (
+from loomc.conductor.outcome import (
     Candidate,
     V2OutcomeModel,
     enumerate_candidates,
     feasible,
 )
+from loomc.conductor.plan import Constraints, Plan, TaskProfile, WorkerProfile
+from loomc.conductor.search import NoFeasiblePlan, label_record, reason_codes
+from loomc_research.v2.families import category_strength
 
 if TYPE_CHECKING:
     import numpy as np

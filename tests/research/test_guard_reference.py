@@ -6,12 +6,12 @@ from __future__ import annotations
 import json
 from functools import cache
 
+from loomc.conductor.outcome import enumerate_candidates, feasible
 from loomc.conductor.plan import canonical_json
-from loomc.conductor.v2.generator import generate
-from loomc.conductor.v2.guard import guard_prediction, guard_rows, guard_summary
-from loomc.conductor.v2.outcome import enumerate_candidates, feasible
-from loomc.conductor.v2.router import route_json
-from loomc.conductor.v2.score import Example, score_file, summarize
+from loomc_research.v2.generator import generate
+from loomc_research.v2.guard import guard_prediction, guard_rows, guard_summary
+from loomc_research.v2.router import route_json
+from loomc_research.v2.score import Example, score_file, summarize
 
 
 @cache

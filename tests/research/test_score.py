@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
+from loomc.conductor.outcome import build_candidate, enumerate_candidates, feasible, outcome
+from loomc.conductor.outcome import utility as plan_utility
 from loomc.conductor.plan import canonical_json
-from loomc.conductor.v2.generator import generate
-from loomc.conductor.v2.outcome import build_candidate, enumerate_candidates, feasible, outcome
-from loomc.conductor.v2.outcome import utility as plan_utility
-from loomc.conductor.v2.score import (
+from loomc_research.v2.generator import generate
+from loomc_research.v2.score import (
     Example,
     aggregate_scores,
     nearest_rank,

@@ -4,11 +4,11 @@ A stand-in for the reference's Python router: it borrows the oracle's feasibilit
 outcome model, so its declared estimates are exact and its receipts always consistent.
 
 On the regenerated test split it reproduces the published `deterministic_router` lane exactly
-(policy 0.939167, exact plan 0.793333, 73 strict rows routed balanced; tests/conductor/
+(policy 0.939167, exact plan 0.793333, 73 strict rows routed balanced; tests/research/
 test_router.py). On validation it scores policy 0.674444 / exact plan 0.455556 by design: the
 strict threshold (pressure ≥ 0.78) is tuned to the high-risk test families. Its `target`-string
 equality is always 0 because it emits `reason_codes: ["deterministic_local_policy"]`; score it with
-`loomc.conductor.v2.score` (§5.5 `exact_plan` compares the four role fields only).
+`loomc_research.v2.score` (§5.5 `exact_plan` compares the four role fields only).
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from loomc.conductor.outcome import Candidate, enumerate_candidates, feasible, outcome
 from loomc.conductor.plan import Constraints, Plan, TaskProfile, WorkerProfile, canonical_json
-from loomc.conductor.v2.oracle import label_record
-from loomc.conductor.v2.outcome import Candidate, enumerate_candidates, feasible, outcome
+from loomc.conductor.search import label_record
 
 REASON_CODE = "deterministic_local_policy"
 _RANK = {"lean": 0, "balanced": 1, "strict": 2}

@@ -1,4 +1,4 @@
-"""research/train_conductor.py in-process on a tiny random Llama: the §6.2 loss mask, the §6.3
+"""`loomc_research.train` in-process on a tiny random Llama: the §6.2 loss mask, the §6.3
 defaults, 3 CPU steps on 4 rows with a checkpoint, a resume that continues (not restarts), the
 receipt's hashes, and the trained adapter loading into LearnedPlanner (whose random plans fail to
 parse). Needs the conductor extra; skipped without it unless CI is set."""
@@ -6,13 +6,9 @@ parse). Needs the conductor extra; skipped without it unless CI is set."""
 from __future__ import annotations
 
 import hashlib
-import importlib
-import importlib.util
 import json
 import os
-import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -30,27 +26,17 @@ need("peft")
 from tinymodel import build_tiny_model  # noqa: E402
 
 from loomc.conductor.learned import (  # noqa: E402
-    IGNORE_INDEX,
     LearnedPlanner,
-    build_example,
     encode_text,
     parse_proposal,
 )
+from loomc_research import train as tc  # noqa: E402
+from loomc_research.sft import IGNORE_INDEX, build_example  # noqa: E402
 
 pytestmark = pytest.mark.conductor
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _load_script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("train_conductor", ROOT / "research" / "train_conductor.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["train_conductor"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-tc = _load_script()
 
 
 @pytest.fixture(scope="session")

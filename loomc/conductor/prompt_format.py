@@ -1,28 +1,19 @@
-"""Prompt/target text of `loom-conductor-v2` and first-JSON-object extraction.
+"""Prompt text of `loom-conductor-v2` and first-JSON-object extraction.
 
-Shared by the generator (which must reproduce the published prompts byte for byte) and by the
-learned planner (which must feed a model exactly what it was trained on).
+Shared by the learned planner (which must feed a model exactly what it was trained on), the guard
+(which parses a proposal) and the research corpus generator (which must reproduce the published
+prompts byte for byte).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from pathlib import Path
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from loomc.conductor.plan import Constraints, TaskProfile, WorkerProfile, canonical_json
 
-__all__ = [
-    "INSTRUCTION",
-    "OUTPUT_SCHEMA",
-    "build_prompt",
-    "canonical_json",
-    "extract_first_json",
-    "read_jsonl",
-    "row_json",
-    "write_jsonl",
-]
+__all__ = ["INSTRUCTION", "OUTPUT_SCHEMA", "build_prompt", "extract_first_json", "prompt_of"]
 
 INSTRUCTION = (
     "You are the Dot Loom conductor. Select the highest-utility execution plan that obeys all "
@@ -51,11 +42,6 @@ OUTPUT_SCHEMA: dict[str, Any] = {
 _DECODER = json.JSONDecoder()
 
 
-def row_json(value: Any) -> str:
-    """One corpus line: sorted keys, default `, `/`: ` separators, ASCII only (no newline)."""
-    return json.dumps(value, sort_keys=True, ensure_ascii=True)
-
-
 def _task_dict(task: TaskProfile | Mapping[str, Any]) -> dict[str, Any]:
     data = task.to_dict() if isinstance(task, TaskProfile) else dict(task)
     data.pop("request_id", None)  # the prompt never carries the request id
@@ -81,6 +67,14 @@ def build_prompt(
     )
 
 
+def prompt_of(row: Mapping[str, Any]) -> str:
+    """The exact v2 prompt of a corpus row: its `prompt` string, else rebuilt from its fields."""
+    prompt = row.get("prompt")
+    if isinstance(prompt, str):
+        return prompt
+    return build_prompt(row["task"], row["constraints"], row["workers"])
+
+
 def extract_first_json(text: str) -> dict[str, Any] | None:
     """The first JSON object decodable at some `{` (trailing text ignored), else None."""
     index = text.find("{")
@@ -93,39 +87,3 @@ def extract_first_json(text: str) -> dict[str, Any] | None:
             return value
         index = text.find("{", index + 1)
     return None
-
-
-def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """`(line number, object)` for each non-blank line; errors name `file:line`."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ValueError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"{path}: not UTF-8 text: {exc.reason}") from None
-    for number, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            value = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{path}:{number}:{exc.colno}: invalid JSON: {exc.msg}") from None
-        if not isinstance(value, dict):
-            raise ValueError(f"{path}:{number}: expected a JSON object")
-        yield number, value
-
-
-def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
-    """Rows of a JSONL file; a bad line raises ValueError naming `file:line`."""
-    return [row for _, row in iter_jsonl(path)]
-
-
-def iter_lines(rows: Iterable[Mapping[str, Any]]) -> Iterator[str]:
-    for row in rows:
-        yield row_json(row) + "\n"
-
-
-def write_jsonl(path: str | Path, rows: Iterable[Mapping[str, Any]]) -> None:
-    """Row-JSON lines, UTF-8, `\\n`-terminated (the published corpus layout)."""
-    with Path(path).open("w", encoding="utf-8", newline="\n") as handle:
-        handle.writelines(iter_lines(rows))

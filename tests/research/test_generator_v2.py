@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from loomc.conductor.plan import Constraints, Plan, TaskProfile, WorkerProfile
-from loomc.conductor.v2.format import build_prompt, extract_first_json, read_jsonl
-from loomc.conductor.v2.generator import generate, write_corpus
-from loomc.conductor.v2.search import SearchPlanner
+from loomc.conductor.prompt_format import build_prompt, extract_first_json
+from loomc.conductor.search import SearchPlanner
+from loomc.eval.dataset import read_jsonl
+from loomc_research.v2.generator import generate, write_corpus
 
 PUBLISHED = {
     "train.jsonl": "8e8244bb5ad7034f6d2a5949503526762895072875998662510d5a3a9b269739",

@@ -29,11 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from loomc.conductor.plan import Constraints, TaskProfile, WorkerProfile
-from loomc.conductor.v2.families import FAMILIES, category_strength
-from loomc.conductor.v2.generator import make_row, sample_task
-from loomc.conductor.v2.oracle import label_record, reason_codes
-from loomc.conductor.v2.outcome import (
+from loomc.conductor.outcome import (
     Candidate,
     Outcome,
     V2OutcomeModel,
@@ -43,9 +39,13 @@ from loomc.conductor.v2.outcome import (
     feasible,
     utility,
 )
+from loomc.conductor.plan import Constraints, TaskProfile, WorkerProfile
+from loomc.conductor.search import label_record, reason_codes
+from loomc_research.v2.families import FAMILIES, category_strength
+from loomc_research.v2.generator import make_row, sample_task
 
 SCHEMA_VERSION = "loom-conductor-v3"
-SOURCE = "loomc/conductor/v3/generator.py"
+SOURCE = "loomc/conductor/v3/generator.py"  # recorded in every row: kept so v3 bytes stay put
 DEFAULT_SEED = 20261203
 SIZES = {"train": 6000, "validation": 600, "test": 1200}
 STRENGTHS = ("coding", "drafting", "implementation", "reasoning", "review", "speed",

@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 from loomc.cli.main import main
+from loomc.conductor.outcome import enumerate_candidates
 from loomc.conductor.plan import Constraints, TaskProfile, WorkerProfile
-from loomc.conductor.v2.generator import generate, write_corpus
-from loomc.conductor.v2.outcome import enumerate_candidates
-from loomc.conductor.v2.router import (
+from loomc_research.v2.generator import generate, write_corpus
+from loomc_research.v2.router import (
     REASON_CODE,
     DeterministicRouter,
     preferred_policy,
@@ -25,7 +25,7 @@ from loomc.conductor.v2.router import (
     route,
     route_json,
 )
-from loomc.conductor.v2.score import load_examples, score_file, summarize
+from loomc_research.v2.score import load_examples, score_file, summarize
 
 # §8, deterministic_router (`deterministic_scored`)
 PUBLISHED = {

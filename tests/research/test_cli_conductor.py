@@ -12,10 +12,10 @@ from typing import Any, ClassVar
 import pytest
 
 from loomc.cli.main import main
+from loomc.conductor.outcome import enumerate_candidates, feasible
 from loomc.conductor.plan import canonical_json
-from loomc.conductor.v2.format import write_jsonl
-from loomc.conductor.v2.generator import generate
-from loomc.conductor.v2.outcome import enumerate_candidates, feasible
+from loomc_research.corpus_io import write_jsonl
+from loomc_research.v2.generator import generate
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +38,7 @@ def _one_error_line(capsys: pytest.CaptureFixture[str]) -> str:
 
 
 def _infeasible(row: dict[str, Any]) -> str | None:
-    from loomc.conductor.v2.score import Example
+    from loomc_research.v2.score import Example
 
     e = Example.from_row(row)
     for c in enumerate_candidates(e.workers):
@@ -238,3 +238,12 @@ def test_predict_lm_planner_errors(data: Path, tmp_path: Path, monkeypatch: pyte
         assert main(argv) == 1
         assert needle in _one_error_line(capsys)
     assert not (tmp_path / "o.jsonl").exists()
+
+
+def test_predict_planners_are_the_product_registry_plus_the_router() -> None:
+    from loomc.cli import conductor as cli
+    from loomc.conductor.planners import PLANNER_NAMES
+    from loomc_research import conductor as research
+
+    assert cli.PLANNERS == research.PLANNERS  # the CLI cannot import research to ask
+    assert set(research.PLANNERS) - {"router"} <= set(PLANNER_NAMES)

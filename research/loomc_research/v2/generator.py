@@ -16,8 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from loomc.conductor.outcome import clip
 from loomc.conductor.plan import POLICIES, Constraints, TaskProfile, WorkerProfile, canonical_json
-from loomc.conductor.v2.families import (
+from loomc.conductor.prompt_format import build_prompt
+from loomc.conductor.search import select
+from loomc_research.corpus_io import iter_lines
+from loomc_research.v2.families import (
     ANCHORS,
     COUNTS,
     PROVIDERS,
@@ -29,9 +33,6 @@ from loomc.conductor.v2.families import (
     category_strength,
     families_for,
 )
-from loomc.conductor.v2.format import build_prompt, iter_lines
-from loomc.conductor.v2.oracle import select
-from loomc.conductor.v2.outcome import clip
 
 SCHEMA_VERSION = "loom-conductor-v2"
 SOURCE = "synthetic-empirical-v1"

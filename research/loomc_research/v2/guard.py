@@ -16,10 +16,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from loomc.conductor.v2.format import extract_first_json
-from loomc.conductor.v2.outcome import feasible
-from loomc.conductor.v2.router import route_json
-from loomc.conductor.v2.score import FALLBACK_REASONS, Example, r6, rebuild_plan
+from loomc.conductor.outcome import feasible
+from loomc.conductor.prompt_format import extract_first_json
+from loomc_research.v2.router import route_json
+from loomc_research.v2.score import FALLBACK_REASONS, Example, r6, rebuild_plan
 
 __all__ = ["GuardDecision", "guard_prediction", "guard_rows", "guard_summary"]
 
