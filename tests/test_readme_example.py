@@ -32,6 +32,7 @@ def test_readme_python_example_runs(
     result = scope["result"]
     assert int(calls) == result.calls >= 1  # type: ignore[attr-defined]
     assert stop == result.stop_reason  # type: ignore[attr-defined]
+    assert escalated == str(result.escalated)  # type: ignore[attr-defined]
     assert len(receipt_hash) == 16
     kinds = [e.kind for e in scope["sink"].events]  # type: ignore[attr-defined]
     assert kinds[0] == "run-started" and kinds[-1] == "run-finished"
