@@ -34,6 +34,7 @@ from loomc.conductor.plan import (
 from loomc.conductor.v2.format import build_prompt, extract_first_json
 from loomc.conductor.v2.oracle import label_record
 from loomc.conductor.v2.outcome import Candidate, build_candidate, feasible, outcome
+from loomc.errors import LoomcError
 
 PLANNER_NAMES: tuple[str, ...] = ("risk", "search", "learned")
 DEPTH: tuple[Policy, ...] = ("lean", "balanced", "strict")
@@ -56,7 +57,7 @@ ROLE_PREFS: dict[str, tuple[frozenset[str], ...]] = {
 Admissible = Callable[[Plan], bool]
 
 
-class PlannerError(RuntimeError):
+class PlannerError(LoomcError, RuntimeError):
     """A planner could not propose anything (no feasible plan, model unavailable, ...)."""
 
 

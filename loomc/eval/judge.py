@@ -27,6 +27,7 @@ from typing import Any
 
 import anyio
 
+from loomc.errors import LoomcError
 from loomc.exec.ledger import Ledger, Refused
 from loomc.exec.prompting import UNTRUSTED
 from loomc.ir.model import Pipeline
@@ -62,7 +63,7 @@ SYSTEM = (
 )
 
 
-class JudgeConfigError(ValueError):
+class JudgeConfigError(LoomcError, ValueError):
     """``--judge-model`` does not name a worker or a provider/model of the policy."""
 
 

@@ -10,13 +10,14 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
+from loomc.errors import LoomcError
 from loomc.eval.metrics import PairedDelta, StrategyMetrics, compute
 from loomc.eval.records import RunRecord
 
 RECEIPT_VERSION = 2  # 2: judge verdicts and summary, quality_source, over/under-escalation
 
 
-class ReceiptError(Exception):
+class ReceiptError(LoomcError):
     """A receipt file that cannot be loaded; the message is one line for the user."""
 
 

@@ -13,6 +13,7 @@ import anyio
 
 from loomc.check.worstcase import WorstCase, worst_case
 from loomc.diagnostics import DiagnosticError
+from loomc.errors import LoomcError
 from loomc.eval.checks import run_checks
 from loomc.eval.dataset import Case
 from loomc.eval.judge import JudgeSpec, Verdict
@@ -138,7 +139,7 @@ def preflight(jobs: Sequence[Job], judge: JudgeSpec | None = None) -> Estimate:
     return est
 
 
-class EvalAborted(Exception):
+class EvalAborted(LoomcError):
     """A cell failed with an unexpected error; in-flight cells were cancelled, finished ones are
     in the journal. The message is one line for the user."""
 

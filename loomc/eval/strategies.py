@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from loomc.errors import LoomcError
+
 TIERS = ("lean", "balanced", "strict")
 FIXED = ("baseline", "fixed")
 DEFAULT_PIPELINE = "general"
 
 
-class StrategyError(ValueError):
+class StrategyError(LoomcError, ValueError):
     pass
 
 
