@@ -22,23 +22,22 @@ import anyio
 from loomc.check.worstcase import step_attempt_cost
 from loomc.exec.events import Event, EventSink
 from loomc.exec.guards import Facts, Outcome, evaluate, is_refusal
-from loomc.exec.ledger import Ledger, Refused
+from loomc.exec.ledger import Ledger
+from loomc.exec.metered import (
+    AttemptStarted,
+    MeteredEvent,
+    Retrying,
+    RetryPolicy,
+    describe,
+    metered_call,
+)
 from loomc.exec.prompting import messages
 from loomc.exec.result import BudgetReport, RunResult, StepRecord, StepUsage
 from loomc.ir.model import Pipeline, StepNode
-from loomc.providers.base import (
-    CompletionRequest,
-    ProviderError,
-    ProviderTimeout,
-    RateLimited,
-    StreamDropped,
-    StreamEvent,
-    estimate_tokens,
-    redact,
-)
+from loomc.providers.base import CompletionRequest, ProviderError, estimate_tokens
 from loomc.providers.registry import ProviderPool
 from loomc.risk.base import RiskProfile, RiskProfiler
-from loomc.units import Usage, money_for_tokens
+from loomc.units import Usage
 
 
 @dataclass
@@ -160,7 +159,7 @@ async def _attempt_step(run: _Run, step: StepNode) -> None:
     try:
         provider, model_id = run.pool.for_model(step.model)
     except ProviderError as exc:
-        _skip(run, step, "failed", f"{type(exc).__name__}: {redact(str(exc))}")
+        _skip(run, step, "failed", describe(exc))
         await run.emit("step-finished", step.id, status="failed", error=run.records[step.id].reason)
         return
     worst = step_attempt_cost(run.pipeline, step)
@@ -182,119 +181,79 @@ async def _attempt_step(run: _Run, step: StepNode) -> None:
     run.records[step.id] = record
     started = time.monotonic()
     await run.emit("step-started", step.id, role=step.role, model=step.model)
-    last_error: str | None = None
-    for attempt in range(step.attempts):
-        if run.pipeline.budget.cost is not None and step.pricing is None:
-            return _stop(run, step, record, "max-cost-reached", f"{step.model} has no pricing")
-        reservation = await run.ledger.reserve(reserve)
-        if isinstance(reservation, Refused):
-            await run.emit("budget-stop", step.id, reason=reservation.describe())
-            return _stop(run, step, record, reservation.stop_reason, reservation.describe())
-        record.attempts = attempt + 1
-        partial: list[str] = []
+    if run.pipeline.budget.cost is not None and step.pricing is None:
+        return _stop(run, step, record, "max-cost-reached", f"{step.model} has no pricing")
 
-        async def on_event(ev: StreamEvent, partial: list[str] = partial) -> None:
-            if ev.kind == "token":
-                partial.append(ev.text)
-                await run.emit("token", step.id, text=ev.text)
-            elif ev.frame is not None:
-                await run.emit("provider-frame", step.id, frame=ev.frame)
-
-        request = CompletionRequest(
-            model=model_id,
-            messages=msgs,
-            max_tokens=step.max_tokens,
-            stream=run.stream,
-            timeout_s=step.timeout_ms / 1000,
-            step_role=step.role,
-            metadata={"task": step.task},
-        )
-        try:
-            with anyio.fail_after(step.timeout_ms / 1000):
-                completion = await provider.complete(request, on_event)
-        except (ProviderError, TimeoutError) as exc:
-            err = (
-                exc
-                if isinstance(exc, ProviderError)
-                else ProviderTimeout(f"step timeout after {step.timeout_ms} ms")
-            )
-            text = err.partial if isinstance(err, StreamDropped) else "".join(partial)
-            prompt_est = sum(estimate_tokens(m.content) for m in msgs)
-            # A failed attempt is still a call and may still be billed: keep it conservative.
-            await run.ledger.reconcile(
-                reservation,
-                Usage(
-                    calls=1,
-                    tokens=prompt_est + estimate_tokens(text),
-                    credits=step.credits,
-                    cost=reserve.cost,
-                ),
-            )
-            last_error = f"{type(err).__name__}: {redact(str(err))}"
-            if not err.retryable or attempt + 1 >= step.attempts:
-                break
-            delay = _backoff(run, attempt, err)
+    async def on_event(ev: MeteredEvent) -> None:
+        if isinstance(ev, AttemptStarted):
+            record.attempts = ev.attempt
+        elif isinstance(ev, Retrying):
             await run.emit(
                 "step-retry",
                 step.id,
-                attempt=attempt + 1,
-                error=last_error,
-                delay_ms=int(delay * 1000),
+                attempt=ev.attempt,
+                error=ev.error,
+                delay_ms=int(ev.delay_s * 1000),
             )
-            await anyio.sleep(delay)
-            continue
-        usage = completion.usage
-        spent = completion.receipt.spent_credits if completion.receipt else None
-        cost = None
-        if step.pricing is not None:
-            cost = money_for_tokens(
-                usage.prompt_tokens,
-                usage.completion_tokens,
-                step.pricing.input_per_million,
-                step.pricing.output_per_million,
-            )
-        await run.ledger.reconcile(
-            reservation,
-            Usage(
-                calls=1,
-                tokens=usage.total_tokens,
-                credits=spent if spent is not None else step.credits,
-                cost=cost if cost is not None else Decimal(0),
-            ),
-        )
-        record.status = "ok"
-        record.output = completion.content
-        record.usage = StepUsage(
-            prompt_tokens=usage.prompt_tokens,
-            completion_tokens=usage.completion_tokens,
-            total_tokens=usage.total_tokens,
-            estimated=usage.estimated,
-        )
-        record.cost = None if cost is None else str(cost)
-        record.credits = None if spent is None else str(spent)
-        record.elapsed_ms = int((time.monotonic() - started) * 1000)
-        run.outcomes[step.id] = Outcome("ok", completion.content)
-        await run.emit(
-            "step-finished",
-            step.id,
-            status="ok",
-            elapsed_ms=record.elapsed_ms,
-            usage=record.usage.model_dump(),
-            model=step.model,
-        )
-        return
-    record.status = "failed"
-    record.reason = last_error
+        elif ev.kind == "token":
+            await run.emit("token", step.id, text=ev.text)
+        elif ev.frame is not None:
+            await run.emit("provider-frame", step.id, frame=ev.frame)
+
+    request = CompletionRequest(
+        model=model_id,
+        messages=msgs,
+        max_tokens=step.max_tokens,
+        stream=run.stream,
+        timeout_s=step.timeout_ms / 1000,
+        step_role=step.role,
+        metadata={"task": step.task},
+    )
+    out = await metered_call(
+        provider,
+        request,
+        ledger=run.ledger,
+        reserve=reserve,
+        credits=step.credits,
+        pricing=step.pricing,
+        retry=RetryPolicy(
+            step.attempts, run.pipeline.backoff_base_ms, run.pipeline.backoff_max_ms, run.rng
+        ),
+        on_event=on_event,
+        timeout_ms=step.timeout_ms,
+        label="step",
+    )
+    if out.refused is not None:
+        await run.emit("budget-stop", step.id, reason=out.refused.describe())
+        return _stop(run, step, record, out.refused.stop_reason, out.refused.describe())
     record.elapsed_ms = int((time.monotonic() - started) * 1000)
-    run.outcomes[step.id] = Outcome("failed", "")
-    await run.emit("step-finished", step.id, status="failed", error=last_error)
-
-
-def _backoff(run: _Run, attempt: int, err: ProviderError) -> float:
-    if isinstance(err, RateLimited) and err.retry_after_s is not None:
-        return min(err.retry_after_s, run.pipeline.backoff_max_ms / 1000)
-    base = run.pipeline.backoff_base_ms / 1000 * (2**attempt)
-    return float(min(base, run.pipeline.backoff_max_ms / 1000) * run.rng.uniform(0.5, 1.0))
+    if out.completion is None:
+        last_error = None if out.error is None else describe(out.error)
+        record.status = "failed"
+        record.reason = last_error
+        run.outcomes[step.id] = Outcome("failed", "")
+        await run.emit("step-finished", step.id, status="failed", error=last_error)
+        return
+    usage = out.completion.usage
+    record.status = "ok"
+    record.output = out.completion.content
+    record.usage = StepUsage(
+        prompt_tokens=usage.prompt_tokens,
+        completion_tokens=usage.completion_tokens,
+        total_tokens=usage.total_tokens,
+        estimated=usage.estimated,
+    )
+    record.cost = None if out.cost is None else str(out.cost)
+    record.credits = None if out.credits is None else str(out.credits)
+    run.outcomes[step.id] = Outcome("ok", out.completion.content)
+    await run.emit(
+        "step-finished",
+        step.id,
+        status="ok",
+        elapsed_ms=record.elapsed_ms,
+        usage=record.usage.model_dump(),
+        model=step.model,
+    )
 
 
 def _skip(run: _Run, step: StepNode, status: str, reason: str) -> None:
