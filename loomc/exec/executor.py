@@ -49,6 +49,7 @@ class _Run:
     sinks: Sequence[EventSink]
     risk: RiskProfile
     stream: bool
+    order: list[str]  # the graph's topological order, computed once per run
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
     outcomes: dict[str, Outcome] = field(default_factory=dict)
     records: dict[str, StepRecord] = field(default_factory=dict)
@@ -81,9 +82,9 @@ async def execute(
     if ledger is None:
         ledger = Ledger(pipeline.budget, parent=parent_ledger, name="run")
     risk = _profile(profiler, prompt, pipeline.kind)
-    run = _Run(pipeline, prompt, pool, ledger, sinks, risk, stream)
-    await run.emit("run-started", pipeline=pipeline.name, tier=pipeline.tier, risk=risk.to_json())
     order = pipeline.graph.topological_order()
+    run = _Run(pipeline, prompt, pool, ledger, sinks, risk, stream, order)
+    await run.emit("run-started", pipeline=pipeline.name, tier=pipeline.tier, risk=risk.to_json())
     run.done = {sid: anyio.Event() for sid in order}
     if _input_tokens(pipeline, prompt) > pipeline.input_tokens:
         run.stop_reason = "input-too-large"
@@ -295,15 +296,14 @@ def _escalation(run: _Run, executed: int) -> str | None:
     r = run.risk
     if r.level == "high":
         return f"high-risk task: {', '.join(r.signals)}" if r.signals else "high-risk task profile"
-    first = run.pipeline.graph.topological_order()[0]
+    first = run.order[0]
     if is_refusal(run.outcomes.get(first, Outcome("x")).output):
         return "direct answer was refused or empty"
     return f"{r.complexity}-complexity {r.kind} task"
 
 
 def _result(run: _Run) -> RunResult:
-    order = run.pipeline.graph.topological_order()
-    steps = [run.records[sid] for sid in order if sid in run.records]
+    steps = [run.records[sid] for sid in run.order if sid in run.records]
     executed = [s for s in steps if s.attempts > 0]
     calls = sum(s.attempts for s in steps)
     failed = [s for s in steps if s.status == "failed"]
