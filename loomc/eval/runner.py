@@ -273,7 +273,7 @@ async def run_matrix(
                     result = await execute(job.pipeline, job.case.prompt, pool=policy_pool,
                                            profiler=profilers[job.strategy.semantic],
                                            stream=False, parent_ledger=eval_ledger)
-                    stopped = result.calls == 0 and result.stop_reason.startswith("max-")
+                    stopped = result.calls == 0 and result.stop_reason.dimension is not None
                     record = RunRecord(
                         case_id=job.case.id, strategy=job.strategy.name,
                         iteration=job.iteration, difficulty=job.case.difficulty,
@@ -333,9 +333,7 @@ def _usage_of(record: RunRecord) -> Usage:
     """What a journaled run (and its judging) spent, workflow and judge together."""
     assert record.result is not None
     used = record.result.budget.used
-    usage = Usage(calls=int(used.get("calls", 0)), tokens=int(used.get("tokens", 0)),
-                  credits=Decimal(str(used.get("credits", "0"))),
-                  cost=Decimal(str(used.get("cost", "0"))))
+    usage = Usage(calls=used.calls, tokens=used.tokens, credits=used.credits, cost=used.cost)
     v = record.judge
     if v is not None and v.calls:
         credits = v.credits if v.credits is not None else v.usage.get("estimated_credits", "0")
