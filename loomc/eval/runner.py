@@ -210,8 +210,8 @@ def _verdict(spec: JudgeSpec, v: Verdict) -> JudgeVerdict:
         usage={"prompt_tokens": v.prompt_tokens, "completion_tokens": v.completion_tokens,
                "total_tokens": v.prompt_tokens + v.completion_tokens,
                "estimated_credits": str(spec.credits * v.calls)},
-        cost=None if v.cost is None else str(v.cost),
-        credits=None if v.credits is None else str(v.credits),
+        cost=v.cost,
+        credits=v.credits,
         elapsed_ms=v.elapsed_ms, error=v.error, reply=v.reply,
     )
 
@@ -338,7 +338,8 @@ def _usage_of(record: RunRecord) -> Usage:
     if v is not None and v.calls:
         credits = v.credits if v.credits is not None else v.usage.get("estimated_credits", "0")
         usage = usage + Usage(calls=v.calls, tokens=int(v.usage.get("total_tokens", 0)),
-                              credits=Decimal(str(credits)), cost=Decimal(v.cost or "0"))
+                              credits=Decimal(str(credits)),
+                              cost=v.cost if v.cost is not None else Decimal(0))
     return usage
 
 
