@@ -391,7 +391,6 @@ async def judge(
         request,
         ledger=Ledger(Budget(), parent=ledger, name="judge"),
         reserve=reserve,
-        credits=spec.credits,
         pricing=spec.pricing,
         retry=RetryPolicy(
             spec.attempts, spec.backoff_base_ms, spec.backoff_max_ms, rng or random.Random()

@@ -219,7 +219,6 @@ async def _attempt_step(run: _Run, step: StepNode) -> None:
         request,
         ledger=run.ledger,
         reserve=reserve,
-        credits=step.credits,
         pricing=step.pricing,
         retry=RetryPolicy(
             step.attempts, run.pipeline.backoff_base_ms, run.pipeline.backoff_max_ms, run.rng

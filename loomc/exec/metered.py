@@ -21,7 +21,7 @@ from decimal import Decimal
 
 import anyio
 
-from loomc.exec.ledger import Ledger, Refused, Reservation
+from loomc.exec.ledger import Ledger, Refused
 from loomc.ir.model import Pricing
 from loomc.providers.base import (
     Completion,
@@ -30,6 +30,7 @@ from loomc.providers.base import (
     ProviderError,
     ProviderTimeout,
     RateLimited,
+    StreamCallback,
     StreamDropped,
     StreamEvent,
     estimate_tokens,
@@ -133,7 +134,6 @@ async def metered_call(
     *,
     ledger: Ledger,
     reserve: Usage,
-    credits: Decimal,
     pricing: Pricing | None,
     retry: RetryPolicy,
     on_event: MeteredCallback | None = None,
@@ -142,10 +142,11 @@ async def metered_call(
 ) -> Metered:
     """Send ``request`` through ``provider``, reserving ``reserve`` in ``ledger`` per attempt.
 
-    ``credits`` is the per-attempt credit estimate charged when no native receipt says
-    otherwise; ``pricing`` prices actual tokens (None: the model has no pricing, money 0).
-    ``on_event`` gets the stream's tokens and frames, each granted attempt and each retry.
-    ``timeout_ms`` bounds each attempt (``label`` names it in the timeout message)."""
+    ``reserve`` is one attempt's worst case; its credits are also what an attempt is charged
+    when no native receipt says otherwise. ``pricing`` prices the actual tokens (None: the
+    model has no pricing, its money counts 0). ``on_event`` gets the stream's tokens and
+    frames, each granted attempt and each retry. ``timeout_ms`` bounds each attempt (``label``
+    names it in the timeout message)."""
     out = Metered()
     prompt_tokens = sum(estimate_tokens(m.content) for m in request.messages)
     for attempt in range(retry.attempts):
@@ -164,27 +165,10 @@ async def metered_call(
                 await on_event(ev)
 
         try:
-            with anyio.fail_after(None if timeout_ms is None else timeout_ms / 1000):
-                completion = await provider.complete(request, stream)
-        except (ProviderError, TimeoutError) as exc:
-            err = (
-                exc
-                if isinstance(exc, ProviderError)
-                else ProviderTimeout(f"{label} timeout after {timeout_ms} ms")
-            )
+            completion = await _send(provider, request, stream, timeout_ms, label)
+        except ProviderError as err:
             text = err.partial if isinstance(err, StreamDropped) else "".join(partial)
-            # A failed attempt is still a call and may still be billed: keep it conservative.
-            charge = Charge(
-                Usage(
-                    calls=1,
-                    tokens=prompt_tokens + estimate_tokens(text),
-                    credits=credits,
-                    cost=reserve.cost,
-                ),
-                prompt_tokens,
-                estimate_tokens(text),
-                err,
-            )
+            charge = _failed(err, prompt_tokens, estimate_tokens(text), reserve)
             await ledger.reconcile(reservation, charge.usage)
             out.charges.append(charge)
             if not err.retryable or attempt + 1 >= retry.attempts:
@@ -194,39 +178,55 @@ async def metered_call(
                 await on_event(Retrying(attempt + 1, describe(err), delay))
             await anyio.sleep(delay)
             continue
-        await _settle(out, ledger, reservation, completion, credits, pricing)
+        charge, out.cost, out.credits = _succeeded(completion, reserve, pricing)
+        await ledger.reconcile(reservation, charge.usage)
+        out.charges.append(charge)
+        out.completion = completion
         return out
     return out
 
 
-async def _settle(
-    out: Metered,
-    ledger: Ledger,
-    reservation: Reservation,
-    completion: Completion,
-    credits: Decimal,
-    pricing: Pricing | None,
-) -> None:
-    usage = completion.usage
+async def _send(
+    provider: Provider,
+    request: CompletionRequest,
+    stream: StreamCallback,
+    timeout_ms: int | None,
+    label: str,
+) -> Completion:
+    try:
+        with anyio.fail_after(None if timeout_ms is None else timeout_ms / 1000):
+            return await provider.complete(request, stream)
+    except TimeoutError:
+        raise ProviderTimeout(f"{label} timeout after {timeout_ms} ms") from None
+
+
+def _failed(err: ProviderError, prompt_tokens: int, streamed: int, reserve: Usage) -> Charge:
+    """A failed attempt is still a call and may still be billed: charge it conservatively
+    (the prompt and what streamed, its credit estimate, its reserved money)."""
+    usage = Usage(
+        calls=1, tokens=prompt_tokens + streamed, credits=reserve.credits, cost=reserve.cost
+    )
+    return Charge(usage, prompt_tokens, streamed, err)
+
+
+def _succeeded(
+    completion: Completion, reserve: Usage, pricing: Pricing | None
+) -> tuple[Charge, Decimal | None, Decimal | None]:
+    """The charge of a completed attempt, its money (None: unpriced) and native credits."""
+    tokens = completion.usage
     spent = completion.receipt.spent_credits if completion.receipt else None
     cost = None
     if pricing is not None:
         cost = money_for_tokens(
-            usage.prompt_tokens,
-            usage.completion_tokens,
+            tokens.prompt_tokens,
+            tokens.completion_tokens,
             pricing.input_per_million,
             pricing.output_per_million,
         )
-    charge = Charge(
-        Usage(
-            calls=1,
-            tokens=usage.total_tokens,
-            credits=spent if spent is not None else credits,
-            cost=cost if cost is not None else Decimal(0),
-        ),
-        usage.prompt_tokens,
-        usage.completion_tokens,
+    usage = Usage(
+        calls=1,
+        tokens=tokens.total_tokens,
+        credits=spent if spent is not None else reserve.credits,
+        cost=cost if cost is not None else Decimal(0),
     )
-    await ledger.reconcile(reservation, charge.usage)
-    out.charges.append(charge)
-    out.completion, out.cost, out.credits = completion, cost, spent
+    return Charge(usage, tokens.prompt_tokens, tokens.completion_tokens), cost, spent

@@ -75,7 +75,6 @@ def _call(
             request,
             ledger=ledger,
             reserve=RESERVE,
-            credits=Decimal("1.5"),
             pricing=PRICE,
             retry=RetryPolicy(attempts, base_ms, max_ms, rng or random.Random(0)),
             on_event=on_event,
