@@ -95,7 +95,9 @@ async def execute(
     risk = _profile(profiler, prompt, pipeline.kind)
     order = pipeline.graph.topological_order()
     run = _Run(pipeline, prompt, pool, ledger, sinks, risk, stream, order)
-    await run.emit(EventKind.RUN_STARTED, pipeline=pipeline.name, tier=pipeline.tier, risk=risk.to_json())
+    await run.emit(
+        EventKind.RUN_STARTED, pipeline=pipeline.name, tier=pipeline.tier, risk=risk.to_json()
+    )
     run.done = {sid: anyio.Event() for sid in order}
     if _input_tokens(pipeline, prompt) > pipeline.input_tokens:
         run.stop_reason = StopReason.INPUT_TOO_LARGE

@@ -139,7 +139,9 @@ class BudgetReport(BaseModel):
 
     @model_validator(mode="wrap")
     @classmethod
-    def _read_axes(cls, data: Any, handler: ModelWrapValidatorHandler[BudgetReport]) -> BudgetReport:
+    def _read_axes(
+        cls, data: Any, handler: ModelWrapValidatorHandler[BudgetReport]
+    ) -> BudgetReport:
         report = handler(data)
         if isinstance(data, dict):
             report._axes = {
