@@ -14,7 +14,7 @@ The public API. Everything the CLI, the server and the Studio do goes through th
 Names load lazily (PEP 562), so ``import loomc`` — and ``loomc --help`` — stays cheap: pydantic,
 networkx and the runtime are imported on first use of a name that needs them.
 
-Errors: ``DiagnosticError`` (the project does not compile or check; ``.diagnostics`` holds every
+Errors derive from ``LoomcError``: ``DiagnosticError`` (the project does not compile or check; ``.diagnostics`` holds every
 finding), ``PlanRejected`` (no planner proposal passed the checker), ``BudgetRefused`` (an eval's
 worst case passes its totals), ``DatasetError``, ``StrategyError``, ``EvalAborted``.
 Budget and provider trouble during a run never raises: it is the result's ``stop_reason``.
@@ -58,7 +58,8 @@ _EXPORTS: dict[str, str] = {
     "EventSink": "loomc.exec.events",
     "MemorySink": "loomc.exec.events",
     "JsonlSink": "loomc.exec.events",
-    # errors
+    # errors: every one is a LoomcError
+    "LoomcError": "loomc.errors",
     "DiagnosticError": "loomc.diagnostics",
     "PlanRejected": "loomc.api.running",
     "BudgetRefused": "loomc.api.evaluating",

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
+from loomc.errors import LoomcError
+
 
 class Severity(StrEnum):
     ERROR = "error"
@@ -80,7 +82,7 @@ class Diagnostic:
         }
 
 
-class DiagnosticError(Exception):
+class DiagnosticError(LoomcError):
     """Raised only at API boundaries that cannot return diagnostics (e.g. loading for `run`)."""
 
     def __init__(self, diagnostics: list[Diagnostic]) -> None:

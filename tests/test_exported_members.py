@@ -40,6 +40,7 @@ EXPECTED = [
     "EventSink",
     "MemorySink",
     "JsonlSink",
+    "LoomcError",
     "DiagnosticError",
     "PlanRejected",
     "BudgetRefused",
@@ -65,7 +66,7 @@ def test_every_name_resolves_and_is_documented() -> None:
 def test_errors_are_exceptions() -> None:
     for name in ("DiagnosticError", "PlanRejected", "BudgetRefused", "DatasetError",
                  "StrategyError", "EvalAborted"):
-        assert issubclass(getattr(loomc, name), Exception), name
+        assert issubclass(getattr(loomc, name), loomc.LoomcError), name
 
 
 def test_unknown_name_is_an_attribute_error() -> None:

@@ -19,6 +19,7 @@ from typing import Any
 import anyio
 
 from loomc.api.running import ProjectLike, Providers, open_project
+from loomc.errors import LoomcError
 from loomc.eval.dataset import Case, load_dataset
 from loomc.eval.judge import JudgeSpec, resolve_judge
 from loomc.eval.receipt import EvalReceipt, EvalSettings, build_receipt, sha256_file
@@ -43,7 +44,7 @@ from loomc.units import Budget
 DEFAULT_STRATEGIES = "baseline,fixed,lean,balanced,strict"
 
 
-class BudgetRefused(RuntimeError):
+class BudgetRefused(LoomcError, RuntimeError):
     """The pre-flight worst case passes an eval-wide total: nothing was started.
 
     ``over`` lists ``(dimension, worst case or None when unbounded, total)``."""

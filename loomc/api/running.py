@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from loomc.errors import LoomcError
 from loomc.exec.events import Event, EventSink
 from loomc.exec.result import RunResult
 from loomc.ir.model import Pipeline
@@ -140,7 +141,7 @@ async def _execute(
         )
 
 
-class PlanRejected(RuntimeError):
+class PlanRejected(LoomcError, RuntimeError):
     """Neither the planner's proposal nor the fallback plan passed the checker (or the roster
     is unusable): nothing ran. ``record`` is the guard's verdict, for reports."""
 

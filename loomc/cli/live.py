@@ -6,7 +6,7 @@ import sys
 
 from rich.console import Console
 
-from loomc.exec.events import Event
+from loomc.exec.events import Event, EventKind
 
 
 class LiveTrace:
@@ -22,14 +22,14 @@ class LiveTrace:
 
     async def emit(self, event: Event) -> None:
         d = event.data
-        if event.kind == "token":
+        if event.kind == EventKind.TOKEN:
             if self.tokens:
                 sys.stderr.write(str(d.get("text", "")))
                 sys.stderr.flush()
                 self._streaming = True
             return
         self._end_stream()
-        if event.kind == "run-started":
+        if event.kind == EventKind.RUN_STARTED:
             risk = d.get("risk", {})
             tier = d.get("tier") or "-"
             self.console.print(
@@ -37,9 +37,9 @@ class LiveTrace:
                 f"{risk.get('level')} ({risk.get('kind')}) "
                 f"{', '.join(risk.get('signals') or []) or 'no signals'}"
             )
-        elif event.kind == "step-started":
+        elif event.kind == EventKind.STEP_STARTED:
             self.console.print(f"▶ [cyan]{event.step}[/] {d.get('role')} · {d.get('model')}")
-        elif event.kind == "step-finished":
+        elif event.kind == EventKind.STEP_FINISHED:
             usage = d.get("usage") or {}
             est = " (estimated)" if usage.get("estimated") else ""
             status = "[green]ok[/]" if d.get("status") == "ok" else f"[red]{d.get('status')}[/]"
@@ -48,12 +48,12 @@ class LiveTrace:
                 f"■ [cyan]{event.step}[/] {status} {d.get('elapsed_ms', 0)} ms · "
                 f"{usage.get('total_tokens', 0)} tokens{est}{extra}"
             )
-        elif event.kind == "step-skipped":
+        elif event.kind == EventKind.STEP_SKIPPED:
             self.console.print(f"· [dim]{event.step} skipped: {d.get('reason')}[/]")
-        elif event.kind == "step-retry":
+        elif event.kind == EventKind.STEP_RETRY:
             self.console.print(
                 f"↻ [yellow]{event.step}[/] retry {d.get('attempt')} in "
                 f"{d.get('delay_ms')} ms: {d.get('error')}"
             )
-        elif event.kind == "budget-stop":
+        elif event.kind == EventKind.BUDGET_STOP:
             self.console.print(f"[red]budget stop[/] at {event.step}: {d.get('reason')}")

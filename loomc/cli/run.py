@@ -122,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
             f"\n{result.pipeline}{'@' + result.tier if result.tier else ''}: {result.calls} call(s), "
             f"{result.tokens} tokens, {result.elapsed_ms} ms, stop: {result.stop_reason}"
             + (f", escalated: {result.escalation_reason}" if result.escalated else "")
-            + f", credits ~{used.get('credits')}, receipt {result.receipt_hash}",
+            + f", credits ~{used.credits}, receipt {result.receipt_hash}",
             file=sys.stderr,
         )
     if result.stop_reason == "error":

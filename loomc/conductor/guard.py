@@ -47,6 +47,7 @@ from loomc.conductor.plan import (
 from loomc.conductor.planners import PlannerError, RiskPlanner, TextPlanner
 from loomc.conductor.prompt_format import extract_first_json
 from loomc.diagnostics import Diagnostic
+from loomc.errors import LoomcError
 from loomc.ir.compile import compile_modules
 from loomc.ir.model import Pipeline
 from loomc.policy.load import PolicySource
@@ -73,7 +74,7 @@ STEP_TASKS = {
 DEFAULT_INSTRUCTION = "Answer the user's task accurately and concisely. Say what you are unsure of."
 
 
-class GuardError(RuntimeError):
+class GuardError(LoomcError, RuntimeError):
     """Neither the proposal nor the fallback plan passed the checker: nothing may run."""
 
     def __init__(self, record: dict[str, Any]) -> None:

@@ -13,6 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, cast
 
+from loomc.errors import LoomcError
+
 Policy = Literal["lean", "balanced", "strict"]
 POLICIES: tuple[Policy, ...] = ("lean", "balanced", "strict")
 POLICY_CALLS: dict[str, int] = {"lean": 1, "balanced": 2, "strict": 3}
@@ -38,7 +40,7 @@ LABEL_KEYS: frozenset[str] = frozenset(
 )
 
 
-class PlanParseError(ValueError):
+class PlanParseError(LoomcError, ValueError):
     """A proposal that is not a well-formed plan; `reason` is a stable short code."""
 
     def __init__(self, reason: str, detail: str = "") -> None:

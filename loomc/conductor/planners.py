@@ -36,6 +36,7 @@ from loomc.conductor.plan import (
 )
 from loomc.conductor.prompt_format import build_prompt, extract_first_json
 from loomc.conductor.search import SearchPlanner, label_record
+from loomc.errors import LoomcError
 
 PLANNER_NAMES: tuple[str, ...] = ("risk", "search", "learned")
 DEPTH: tuple[Policy, ...] = ("lean", "balanced", "strict")
@@ -58,7 +59,7 @@ ROLE_PREFS: dict[str, tuple[frozenset[str], ...]] = {
 Admissible = Callable[[Plan], bool]
 
 
-class PlannerError(RuntimeError):
+class PlannerError(LoomcError, RuntimeError):
     """A planner could not propose anything (no feasible plan, model unavailable, ...)."""
 
 

@@ -7,10 +7,11 @@ import json
 import re
 from typing import Any
 
+from loomc.errors import LoomcError
 from loomc.eval.records import CheckResult
 
 
-class CheckError(ValueError):
+class CheckError(LoomcError, ValueError):
     """A check definition is malformed."""
 
 

@@ -9,10 +9,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from loomc.errors import LoomcError
 from loomc.eval.checks import CheckError, validate_check
 
 
-class DatasetError(Exception):
+class DatasetError(LoomcError):
     """All problems in one dataset file, each as `file:line: what is wrong`."""
 
     def __init__(self, messages: list[str]) -> None:

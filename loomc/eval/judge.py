@@ -19,25 +19,24 @@ from __future__ import annotations
 
 import json
 import math
+import random
 import re
 import time
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-import anyio
-
-from loomc.exec.ledger import Ledger, Refused
+from loomc.errors import LoomcError
+from loomc.exec.ledger import Ledger
+from loomc.exec.metered import RetryPolicy, describe, metered_call
 from loomc.exec.prompting import UNTRUSTED
-from loomc.ir.model import Pipeline
+from loomc.ir.model import Pipeline, Pricing
 from loomc.policy.models import Policy
 from loomc.providers.base import (
     CompletionRequest,
     Message,
     ProviderError,
-    ProviderTimeout,
     estimate_tokens,
-    redact,
 )
 from loomc.providers.registry import ProviderPool
 from loomc.units import Budget, Usage, money_for_tokens
@@ -62,7 +61,7 @@ SYSTEM = (
 )
 
 
-class JudgeConfigError(ValueError):
+class JudgeConfigError(LoomcError, ValueError):
     """``--judge-model`` does not name a worker or a provider/model of the policy."""
 
 
@@ -78,10 +77,18 @@ class JudgeSpec:
     input_per_million: Decimal | None  # None: the judge model has no pricing
     output_per_million: Decimal | None
     masked: tuple[str, ...] = ()  # model names masked out of answers
+    backoff_base_ms: int = 250
+    backoff_max_ms: int = 4000
 
     @property
     def priced(self) -> bool:
         return self.input_per_million is not None and self.output_per_million is not None
+
+    @property
+    def pricing(self) -> Pricing | None:
+        if self.input_per_million is None or self.output_per_million is None:
+            return None
+        return Pricing(self.input_per_million, self.output_per_million)
 
     def money(self, prompt_tokens: int, completion_tokens: int) -> Decimal | None:
         if self.input_per_million is None or self.output_per_million is None:
@@ -139,6 +146,8 @@ def resolve_judge(policy: Policy, ref: str) -> JudgeSpec:
         input_per_million=None if price is None else price.input_per_million,
         output_per_million=None if price is None else price.output_per_million,
         masked=_masked_names(policy),
+        backoff_base_ms=policy.defaults.backoff_base,
+        backoff_max_ms=policy.defaults.backoff_max,
     )
 
 
@@ -344,11 +353,14 @@ async def judge(
     rubric: str | None,
     answer: str,
     bound: int | None,
+    rng: random.Random | None = None,
 ) -> Verdict:
     """Grade one answer; provider trouble and bad replies become a recorded error, not a raise.
 
     ``bound`` is the pre-flight input bound: each attempt reserves it (or, when unbounded, the
-    local estimate of the actual prompt) plus max_tokens before it is sent."""
+    local estimate of the actual prompt) plus max_tokens before it is sent. The call is metered
+    like a workflow step (``metered_call``): retries back off, honouring ``Retry-After``, with
+    jitter from ``rng``."""
     started = time.monotonic()
     msgs = judge_messages(task, rubric, answer, spec.masked)
     prompt_est = sum(estimate_tokens(m.content) for m in msgs)
@@ -363,71 +375,47 @@ async def judge(
     try:
         provider, model_id = pool.for_model(spec.model)
     except ProviderError as exc:
-        out.error = f"{type(exc).__name__}: {redact(str(exc))}"
+        out.error = describe(exc)
         return out
-    child = Ledger(Budget(), parent=ledger, name="judge")
-    for attempt in range(spec.attempts):
-        reservation = await child.reserve(reserve)
-        if isinstance(reservation, Refused):
-            out.status, out.error = "budget-stopped", reservation.describe()
-            break
-        out.calls = attempt + 1
-        request = CompletionRequest(
-            model=model_id,
-            messages=msgs,
-            max_tokens=spec.max_tokens,
-            stream=False,
-            timeout_s=spec.timeout_ms / 1000,
-            step_role="judge",
-            metadata={"task": JUDGE_TASK},
-        )
+    request = CompletionRequest(
+        model=model_id,
+        messages=msgs,
+        max_tokens=spec.max_tokens,
+        stream=False,
+        timeout_s=spec.timeout_ms / 1000,
+        step_role="judge",
+        metadata={"task": JUDGE_TASK},
+    )
+    call = await metered_call(
+        provider,
+        request,
+        ledger=Ledger(Budget(), parent=ledger, name="judge"),
+        reserve=reserve,
+        pricing=spec.pricing,
+        retry=RetryPolicy(
+            spec.attempts, spec.backoff_base_ms, spec.backoff_max_ms, rng or random.Random()
+        ),
+        timeout_ms=spec.timeout_ms,
+        label="judge",
+    )
+    out.calls = call.attempts
+    out.prompt_tokens = sum(c.prompt_tokens for c in call.charges)
+    out.completion_tokens = sum(c.completion_tokens for c in call.charges)
+    if out.cost is not None:  # failed attempts at their reserved money, as the ledger has them
+        out.cost = call.usage.cost
+    out.credits = call.credits  # native credits only, as for workflow runs
+    if call.refused is not None:
+        out.status, out.error = "budget-stopped", call.refused.describe()
+    elif call.completion is None:
+        out.error = None if call.error is None else describe(call.error)
+    else:
         try:
-            with anyio.fail_after(spec.timeout_ms / 1000):
-                completion = await provider.complete(request)
-        except (ProviderError, TimeoutError) as exc:
-            err = (
-                exc
-                if isinstance(exc, ProviderError)
-                else ProviderTimeout(f"judge timeout after {spec.timeout_ms} ms")
-            )
-            # a failed attempt may still be billed: keep its reservation's cost
-            await child.reconcile(
-                reservation,
-                Usage(calls=1, tokens=prompt_est, credits=spec.credits, cost=reserve.cost),
-            )
-            out.prompt_tokens += prompt_est
-            if out.cost is not None:
-                out.cost += reserve.cost
-            out.error = f"{type(err).__name__}: {redact(str(err))}"
-            if err.retryable and attempt + 1 < spec.attempts:
-                continue
-            break
-        usage = completion.usage
-        spent = completion.receipt.spent_credits if completion.receipt else None
-        cost = spec.money(usage.prompt_tokens, usage.completion_tokens)
-        await child.reconcile(
-            reservation,
-            Usage(
-                calls=1,
-                tokens=usage.total_tokens,
-                credits=spent if spent is not None else spec.credits,
-                cost=cost if cost is not None else Decimal(0),
-            ),
-        )
-        out.prompt_tokens += usage.prompt_tokens
-        out.completion_tokens += usage.completion_tokens
-        if out.cost is not None and cost is not None:
-            out.cost += cost
-        if spent is not None:  # native credits only, as for workflow runs
-            out.credits = (out.credits or Decimal(0)) + spent
-        try:
-            parsed = parse_verdict(completion.content)
+            parsed = parse_verdict(call.completion.content)
         except VerdictParseError as exc:
             out.status, out.error = "error", f"unparseable judge reply: {exc}"
-            out.reply = completion.content[:300]
+            out.reply = call.completion.content[:300]
         else:
             out.status, out.error = "ok", None
             out.score, out.passed, out.reason = parsed.score, parsed.passed, parsed.reason
-        break
     out.elapsed_ms = int((time.monotonic() - started) * 1000)
     return out

@@ -105,10 +105,10 @@ def strategy_metrics(strategy: str, records: Sequence[RunRecord]) -> StrategyMet
     missing = sorted({name for r in results for name in r.missing_pricing})
     m.missing_pricing = missing
     if results and not missing and all(r.cost is not None for r in results):
-        total = sum((Decimal(r.cost or "0") for r in results), Decimal(0))
+        total = sum((r.cost for r in results if r.cost is not None), Decimal(0))
         m.total_cost_usd = str(total)
         m.avg_cost_usd = str(total / len(results))
-    credits = [Decimal(r.credits) for r in results if r.credits is not None]
+    credits = [r.credits for r in results if r.credits is not None]
     if credits:
         m.total_credits = str(sum(credits, Decimal(0)))
     if m.quality_mean is None:

@@ -10,13 +10,14 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
+from loomc.errors import LoomcError
 from loomc.eval.metrics import PairedDelta, StrategyMetrics, compute
 from loomc.eval.records import RunRecord
 
 RECEIPT_VERSION = 2  # 2: judge verdicts and summary, quality_source, over/under-escalation
 
 
-class ReceiptError(Exception):
+class ReceiptError(LoomcError):
     """A receipt file that cannot be loaded; the message is one line for the user."""
 
 
@@ -69,7 +70,7 @@ def judge_summary(records: Sequence[RunRecord]) -> JudgeSummary | None:
     paid = [v for v in verdicts if v.calls]
     models = sorted({v.model for v in verdicts if v.model})
     unpriced = sorted({v.model or "?" for v in paid if v.cost is None})
-    credits = [Decimal(v.credits) for v in paid if v.credits is not None]
+    credits = [v.credits for v in paid if v.credits is not None]
     return JudgeSummary(
         model=", ".join(models) or None,
         runs=len(verdicts),
@@ -78,7 +79,7 @@ def judge_summary(records: Sequence[RunRecord]) -> JudgeSummary | None:
         pending=sum(v.status == "budget-stopped" for v in verdicts),
         calls=sum(v.calls for v in verdicts),
         tokens=sum(int(v.usage.get("total_tokens", 0)) for v in verdicts),
-        cost_usd=None if unpriced else str(sum((Decimal(v.cost or "0") for v in paid),
+        cost_usd=None if unpriced else str(sum((v.cost for v in paid if v.cost is not None),
                                                 Decimal(0))),
         credits=str(sum(credits, Decimal(0))) if credits else None,
         missing_pricing=unpriced,

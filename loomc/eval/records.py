@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from loomc.exec.result import RunResult
+from loomc.exec.result import Money, RunResult
 
 
 class CheckResult(BaseModel):
@@ -27,8 +27,8 @@ class JudgeVerdict(BaseModel):
     model: str | None = None
     calls: int = 0
     usage: dict[str, Any] = Field(default_factory=dict)  # prompt/completion/total tokens
-    cost: str | None = None  # USD, kept apart from workflow cost; None when the judge is unpriced
-    credits: str | None = None  # native credits from receipts; None when none was seen
+    cost: Money | None = None  # USD, kept apart from workflow cost; None when the judge is unpriced
+    credits: Money | None = None  # native credits from receipts; None when none was seen
     elapsed_ms: int = 0
     error: str | None = None
     reply: str | None = None  # the start of an unparseable reply, for debugging the judge

@@ -13,6 +13,7 @@ import anyio
 
 from loomc.checker.worstcase import WorstCase, worst_case
 from loomc.diagnostics import DiagnosticError
+from loomc.errors import LoomcError
 from loomc.eval.checks import run_checks
 from loomc.eval.dataset import Case
 from loomc.eval.judge import JudgeSpec, Verdict
@@ -138,7 +139,7 @@ def preflight(jobs: Sequence[Job], judge: JudgeSpec | None = None) -> Estimate:
     return est
 
 
-class EvalAborted(Exception):
+class EvalAborted(LoomcError):
     """A cell failed with an unexpected error; in-flight cells were cancelled, finished ones are
     in the journal. The message is one line for the user."""
 
@@ -211,8 +212,8 @@ def _verdict(spec: JudgeSpec, v: Verdict) -> JudgeVerdict:
         usage={"prompt_tokens": v.prompt_tokens, "completion_tokens": v.completion_tokens,
                "total_tokens": v.prompt_tokens + v.completion_tokens,
                "estimated_credits": str(spec.credits * v.calls)},
-        cost=None if v.cost is None else str(v.cost),
-        credits=None if v.credits is None else str(v.credits),
+        cost=v.cost,
+        credits=v.credits,
         elapsed_ms=v.elapsed_ms, error=v.error, reply=v.reply,
     )
 
@@ -274,7 +275,7 @@ async def run_matrix(
                     result = await execute(job.pipeline, job.case.prompt, pool=policy_pool,
                                            profiler=profilers[job.strategy.semantic],
                                            stream=False, parent_ledger=eval_ledger)
-                    stopped = result.calls == 0 and result.stop_reason.startswith("max-")
+                    stopped = result.calls == 0 and result.stop_reason.dimension is not None
                     record = RunRecord(
                         case_id=job.case.id, strategy=job.strategy.name,
                         iteration=job.iteration, difficulty=job.case.difficulty,
@@ -334,14 +335,13 @@ def _usage_of(record: RunRecord) -> Usage:
     """What a journaled run (and its judging) spent, workflow and judge together."""
     assert record.result is not None
     used = record.result.budget.used
-    usage = Usage(calls=int(used.get("calls", 0)), tokens=int(used.get("tokens", 0)),
-                  credits=Decimal(str(used.get("credits", "0"))),
-                  cost=Decimal(str(used.get("cost", "0"))))
+    usage = Usage(calls=used.calls, tokens=used.tokens, credits=used.credits, cost=used.cost)
     v = record.judge
     if v is not None and v.calls:
         credits = v.credits if v.credits is not None else v.usage.get("estimated_credits", "0")
         usage = usage + Usage(calls=v.calls, tokens=int(v.usage.get("total_tokens", 0)),
-                              credits=Decimal(str(credits)), cost=Decimal(v.cost or "0"))
+                              credits=Decimal(str(credits)),
+                              cost=v.cost if v.cost is not None else Decimal(0))
     return usage
 
 

@@ -9,12 +9,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from loomc.errors import LoomcError
+
 DEFAULT_TIERS = ("lean", "balanced", "strict")
 FIXED = ("baseline", "fixed")
 DEFAULT_PIPELINE = "general"
 
 
-class StrategyError(ValueError):
+class StrategyError(LoomcError, ValueError):
     pass
 
 

@@ -10,22 +10,25 @@ import json
 import sys
 import time
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from loomc.providers.base import redact
 
-EventKind = Literal[
-    "run-started",
-    "step-started",
-    "token",
-    "provider-frame",
-    "step-finished",
-    "step-skipped",
-    "step-retry",
-    "budget-stop",
-    "run-finished",
-]
+
+class EventKind(StrEnum):
+    """What an event reports; the value is the ``kind`` written to traces."""
+
+    RUN_STARTED = "run-started"
+    STEP_STARTED = "step-started"
+    TOKEN = "token"
+    PROVIDER_FRAME = "provider-frame"
+    STEP_FINISHED = "step-finished"
+    STEP_SKIPPED = "step-skipped"
+    STEP_RETRY = "step-retry"
+    BUDGET_STOP = "budget-stop"
+    RUN_FINISHED = "run-finished"
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +41,7 @@ class Event:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "kind": self.kind,
+            "kind": str(self.kind),
             "run_id": self.run_id,
             "step": self.step,
             "ts": round(self.ts, 6),
@@ -69,7 +72,7 @@ class JsonlSink:
         self._broken = False
 
     async def emit(self, event: Event) -> None:
-        if self._broken or (event.kind == "token" and not self.tokens):
+        if self._broken or (event.kind == EventKind.TOKEN and not self.tokens):
             return
         try:
             with self.path.open("a", encoding="utf-8") as fh:

@@ -20,25 +20,35 @@ from decimal import Decimal
 import anyio
 
 from loomc.checker.worstcase import step_attempt_cost
-from loomc.exec.events import Event, EventSink
+from loomc.exec.events import Event, EventKind, EventSink
 from loomc.exec.guards import Facts, Outcome, evaluate, is_refusal
-from loomc.exec.ledger import Ledger, Refused
-from loomc.exec.prompting import messages
-from loomc.exec.result import BudgetReport, RunResult, StepRecord, StepUsage
-from loomc.ir.model import Pipeline, StepNode
-from loomc.providers.base import (
-    CompletionRequest,
-    ProviderError,
-    ProviderTimeout,
-    RateLimited,
-    StreamDropped,
-    StreamEvent,
-    estimate_tokens,
-    redact,
+from loomc.exec.ledger import Ledger
+from loomc.exec.metered import (
+    AttemptStarted,
+    Metered,
+    MeteredEvent,
+    Retrying,
+    RetryPolicy,
+    describe,
+    metered_call,
 )
+from loomc.exec.prompting import messages
+from loomc.exec.result import (
+    BudgetReport,
+    RunResult,
+    StepRecord,
+    StepStatus,
+    StepUsage,
+    StopReason,
+)
+from loomc.ir.model import Pipeline, StepNode
+from loomc.providers.base import CompletionRequest, ProviderError, estimate_tokens
 from loomc.providers.registry import ProviderPool
 from loomc.risk.base import RiskProfile, RiskProfiler
-from loomc.units import Usage, money_for_tokens
+from loomc.units import Usage
+
+GUARD_FALSE = "guard is false"
+DEADLINE_PASSED = "run deadline passed"
 
 
 @dataclass
@@ -50,16 +60,17 @@ class _Run:
     sinks: Sequence[EventSink]
     risk: RiskProfile
     stream: bool
+    order: list[str]  # the graph's topological order, computed once per run
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
     outcomes: dict[str, Outcome] = field(default_factory=dict)
     records: dict[str, StepRecord] = field(default_factory=dict)
     done: dict[str, anyio.Event] = field(default_factory=dict)
-    stop_reason: str | None = None
+    stop_reason: StopReason | None = None
     started: float = field(default_factory=time.monotonic)
     rng: random.Random = field(default_factory=random.Random)
 
-    async def emit(self, kind: str, step: str | None = None, **data: object) -> None:
-        event = Event(kind, self.run_id, step, dict(data))  # type: ignore[arg-type]
+    async def emit(self, kind: EventKind, step: str | None = None, **data: object) -> None:
+        event = Event(kind, self.run_id, step, dict(data))
         for sink in self.sinks:
             try:
                 await sink.emit(event)
@@ -82,17 +93,19 @@ async def execute(
     if ledger is None:
         ledger = Ledger(pipeline.budget, parent=parent_ledger, name="run")
     risk = _profile(profiler, prompt, pipeline.kind)
-    run = _Run(pipeline, prompt, pool, ledger, sinks, risk, stream)
-    await run.emit("run-started", pipeline=pipeline.name, tier=pipeline.tier, risk=risk.to_json())
     order = pipeline.graph.topological_order()
+    run = _Run(pipeline, prompt, pool, ledger, sinks, risk, stream, order)
+    await run.emit(
+        EventKind.RUN_STARTED, pipeline=pipeline.name, tier=pipeline.tier, risk=risk.to_json()
+    )
     run.done = {sid: anyio.Event() for sid in order}
     if _input_tokens(pipeline, prompt) > pipeline.input_tokens:
-        run.stop_reason = "input-too-large"
+        run.stop_reason = StopReason.INPUT_TOO_LARGE
         for sid in order:
             _skip(
                 run,
                 pipeline.graph.step(sid),
-                "budget-stopped",
+                StepStatus.BUDGET_STOPPED,
                 f"prompt exceeds the input bound of {pipeline.input_tokens} tokens",
             )
     else:
@@ -102,13 +115,13 @@ async def execute(
                 for sid in order:
                     tg.start_soon(_run_step, run, pipeline.graph.step(sid))
         if scope.cancelled_caught:
-            run.stop_reason = run.stop_reason or "max-latency-reached"
+            run.stop_reason = run.stop_reason or StopReason.MAX_LATENCY
             for sid in order:
                 if sid not in run.records:
-                    _skip(run, pipeline.graph.step(sid), "cancelled", "run deadline passed")
+                    _skip(run, pipeline.graph.step(sid), StepStatus.CANCELLED, DEADLINE_PASSED)
     result = _result(run)
     await run.emit(
-        "run-finished",
+        EventKind.RUN_FINISHED,
         stop_reason=result.stop_reason,
         calls=result.calls,
         receipt_hash=result.receipt_hash,
@@ -141,27 +154,20 @@ async def _run_step(run: _Run, step: StepNode) -> None:
 
 
 async def _attempt_step(run: _Run, step: StepNode) -> None:
-    for dep in step.sees:
-        dep_outcome = run.outcomes.get(dep)
-        if dep_outcome is None or dep_outcome.status != "ok":
-            _skip(run, step, "skipped", f"reads {dep!r}, which did not complete")
-            await run.emit("step-skipped", step.id, reason=run.records[step.id].reason)
-            return
-    if run.stop_reason is not None:
-        _skip(run, step, "budget-stopped", f"run stopped: {run.stop_reason}")
+    if not await _ready(run, step):
         return
-    facts = Facts(run.risk, run.prompt, run.outcomes)
-    if not evaluate(step.guard, facts):
-        _skip(run, step, "skipped", "guard is false")
-        await run.emit("step-skipped", step.id, reason="guard is false")
-        return
-    outputs = {sid: o.output for sid, o in run.outcomes.items() if o.status == "ok"}
+    outputs = {sid: o.output for sid, o in run.outcomes.items() if o.status is StepStatus.OK}
     msgs = messages(run.pipeline, step, run.prompt, outputs)
     try:
         provider, model_id = run.pool.for_model(step.model)
     except ProviderError as exc:
-        _skip(run, step, "failed", f"{type(exc).__name__}: {redact(str(exc))}")
-        await run.emit("step-finished", step.id, status="failed", error=run.records[step.id].reason)
+        _skip(run, step, StepStatus.FAILED, describe(exc))
+        await run.emit(
+            EventKind.STEP_FINISHED,
+            step.id,
+            status=StepStatus.FAILED,
+            error=run.records[step.id].reason,
+        )
         return
     worst = step_attempt_cost(run.pipeline, step)
     reserve = Usage(
@@ -176,128 +182,110 @@ async def _attempt_step(run: _Run, step: StepNode) -> None:
         worker=step.worker,
         model=step.model,
         access=list(step.access),
-        status="running",
-        reserved=reserve.to_json(),
+        status=StepStatus.RUNNING,
+        reserved=reserve,
     )
     run.records[step.id] = record
     started = time.monotonic()
-    await run.emit("step-started", step.id, role=step.role, model=step.model)
-    last_error: str | None = None
-    for attempt in range(step.attempts):
-        if run.pipeline.budget.cost is not None and step.pricing is None:
-            return _stop(run, step, record, "max-cost-reached", f"{step.model} has no pricing")
-        reservation = await run.ledger.reserve(reserve)
-        if isinstance(reservation, Refused):
-            await run.emit("budget-stop", step.id, reason=reservation.describe())
-            return _stop(run, step, record, reservation.stop_reason, reservation.describe())
-        record.attempts = attempt + 1
-        partial: list[str] = []
+    await run.emit(EventKind.STEP_STARTED, step.id, role=step.role, model=step.model)
+    if run.pipeline.budget.cost is not None and step.pricing is None:
+        return _stop(run, step, record, StopReason.MAX_COST, f"{step.model} has no pricing")
 
-        async def on_event(ev: StreamEvent, partial: list[str] = partial) -> None:
-            if ev.kind == "token":
-                partial.append(ev.text)
-                await run.emit("token", step.id, text=ev.text)
-            elif ev.frame is not None:
-                await run.emit("provider-frame", step.id, frame=ev.frame)
-
-        request = CompletionRequest(
-            model=model_id,
-            messages=msgs,
-            max_tokens=step.max_tokens,
-            stream=run.stream,
-            timeout_s=step.timeout_ms / 1000,
-            step_role=step.role,
-            metadata={"task": step.task},
-        )
-        try:
-            with anyio.fail_after(step.timeout_ms / 1000):
-                completion = await provider.complete(request, on_event)
-        except (ProviderError, TimeoutError) as exc:
-            err = (
-                exc
-                if isinstance(exc, ProviderError)
-                else ProviderTimeout(f"step timeout after {step.timeout_ms} ms")
-            )
-            text = err.partial if isinstance(err, StreamDropped) else "".join(partial)
-            prompt_est = sum(estimate_tokens(m.content) for m in msgs)
-            # A failed attempt is still a call and may still be billed: keep it conservative.
-            await run.ledger.reconcile(
-                reservation,
-                Usage(
-                    calls=1,
-                    tokens=prompt_est + estimate_tokens(text),
-                    credits=step.credits,
-                    cost=reserve.cost,
-                ),
-            )
-            last_error = f"{type(err).__name__}: {redact(str(err))}"
-            if not err.retryable or attempt + 1 >= step.attempts:
-                break
-            delay = _backoff(run, attempt, err)
+    async def on_event(ev: MeteredEvent) -> None:
+        if isinstance(ev, AttemptStarted):
+            record.attempts = ev.attempt  # kept current: the run deadline may cancel the call
+        elif isinstance(ev, Retrying):
             await run.emit(
-                "step-retry",
+                EventKind.STEP_RETRY,
                 step.id,
-                attempt=attempt + 1,
-                error=last_error,
-                delay_ms=int(delay * 1000),
+                attempt=ev.attempt,
+                error=ev.error,
+                delay_ms=int(ev.delay_s * 1000),
             )
-            await anyio.sleep(delay)
-            continue
-        usage = completion.usage
-        spent = completion.receipt.spent_credits if completion.receipt else None
-        cost = None
-        if step.pricing is not None:
-            cost = money_for_tokens(
-                usage.prompt_tokens,
-                usage.completion_tokens,
-                step.pricing.input_per_million,
-                step.pricing.output_per_million,
-            )
-        await run.ledger.reconcile(
-            reservation,
-            Usage(
-                calls=1,
-                tokens=usage.total_tokens,
-                credits=spent if spent is not None else step.credits,
-                cost=cost if cost is not None else Decimal(0),
-            ),
-        )
-        record.status = "ok"
-        record.output = completion.content
-        record.usage = StepUsage(
-            prompt_tokens=usage.prompt_tokens,
-            completion_tokens=usage.completion_tokens,
-            total_tokens=usage.total_tokens,
-            estimated=usage.estimated,
-        )
-        record.cost = None if cost is None else str(cost)
-        record.credits = None if spent is None else str(spent)
-        record.elapsed_ms = int((time.monotonic() - started) * 1000)
-        run.outcomes[step.id] = Outcome("ok", completion.content)
+        elif ev.kind == "token":
+            await run.emit(EventKind.TOKEN, step.id, text=ev.text)
+        elif ev.frame is not None:
+            await run.emit(EventKind.PROVIDER_FRAME, step.id, frame=ev.frame)
+
+    request = CompletionRequest(
+        model=model_id,
+        messages=msgs,
+        max_tokens=step.max_tokens,
+        stream=run.stream,
+        timeout_s=step.timeout_ms / 1000,
+        step_role=step.role,
+        metadata={"task": step.task},
+    )
+    out = await metered_call(
+        provider,
+        request,
+        ledger=run.ledger,
+        reserve=reserve,
+        pricing=step.pricing,
+        retry=RetryPolicy(
+            step.attempts, run.pipeline.backoff_base_ms, run.pipeline.backoff_max_ms, run.rng
+        ),
+        on_event=on_event,
+        timeout_ms=step.timeout_ms,
+        label="step",
+    )
+    if out.refused is not None:
+        await run.emit(EventKind.BUDGET_STOP, step.id, reason=out.refused.describe())
+        return _stop(run, step, record, out.refused.stop_reason, out.refused.describe())
+    record.elapsed_ms = int((time.monotonic() - started) * 1000)
+    await _finish(run, step, record, out)
+
+
+async def _ready(run: _Run, step: StepNode) -> bool:
+    """Whether the step may be sent; records and reports it as skipped or stopped otherwise."""
+    for dep in step.sees:
+        dep_outcome = run.outcomes.get(dep)
+        if dep_outcome is None or dep_outcome.status is not StepStatus.OK:
+            _skip(run, step, StepStatus.SKIPPED, f"reads {dep!r}, which did not complete")
+            await run.emit(EventKind.STEP_SKIPPED, step.id, reason=run.records[step.id].reason)
+            return False
+    if run.stop_reason is not None:
+        _skip(run, step, StepStatus.BUDGET_STOPPED, f"run stopped: {run.stop_reason}")
+        return False
+    if not evaluate(step.guard, Facts(run.risk, run.prompt, run.outcomes)):
+        _skip(run, step, StepStatus.SKIPPED, GUARD_FALSE)
+        await run.emit(EventKind.STEP_SKIPPED, step.id, reason=GUARD_FALSE)
+        return False
+    return True
+
+
+async def _finish(run: _Run, step: StepNode, record: StepRecord, out: Metered) -> None:
+    if out.completion is None:
+        record.status = StepStatus.FAILED
+        record.reason = None if out.error is None else describe(out.error)
+        run.outcomes[step.id] = Outcome(StepStatus.FAILED, "")
         await run.emit(
-            "step-finished",
-            step.id,
-            status="ok",
-            elapsed_ms=record.elapsed_ms,
-            usage=record.usage.model_dump(),
-            model=step.model,
+            EventKind.STEP_FINISHED, step.id, status=StepStatus.FAILED, error=record.reason
         )
         return
-    record.status = "failed"
-    record.reason = last_error
-    record.elapsed_ms = int((time.monotonic() - started) * 1000)
-    run.outcomes[step.id] = Outcome("failed", "")
-    await run.emit("step-finished", step.id, status="failed", error=last_error)
+    usage = out.completion.usage
+    record.status = StepStatus.OK
+    record.output = out.completion.content
+    record.usage = StepUsage(
+        prompt_tokens=usage.prompt_tokens,
+        completion_tokens=usage.completion_tokens,
+        total_tokens=usage.total_tokens,
+        estimated=usage.estimated,
+    )
+    record.cost = out.cost
+    record.credits = out.credits
+    run.outcomes[step.id] = Outcome(StepStatus.OK, out.completion.content)
+    await run.emit(
+        EventKind.STEP_FINISHED,
+        step.id,
+        status=StepStatus.OK,
+        elapsed_ms=record.elapsed_ms,
+        usage=record.usage.model_dump(),
+        model=step.model,
+    )
 
 
-def _backoff(run: _Run, attempt: int, err: ProviderError) -> float:
-    if isinstance(err, RateLimited) and err.retry_after_s is not None:
-        return min(err.retry_after_s, run.pipeline.backoff_max_ms / 1000)
-    base = run.pipeline.backoff_base_ms / 1000 * (2**attempt)
-    return float(min(base, run.pipeline.backoff_max_ms / 1000) * run.rng.uniform(0.5, 1.0))
-
-
-def _skip(run: _Run, step: StepNode, status: str, reason: str) -> None:
+def _skip(run: _Run, step: StepNode, status: StepStatus, reason: str) -> None:
     run.records[step.id] = StepRecord(
         id=step.id,
         role=step.role,
@@ -310,11 +298,20 @@ def _skip(run: _Run, step: StepNode, status: str, reason: str) -> None:
     run.outcomes[step.id] = Outcome(status, "")
 
 
-def _stop(run: _Run, step: StepNode, record: StepRecord, stop: str, reason: str) -> None:
+def _stop(run: _Run, step: StepNode, record: StepRecord, stop: StopReason, reason: str) -> None:
     run.stop_reason = run.stop_reason or stop
-    record.status = "budget-stopped" if record.attempts == 0 else "failed"
+    record.status = StepStatus.BUDGET_STOPPED if record.attempts == 0 else StepStatus.FAILED
     record.reason = reason
     run.outcomes[step.id] = Outcome(record.status, "")
+
+
+def _status(run: _Run, sid: str) -> StepStatus | None:
+    outcome = run.outcomes.get(sid)
+    return None if outcome is None else outcome.status
+
+
+def _total(amounts: Sequence[Decimal]) -> Decimal:
+    return sum(amounts, Decimal(0))
 
 
 def usable(text: str) -> bool:
@@ -323,7 +320,7 @@ def usable(text: str) -> bool:
 
 
 def _answer(run: _Run) -> str:
-    ok = [sid for sid in run.pipeline.answer if run.outcomes.get(sid, Outcome("x")).status == "ok"]
+    ok = [sid for sid in run.pipeline.answer if _status(run, sid) is StepStatus.OK]
     for sid in ok:
         if usable(run.outcomes[sid].output):
             return run.outcomes[sid].output
@@ -336,31 +333,28 @@ def _escalation(run: _Run, executed: int) -> str | None:
     r = run.risk
     if r.level == "high":
         return f"high-risk task: {', '.join(r.signals)}" if r.signals else "high-risk task profile"
-    first = run.pipeline.graph.topological_order()[0]
-    if is_refusal(run.outcomes.get(first, Outcome("x")).output):
+    first = run.outcomes.get(run.order[0])
+    if is_refusal(first.output if first is not None else ""):
         return "direct answer was refused or empty"
     return f"{r.complexity}-complexity {r.kind} task"
 
 
 def _result(run: _Run) -> RunResult:
-    order = run.pipeline.graph.topological_order()
-    steps = [run.records[sid] for sid in order if sid in run.records]
+    steps = [run.records[sid] for sid in run.order if sid in run.records]
     executed = [s for s in steps if s.attempts > 0]
     calls = sum(s.attempts for s in steps)
-    failed = [s for s in steps if s.status == "failed"]
+    failed = [s for s in steps if s.status is StepStatus.FAILED]
     answer = _answer(run)
     if run.stop_reason:
         stop = run.stop_reason
     elif not answer and failed:
-        stop = "error"
-    elif any(s.status == "skipped" and s.reason == "guard is false" for s in steps):
-        stop = "direct-answer-accepted" if len(executed) == 1 else "completed"
+        stop = StopReason.ERROR
+    elif any(s.status is StepStatus.SKIPPED and s.reason == GUARD_FALSE for s in steps):
+        stop = StopReason.DIRECT_ANSWER_ACCEPTED if len(executed) == 1 else StopReason.COMPLETED
     else:
-        stop = "completed"
-    priced = all(s.cost is not None for s in executed)
-    unpriced = sorted({s.model for s in executed if s.cost is None})
-    receipts = [Decimal(s.credits) for s in executed if s.credits is not None]
-    used = run.ledger.actual
+        stop = StopReason.COMPLETED
+    costs = [s.cost for s in executed if s.cost is not None]
+    receipts = [s.credits for s in executed if s.credits is not None]
     canonical = {
         "pipeline": run.pipeline.name,
         "tier": run.pipeline.tier,
@@ -388,24 +382,19 @@ def _result(run: _Run) -> RunResult:
         escalation_reason=_escalation(run, len(executed)),
         stop_reason=stop,
         budget=BudgetReport(
-            limits=run.pipeline.budget.to_json(),
-            used=used.to_json(),
-            reserved_peak=run.ledger.peak.to_json(),
-            limited=stop.startswith(("max-", "input-")),
+            limits=run.pipeline.budget,
+            used=run.ledger.actual,
+            reserved_peak=run.ledger.peak,
+            limited=stop.limited,
         ),
         steps=steps,
         risk=run.risk.to_json(),
         elapsed_ms=int((time.monotonic() - run.started) * 1000),
-        cost=str(sum((Decimal(s.cost) for s in executed if s.cost), Decimal(0)))
-        if priced and executed
-        else None,
-        missing_pricing=unpriced,
-        credits=str(sum(receipts, Decimal(0))) if receipts else None,
-        estimated_credits=str(
-            sum(
-                (Decimal(str(s.reserved.get("credits", 0))) * s.attempts for s in executed),
-                Decimal(0),
-            )
+        cost=_total(costs) if executed and len(costs) == len(executed) else None,
+        missing_pricing=sorted({s.model for s in executed if s.cost is None}),
+        credits=_total(receipts) if receipts else None,
+        estimated_credits=_total(
+            [s.reserved.credits * s.attempts for s in executed if s.reserved is not None]
         ),
         tokens=sum(s.usage.total_tokens for s in steps),
         error=failed[-1].reason if failed else None,

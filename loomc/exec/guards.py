@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from loomc.exec.result import StepStatus
 from loomc.ir.guards import compare_values
 from loomc.ir.model import (
     RISK_ORDER,
@@ -26,12 +27,12 @@ REFUSAL_PREFIXES = ("i can't", "i cannot", "i can’t", "sorry", "unable to")
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    status: str  # ok | failed | skipped | budget-stopped | cancelled
+    status: StepStatus
     output: str = ""
 
     @property
     def ran(self) -> bool:
-        return self.status in ("ok", "failed")
+        return self.status.ran
 
 
 def is_refusal(text: str) -> bool:
@@ -46,10 +47,10 @@ def step_predicate(outcome: Outcome | None, predicate: str) -> bool:
     return {
         "ran": outcome.ran,
         "skipped": not outcome.ran,
-        "ok": outcome.status == "ok",
-        "failed": outcome.status == "failed",
-        "empty": outcome.status == "ok" and not text,
-        "refused": outcome.status == "ok" and is_refusal(text),
+        "ok": outcome.status is StepStatus.OK,
+        "failed": outcome.status is StepStatus.FAILED,
+        "empty": outcome.status is StepStatus.OK and not text,
+        "refused": outcome.status is StepStatus.OK and is_refusal(text),
     }[predicate]
 
 

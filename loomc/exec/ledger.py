@@ -12,15 +12,8 @@ from decimal import Decimal
 
 import anyio
 
+from loomc.exec.result import StopReason
 from loomc.units import Budget, Dimension, Usage
-
-STOP_REASONS = {
-    Dimension.CALLS: "max-calls-reached",
-    Dimension.TOKENS: "max-tokens-reached",
-    Dimension.CREDITS: "max-credits-reached",
-    Dimension.COST: "max-cost-reached",
-    Dimension.LATENCY: "max-latency-reached",
-}
 
 
 @dataclass
@@ -39,8 +32,8 @@ class Refused:
     used: int | Decimal
 
     @property
-    def stop_reason(self) -> str:
-        return STOP_REASONS[self.dimension]
+    def stop_reason(self) -> StopReason:
+        return StopReason.ceiling(self.dimension)
 
     def describe(self) -> str:
         return (

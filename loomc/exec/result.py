@@ -1,10 +1,102 @@
-"""The typed result of one run: what `loomc run --json` prints and what `loomc eval` records."""
+"""The typed result of one run: what `loomc run --json` prints and what `loomc eval` records.
+
+Statuses and stop reasons are string enums whose values are the words written to JSON; money
+and credits are exact decimals written as strings; budgets are the runtime's own ``Budget`` and
+``Usage``. The JSON is what it always was, so journals and receipts written earlier still load
+and re-serialise byte for byte.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from decimal import Decimal
+from enum import StrEnum
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    FieldSerializationInfo,
+    ModelWrapValidatorHandler,
+    PlainSerializer,
+    PrivateAttr,
+    field_serializer,
+    model_validator,
+)
+
+from loomc.units import Budget, Dimension, Usage
+
+
+class StepStatus(StrEnum):
+    RUNNING = "running"  # reserved and sent; left so when the run deadline cancels it
+    OK = "ok"
+    FAILED = "failed"
+    SKIPPED = "skipped"  # guard false, or reads a step that did not complete
+    BUDGET_STOPPED = "budget-stopped"
+    CANCELLED = "cancelled"  # the run deadline passed before it started
+
+    @property
+    def ran(self) -> bool:
+        """Whether the step was sent (and so produced an outcome other steps can read)."""
+        return self in (StepStatus.OK, StepStatus.FAILED)
+
+
+class StopReason(StrEnum):
+    """Why a run ended."""
+
+    COMPLETED = "completed"
+    DIRECT_ANSWER_ACCEPTED = "direct-answer-accepted"
+    ERROR = "error"  # no answer, and a step failed
+    INPUT_TOO_LARGE = "input-too-large"
+    MAX_CALLS = "max-calls-reached"
+    MAX_TOKENS = "max-tokens-reached"
+    MAX_CREDITS = "max-credits-reached"
+    MAX_COST = "max-cost-reached"
+    MAX_LATENCY = "max-latency-reached"
+
+    @classmethod
+    def ceiling(cls, dimension: Dimension) -> StopReason:
+        """The stop reason of a run that reached its ceiling on ``dimension``."""
+        return _CEILINGS[dimension]
+
+    @property
+    def dimension(self) -> Dimension | None:
+        """The budget dimension whose ceiling stopped the run; None for any other reason."""
+        return next((d for d, r in _CEILINGS.items() if r is self), None)
+
+    @property
+    def limited(self) -> bool:
+        """A budget ceiling or the input bound stopped the run."""
+        return self.dimension is not None or self is StopReason.INPUT_TOO_LARGE
+
+
+_CEILINGS = {
+    Dimension.CALLS: StopReason.MAX_CALLS,
+    Dimension.TOKENS: StopReason.MAX_TOKENS,
+    Dimension.CREDITS: StopReason.MAX_CREDITS,
+    Dimension.COST: StopReason.MAX_COST,
+    Dimension.LATENCY: StopReason.MAX_LATENCY,
+}
+
+# Exact decimals, written to JSON as their string (as `str(Decimal)`), read back from it.
+Money = Annotated[Decimal, PlainSerializer(str, return_type=str, when_used="json")]
+
+
+def _none_if_empty(value: object) -> object:
+    return None if value == {} else value
+
+
+def _usage_json(value: Usage | None) -> dict[str, str | int]:
+    return {} if value is None else value.to_json()
+
+
+# A reservation that may not have happened: ``{}`` in JSON, ``None`` here.
+Reserved = Annotated[
+    Usage | None,
+    BeforeValidator(_none_if_empty),
+    PlainSerializer(_usage_json, return_type=dict[str, str | int]),
+]
 
 
 class StepUsage(BaseModel):
@@ -22,22 +114,48 @@ class StepRecord(BaseModel):
     worker: str
     model: str
     access: list[str] = Field(default_factory=list)
-    status: str  # ok | failed | skipped | budget-stopped | cancelled
+    status: StepStatus
     reason: str | None = None  # why skipped / stopped / failed
     elapsed_ms: int = 0
     attempts: int = 0
     usage: StepUsage = Field(default_factory=StepUsage)
-    cost: str | None = None  # USD as exact decimal string; None when the model has no pricing
-    credits: str | None = None  # native spent credits when a receipt was returned
-    reserved: dict[str, Any] = Field(default_factory=dict)  # ledger reservation for this step
+    cost: Money | None = None  # USD; None when the model has no pricing
+    credits: Money | None = None  # native spent credits when a receipt was returned
+    reserved: Reserved = None  # the ledger's reservation per attempt; None when never reserved
     output: str | None = None
 
 
+_AXES = ("calls", "tokens", "credits", "cost", "latency_ms")
+
+
 class BudgetReport(BaseModel):
-    limits: dict[str, Any]
-    used: dict[str, Any]
-    reserved_peak: dict[str, Any] = Field(default_factory=dict)
+    limits: Budget
+    used: Usage
+    reserved_peak: Reserved = None  # None when the report carries no peak
     limited: bool = False
+    # The axes of ``limits``/``used`` when they were read from JSON that held only some of them:
+    # they are written back with exactly those, so the JSON re-serialises byte for byte.
+    _axes: dict[str, tuple[str, ...]] = PrivateAttr(default_factory=dict)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _read_axes(
+        cls, data: Any, handler: ModelWrapValidatorHandler[BudgetReport]
+    ) -> BudgetReport:
+        report = handler(data)
+        if isinstance(data, dict):
+            report._axes = {
+                name: tuple(value)
+                for name in ("limits", "used")
+                if isinstance(value := data.get(name), dict) and tuple(value) != _AXES
+            }
+        return report
+
+    @field_serializer("limits", "used")
+    def _write_axes(self, value: Budget | Usage, info: FieldSerializationInfo) -> dict[str, Any]:
+        full: dict[str, Any] = dict(value.to_json())
+        axes = self._axes.get(info.field_name)
+        return full if axes is None else {k: full[k] for k in axes if k in full}
 
 
 class RunResult(BaseModel):
@@ -51,15 +169,15 @@ class RunResult(BaseModel):
     calls: int
     escalated: bool
     escalation_reason: str | None
-    stop_reason: str
+    stop_reason: StopReason
     budget: BudgetReport
     steps: list[StepRecord]
     risk: dict[str, Any] = Field(default_factory=dict)
     elapsed_ms: int = 0
-    cost: str | None = None  # total USD, None unless every invoked model is priced
+    cost: Money | None = None  # total USD, None unless every invoked model is priced
     missing_pricing: list[str] = Field(default_factory=list)
-    credits: str | None = None  # native credits, None when no receipt was seen
-    estimated_credits: str = "0"
+    credits: Money | None = None  # native credits, None when no receipt was seen
+    estimated_credits: Money = Decimal(0)
     tokens: int = 0
     error: str | None = None
     receipt_hash: str

@@ -1,6 +1,7 @@
 """The one async interface every provider adapter implements, and its typed errors.
 
-Exception tree (httpx's habit of drawing it where it is defined)::
+Exception tree (httpx's habit of drawing it where it is defined; the root of all of loomc's
+errors is ``loomc.errors.LoomcError``)::
 
     ProviderError
     ├── RateLimited          429; carries retry_after_s
@@ -22,6 +23,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Literal, Protocol, runtime_checkable
+
+from loomc.errors import LoomcError
 
 Role = Literal["system", "user", "assistant"]
 
@@ -103,7 +106,7 @@ class Provider(Protocol):
     async def aclose(self) -> None: ...
 
 
-class ProviderError(Exception):
+class ProviderError(LoomcError):
     retryable: bool = False
 
     def __init__(self, message: str, *, provider: str = "", model: str = "") -> None:

@@ -36,7 +36,7 @@ def _rec(
         calls=calls,
         escalated=esc,
         escalation_reason=None,
-        stop_reason="done",
+        stop_reason="completed",
         budget=BudgetReport(limits={}, used={}),
         steps=[StepRecord(id="s", role="finalizer", worker="w", model="m-" + strat, status="ok")],
         elapsed_ms=ms,

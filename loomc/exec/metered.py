@@ -1,0 +1,232 @@
+"""One metered model call: reserve, send, reconcile, retry. Every model call goes through here.
+
+For each attempt the worst case (one call, its credit estimate, its token and money bound) is
+reserved in the ledger *before* the request is sent; a refused reservation sends nothing. After
+the attempt the reservation is replaced by what was really used: the provider's usage, the
+native receipt's credits and the money at the model's pricing, or, for a failed attempt that may
+still be billed, a conservative estimate (the prompt and whatever streamed, the reserved money).
+Only retryable errors are retried, after an exponential backoff with jitter, or after the
+server's ``Retry-After`` (capped by the backoff maximum).
+
+Nothing here raises on provider trouble or a refusal: the typed ``Metered`` outcome says what
+happened, and the caller (the executor, the judge) turns it into a record.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+import anyio
+
+from loomc.exec.ledger import Ledger, Refused
+from loomc.ir.model import Pricing
+from loomc.providers.base import (
+    Completion,
+    CompletionRequest,
+    Provider,
+    ProviderError,
+    ProviderTimeout,
+    RateLimited,
+    StreamCallback,
+    StreamDropped,
+    StreamEvent,
+    estimate_tokens,
+    redact,
+)
+from loomc.units import Usage, money_for_tokens
+
+__all__ = [
+    "AttemptStarted",
+    "Charge",
+    "Metered",
+    "MeteredEvent",
+    "RetryPolicy",
+    "Retrying",
+    "describe",
+    "metered_call",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """How many attempts one call may make and how long to wait between them."""
+
+    attempts: int = 1
+    backoff_base_ms: int = 250
+    backoff_max_ms: int = 4000
+    rng: random.Random = field(default_factory=random.Random, compare=False)
+
+    def delay_s(self, attempt: int, error: ProviderError) -> float:
+        """Seconds to wait after the failed attempt ``attempt`` (0-based) before the next."""
+        cap = self.backoff_max_ms / 1000
+        if isinstance(error, RateLimited) and error.retry_after_s is not None:
+            return min(error.retry_after_s, cap)
+        base = self.backoff_base_ms / 1000 * (2**attempt)
+        return float(min(base, cap) * self.rng.uniform(0.5, 1.0))
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptStarted:
+    """An attempt's reservation was granted and its request is about to be sent."""
+
+    attempt: int  # 1-based
+
+
+@dataclass(frozen=True, slots=True)
+class Retrying:
+    """An attempt failed with a retryable error; the next one starts after ``delay_s``."""
+
+    attempt: int  # the attempt that failed, 1-based
+    error: str  # "ErrorType: redacted message"
+    delay_s: float
+
+
+MeteredEvent = StreamEvent | AttemptStarted | Retrying
+MeteredCallback = Callable[[MeteredEvent], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class Charge:
+    """What one sent attempt was reconciled to in the ledger."""
+
+    usage: Usage
+    prompt_tokens: int
+    completion_tokens: int
+    error: ProviderError | None = None  # None for the attempt that succeeded
+
+
+@dataclass(slots=True)
+class Metered:
+    """The outcome of one metered call."""
+
+    completion: Completion | None = None  # the successful completion, if any
+    cost: Decimal | None = None  # USD of the successful completion; None when unpriced
+    credits: Decimal | None = None  # native credits from its receipt; None when none was sent
+    charges: list[Charge] = field(default_factory=list)  # one per attempt sent, in order
+    refused: Refused | None = None  # set when a reservation was refused (nothing more sent)
+
+    @property
+    def attempts(self) -> int:
+        return len(self.charges)
+
+    @property
+    def usage(self) -> Usage:
+        """Everything the ledger was charged for this call, failed attempts included."""
+        return sum((c.usage for c in self.charges), Usage())
+
+    @property
+    def error(self) -> ProviderError | None:
+        """The last attempt's error; None when the call succeeded or nothing was sent."""
+        return self.charges[-1].error if self.charges else None
+
+
+def describe(error: BaseException) -> str:
+    """How an error is recorded: its type and its message, keys redacted."""
+    return f"{type(error).__name__}: {redact(str(error))}"
+
+
+async def metered_call(
+    provider: Provider,
+    request: CompletionRequest,
+    *,
+    ledger: Ledger,
+    reserve: Usage,
+    pricing: Pricing | None,
+    retry: RetryPolicy,
+    on_event: MeteredCallback | None = None,
+    timeout_ms: int | None = None,
+    label: str = "call",
+) -> Metered:
+    """Send ``request`` through ``provider``, reserving ``reserve`` in ``ledger`` per attempt.
+
+    ``reserve`` is one attempt's worst case; its credits are also what an attempt is charged
+    when no native receipt says otherwise. ``pricing`` prices the actual tokens (None: the
+    model has no pricing, its money counts 0). ``on_event`` gets the stream's tokens and
+    frames, each granted attempt and each retry. ``timeout_ms`` bounds each attempt (``label``
+    names it in the timeout message)."""
+    out = Metered()
+    prompt_tokens = sum(estimate_tokens(m.content) for m in request.messages)
+    for attempt in range(retry.attempts):
+        reservation = await ledger.reserve(reserve)
+        if isinstance(reservation, Refused):
+            out.refused = reservation
+            return out
+        if on_event is not None:
+            await on_event(AttemptStarted(attempt + 1))
+        partial: list[str] = []
+
+        async def stream(ev: StreamEvent, partial: list[str] = partial) -> None:
+            if ev.kind == "token":
+                partial.append(ev.text)
+            if on_event is not None:
+                await on_event(ev)
+
+        try:
+            completion = await _send(provider, request, stream, timeout_ms, label)
+        except ProviderError as err:
+            text = err.partial if isinstance(err, StreamDropped) else "".join(partial)
+            charge = _failed(err, prompt_tokens, estimate_tokens(text), reserve)
+            await ledger.reconcile(reservation, charge.usage)
+            out.charges.append(charge)
+            if not err.retryable or attempt + 1 >= retry.attempts:
+                return out
+            delay = retry.delay_s(attempt, err)
+            if on_event is not None:
+                await on_event(Retrying(attempt + 1, describe(err), delay))
+            await anyio.sleep(delay)
+            continue
+        charge, out.cost, out.credits = _succeeded(completion, reserve, pricing)
+        await ledger.reconcile(reservation, charge.usage)
+        out.charges.append(charge)
+        out.completion = completion
+        return out
+    return out
+
+
+async def _send(
+    provider: Provider,
+    request: CompletionRequest,
+    stream: StreamCallback,
+    timeout_ms: int | None,
+    label: str,
+) -> Completion:
+    try:
+        with anyio.fail_after(None if timeout_ms is None else timeout_ms / 1000):
+            return await provider.complete(request, stream)
+    except TimeoutError:
+        raise ProviderTimeout(f"{label} timeout after {timeout_ms} ms") from None
+
+
+def _failed(err: ProviderError, prompt_tokens: int, streamed: int, reserve: Usage) -> Charge:
+    """A failed attempt is still a call and may still be billed: charge it conservatively
+    (the prompt and what streamed, its credit estimate, its reserved money)."""
+    usage = Usage(
+        calls=1, tokens=prompt_tokens + streamed, credits=reserve.credits, cost=reserve.cost
+    )
+    return Charge(usage, prompt_tokens, streamed, err)
+
+
+def _succeeded(
+    completion: Completion, reserve: Usage, pricing: Pricing | None
+) -> tuple[Charge, Decimal | None, Decimal | None]:
+    """The charge of a completed attempt, its money (None: unpriced) and native credits."""
+    tokens = completion.usage
+    spent = completion.receipt.spent_credits if completion.receipt else None
+    cost = None
+    if pricing is not None:
+        cost = money_for_tokens(
+            tokens.prompt_tokens,
+            tokens.completion_tokens,
+            pricing.input_per_million,
+            pricing.output_per_million,
+        )
+    usage = Usage(
+        calls=1,
+        tokens=tokens.total_tokens,
+        credits=spent if spent is not None else reserve.credits,
+        cost=cost if cost is not None else Decimal(0),
+    )
+    return Charge(usage, tokens.prompt_tokens, tokens.completion_tokens), cost, spent
