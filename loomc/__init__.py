@@ -14,8 +14,8 @@ The public API. Everything the CLI, the server and the Studio do goes through th
 Names load lazily (PEP 562), so ``import loomc`` — and ``loomc --help`` — stays cheap: pydantic,
 networkx and the runtime are imported on first use of a name that needs them.
 
-Errors derive from ``LoomcError``: ``DiagnosticError`` (the project does not compile or check; ``.diagnostics`` holds every
-finding), ``PlanRejected`` (no planner proposal passed the checker), ``BudgetRefused`` (an eval's
+Every error derives from ``LoomcError``: ``DiagnosticError`` (the project does not compile or
+check; ``.diagnostics`` holds every finding), ``PlanRejected`` (no planner proposal passed the checker), ``BudgetRefused`` (an eval's
 worst case passes its totals), ``DatasetError``, ``StrategyError``, ``EvalAborted``.
 Budget and provider trouble during a run never raises: it is the result's ``stop_reason``.
 """
@@ -96,6 +96,7 @@ if TYPE_CHECKING:  # explicit re-exports for type checkers
     from loomc.api.running import run as run
     from loomc.diagnostics import Diagnostic as Diagnostic
     from loomc.diagnostics import DiagnosticError as DiagnosticError
+    from loomc.errors import LoomcError as LoomcError
     from loomc.eval.dataset import DatasetError as DatasetError
     from loomc.eval.receipt import EvalReceipt as EvalReceipt
     from loomc.eval.receipt import load_receipt as load_receipt
