@@ -324,7 +324,7 @@ def report(test_path: Path, seed_path: Path, data: Path) -> str:
         "",
         f"Load (fresh process, safetensors weights + tokenizer): {load['load_seconds']:.2f} s. "
         f"Per-prompt latency after load, median over the test prompts, {semantic.encoder.dtype} "
-        f"numpy encoder, OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')} "
+        f"numpy encoder, {semantic.encoder.threads} BLAS thread(s) "
         f"on {os.cpu_count()} CPUs: keywords {kw_ms:.3f} ms, semantic {sem_ms:.2f} ms "
         f"(ratio {sem_ms / kw_ms:.0f}x).",
     ]
