@@ -58,24 +58,40 @@ _ERFCX = {dt: _erfcx_poly(deg) for dt, deg in _ERFCX_DEGREE.items()}
 
 
 def normal_cdf(x: Array) -> Array:
-    """Phi(x) elementwise in x's dtype (float32 or float64), to that dtype's rounding."""
+    """Phi(x) elementwise in x's dtype (float32 or float64), to that dtype's rounding.
+
+    In-place steps on two scratch arrays: GELU is ~15% of a forward pass, mostly allocation.
+    """
     f = x.dtype.type
-    z = np.abs(x) * f(1.0 / math.sqrt(2.0))
-    zc = np.minimum(z, f(_ERFCX_END))
-    t = ((zc - f(_ERFCX_K)) / (zc + f(_ERFCX_K)) + f(1.0)) * f(_S_SCALE) - f(1.0)
+    z = np.abs(x)
+    z *= f(1.0 / math.sqrt(2.0))
+    t = np.minimum(z, f(_ERFCX_END))
+    den = t + f(_ERFCX_K)
+    t -= f(_ERFCX_K)
+    t /= den
+    t += f(1.0)
+    t *= f(_S_SCALE)
+    t -= f(1.0)
     coefs = _ERFCX[x.dtype]
-    p = np.full_like(t, coefs[0])
-    for c in coefs[1:]:
+    p = t * f(coefs[0])
+    p += f(coefs[1])
+    for c in coefs[2:]:
         p *= t
         p += f(c)
-    half_erfc = f(0.5) * np.exp(-z * z) * p  # erfc(|x| / sqrt 2) / 2
-    out: Array = np.where(x < 0, half_erfc, f(1.0) - half_erfc)
+    np.multiply(z, z, out=z)
+    np.negative(z, out=z)
+    np.exp(z, out=z)
+    z *= f(0.5)
+    z *= p  # erfc(|x| / sqrt 2) / 2
+    out: Array = f(1.0) - z
+    np.copyto(out, z, where=x < 0)
     return out
 
 
 def gelu(x: Array) -> Array:
     """BERT's exact GELU, x * Phi(x)."""
-    out: Array = x * normal_cdf(x)
+    out = normal_cdf(x)
+    out *= x
     return out
 
 
@@ -163,11 +179,21 @@ class MiniLM:
         return list(self._tokenizer.encode(text).ids)
 
     def _layer_norm(self, x: Array, key: str) -> Array:
-        mean = x.mean(axis=-1, keepdims=True)
-        centred = x - mean
-        var = (centred * centred).mean(axis=-1, keepdims=True)
-        out: Array = centred / np.sqrt(var + self.dtype.type(self.eps))
-        return out * self._w[f"{key}.weight"] + self._w[f"{key}.bias"]
+        """LayerNorm, overwriting ``x`` (a temporary): the same operations, fewer allocations."""
+        x -= x.mean(axis=-1, keepdims=True)
+        var = (x * x).mean(axis=-1, keepdims=True)
+        var += self.dtype.type(self.eps)
+        x /= np.sqrt(var)
+        x *= self._w[f"{key}.weight"]
+        x += self._w[f"{key}.bias"]
+        return x
+
+    def _linear(self, x: Array, key: str, residual: Array | None = None) -> Array:
+        out: Array = x @ self._w[key]
+        out += self._w[f"{key}_b"]
+        if residual is not None:
+            out += residual
+        return out
 
     def hidden_states(self, ids: Sequence[int]) -> Array:
         """Last hidden states (tokens x 384) of one unpadded sequence (attention mask all ones)."""
@@ -178,16 +204,18 @@ class MiniLM:
         hd = d // self.heads
         scale = self.dtype.type(1.0 / math.sqrt(hd))
         for i in range(self.layers):
-            qkv = x @ w[f"{i}.qkv"] + w[f"{i}.qkv_b"]
+            qkv = self._linear(x, f"{i}.qkv")
             q, k, v = (qkv[:, j * d : (j + 1) * d].reshape(n, self.heads, hd) for j in range(3))
             q, k, v = q.transpose(1, 0, 2), k.transpose(1, 0, 2), v.transpose(1, 0, 2)
-            scores = (q @ k.transpose(0, 2, 1)) * scale
-            scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
+            scores = q @ k.transpose(0, 2, 1)
+            scores *= scale
+            scores -= scores.max(axis=-1, keepdims=True)
+            np.exp(scores, out=scores)
             scores /= scores.sum(axis=-1, keepdims=True)
             ctx = (scores @ v).transpose(1, 0, 2).reshape(n, d)
-            x = self._layer_norm(ctx @ w[f"{i}.attn_out"] + w[f"{i}.attn_out_b"] + x, f"{i}.ln1")
-            h = gelu(x @ w[f"{i}.inter"] + w[f"{i}.inter_b"])
-            x = self._layer_norm(h @ w[f"{i}.out"] + w[f"{i}.out_b"] + x, f"{i}.ln2")
+            x = self._layer_norm(self._linear(ctx, f"{i}.attn_out", x), f"{i}.ln1")
+            h = gelu(self._linear(x, f"{i}.inter"))
+            x = self._layer_norm(self._linear(h, f"{i}.out", x), f"{i}.ln2")
         return x
 
     def encode(self, texts: Sequence[str]) -> Array:
