@@ -14,9 +14,31 @@ import sys
 from typing import Any
 
 PROMPT = "Customers are sometimes charged twice when they double-click Pay. Review it."
-ORDER = ["cli", "api", "report", "eval", "conductor", "exec", "risk", "providers", "project",
-         "checker", "check", "checking", "regress", "plan_table", "ir", "policy", "syntax",
-         "sources", "diagnostics", "units", "codes", "text", "errors"]
+ORDER = [
+    "cli",
+    "api",
+    "report",
+    "eval",
+    "conductor",
+    "exec",
+    "risk",
+    "providers",
+    "project",
+    "checker",
+    "check",
+    "checking",
+    "regress",
+    "plan_table",
+    "ir",
+    "policy",
+    "syntax",
+    "sources",
+    "diagnostics",
+    "units",
+    "codes",
+    "text",
+    "errors",
+]
 
 
 def stage(module: str) -> str:
@@ -61,10 +83,14 @@ def main() -> int:
         sys.setprofile(None)
     rank = {s: i for i, s in enumerate(ORDER)}
     climbs = sorted((a, b) for a, b in edges if rank.get(stage(b), 99) < rank.get(stage(a), 99))
-    print(f"\nprompt path ({len(stack_at_call)} modules): {' -> '.join(stack_at_call)}",
-          file=sys.stderr)
-    print(f"{len(modules)} modules run for one prompt; {len(climbs)} climb(s) up the stages",
-          file=sys.stderr)
+    print(
+        f"\nprompt path ({len(stack_at_call)} modules): {' -> '.join(stack_at_call)}",
+        file=sys.stderr,
+    )
+    print(
+        f"{len(modules)} modules run for one prompt; {len(climbs)} climb(s) up the stages",
+        file=sys.stderr,
+    )
     for a, b in climbs:
         print(f"  climb: {a} -> {b}", file=sys.stderr)
     print("  " + " ".join(modules), file=sys.stderr)
