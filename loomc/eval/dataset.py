@@ -4,7 +4,6 @@ reported (not just the first) so a suite author fixes a file in one pass."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -119,29 +118,3 @@ def load_dataset(path: Path, limit: int | None = None) -> list[Case]:
         raise DatasetError([f"{path}: cannot read dataset: {exc.strerror}"]) from None
     cases = parse_dataset(text, str(path))
     return cases[:limit] if limit is not None else cases
-
-
-def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """`(line number, object)` per non-blank line of any JSONL file, stopping at the first bad
-    line with a ValueError naming `file:line` (`load_dataset` instead collects every problem)."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ValueError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"{path}: not UTF-8 text: {exc.reason}") from None
-    for number, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            value = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{path}:{number}:{exc.colno}: invalid JSON: {exc.msg}") from None
-        if not isinstance(value, dict):
-            raise ValueError(f"{path}:{number}: expected a JSON object")
-        yield number, value
-
-
-def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
-    """Rows of a JSONL file; a bad line raises ValueError naming `file:line`."""
-    return [row for _, row in iter_jsonl(path)]
