@@ -63,8 +63,8 @@ class Overshoot:
                 f"{self.ceiling} (over by {self.amount}); no further call is sent"
             )
         return (
-            f"over ceiling: {self.ledger} ledger {self.dimension.value} {self.used} > ceiling "
-            f"{self.ceiling} (over by {self.amount}); no further call is sent"
+            f"over ceiling: {self.ledger} ledger {self.dimension.value} {_num(self.used)} > "
+            f"ceiling {_num(self.ceiling)} (over by {_num(self.amount)}); no further call is sent"
         )
 
 
@@ -226,6 +226,11 @@ class Ledger:
                 if ledger.hook is not None:
                     ledger.hook.settled(reservation, actual)
             return reservation.ledgers[0].chain_overshoot() if reservation.ledgers else None
+
+
+def _num(value: int | Decimal) -> str:
+    """A number as people write it: ``50``, not ``50.0`` or ``5E+1``."""
+    return format(value.normalize(), "f") if isinstance(value, Decimal) else str(value)
 
 
 def nonnegative(usage: Usage) -> Usage:
