@@ -35,15 +35,22 @@ def _dot(spent: object) -> dict[str, Any]:
 # model -> the usage and extra top-level keys of each chunk that carries usage (in order)
 SCENARIOS: dict[str, list[dict[str, Any]]] = {
     "honest": [{"usage": HONEST}],
-    "negative": [{"usage": {"prompt_tokens": -1000, "completion_tokens": -1000,
-                            "total_tokens": -2000}, **_dot(-100)}],
-    "oversized": [{"usage": {"prompt_tokens": 30, "completion_tokens": 20000,
-                             "total_tokens": 20030}}],
+    "negative": [
+        {
+            "usage": {"prompt_tokens": -1000, "completion_tokens": -1000, "total_tokens": -2000},
+            **_dot(-100),
+        }
+    ],
+    "oversized": [
+        {"usage": {"prompt_tokens": 30, "completion_tokens": 20000, "total_tokens": 20030}}
+    ],
     "dot-50": [{"usage": HONEST, **_dot(50)}],
     "inconsistent": [
         {"usage": {"prompt_tokens": 30, "completion_tokens": 18, "total_tokens": 5}, **_dot(2)},
-        {"usage": {"prompt_tokens": 30, "completion_tokens": -7, "total_tokens": 9999},
-         **_dot("-0.5")},
+        {
+            "usage": {"prompt_tokens": 30, "completion_tokens": -7, "total_tokens": 9999},
+            **_dot("-0.5"),
+        },
     ],
 }
 
@@ -89,25 +96,57 @@ class LyingServer:
             merged: dict[str, Any] = {}
             for extra in chunks:
                 merged.update(extra)
-            await _json(send, {"choices": [{"index": 0, "finish_reason": "stop", "message": {
-                "role": "assistant", "content": ANSWER}}], **merged})
+            await _json(
+                send,
+                {
+                    "choices": [
+                        {
+                            "index": 0,
+                            "finish_reason": "stop",
+                            "message": {"role": "assistant", "content": ANSWER},
+                        }
+                    ],
+                    **merged,
+                },
+            )
             return
-        await send({"type": "http.response.start", "status": 200,
-                    "headers": [(b"content-type", b"text/event-stream")]})
-        frames = [{"choices": [{"index": 0, "delta": {"content": word}}]}
-                  for word in ANSWER.split(" ")[:1]]
-        frames.append({"choices": [{"index": 0, "delta": {
-            "content": ANSWER[len(ANSWER.split(' ')[0]):]}, "finish_reason": "stop"}]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"content-type", b"text/event-stream")],
+            }
+        )
+        frames = [
+            {"choices": [{"index": 0, "delta": {"content": word}}]}
+            for word in ANSWER.split(" ")[:1]
+        ]
+        frames.append(
+            {
+                "choices": [
+                    {
+                        "index": 0,
+                        "delta": {"content": ANSWER[len(ANSWER.split(" ")[0]) :]},
+                        "finish_reason": "stop",
+                    }
+                ]
+            }
+        )
         frames += [{"choices": [], **extra} for extra in chunks]
         for frame in frames:
             data = f"data: {json.dumps(frame)}\n\n".encode()
             await send({"type": "http.response.body", "body": data, "more_body": True})
-        await send({"type": "http.response.body", "body": b"data: [DONE]\n\n",
-                    "more_body": False})
+        await send({"type": "http.response.body", "body": b"data: [DONE]\n\n", "more_body": False})
 
     def start(self, port: int = 0) -> LyingServer:
-        config = uvicorn.Config(self, host="127.0.0.1", port=port, log_level="critical",
-                                lifespan="off", access_log=False)
+        config = uvicorn.Config(
+            self,
+            host="127.0.0.1",
+            port=port,
+            log_level="critical",
+            lifespan="off",
+            access_log=False,
+        )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, daemon=True)
         self._thread.start()
@@ -127,12 +166,23 @@ class LyingServer:
 
 
 async def _json(send: Send, obj: object, status: int = 200) -> None:
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json")]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json")],
+        }
+    )
     await send({"type": "http.response.body", "body": json.dumps(obj).encode()})
 
 
 if __name__ == "__main__":  # its own process: survives the clients it counts
     port, delay = int(sys.argv[1]), float(sys.argv[2]) if len(sys.argv) > 2 else 0.0
-    uvicorn.run(LyingServer(delay), host="127.0.0.1", port=port, log_level="critical",
-                lifespan="off", access_log=False)
+    uvicorn.run(
+        LyingServer(delay),
+        host="127.0.0.1",
+        port=port,
+        log_level="critical",
+        lifespan="off",
+        access_log=False,
+    )

@@ -50,14 +50,20 @@ def server() -> Iterator[LyingServer]:
     srv.stop()
 
 
-def _project(tmp_path: Path, server: LyingServer, first: str, second: str = "honest",
-             credits: str = "0.1") -> Path:
+def _project(
+    tmp_path: Path, server: LyingServer, first: str, second: str = "honest", credits: str = "0.1"
+) -> Path:
     project = tmp_path / "project"
     (project / "pipelines").mkdir(parents=True)
     (project / "pipelines" / "two.loom").write_text(PIPELINE, encoding="utf-8")
     policy: dict[str, Any] = yaml.safe_load((ROOT / "policies/default.yaml").read_text())
-    policy["providers"] = {"gw": {"type": "openai-compatible", "base_url": server.base_url,
-                                  "api_key": "env:LOOMC_LYING_KEY"}}
+    policy["providers"] = {
+        "gw": {
+            "type": "openai-compatible",
+            "base_url": server.base_url,
+            "api_key": "env:LOOMC_LYING_KEY",
+        }
+    }
     for name, spec in policy["workers"].items():
         spec["model"] = f"gw/{first if name == 'finalizer' else second}"
         spec["credits"] = credits
@@ -66,10 +72,23 @@ def _project(tmp_path: Path, server: LyingServer, first: str, second: str = "hon
     return project
 
 
-def _run(project: Path, capsys: pytest.CaptureFixture[str], *extra: str,
-         pipeline: str = "two") -> tuple[int, dict[str, Any], str]:
-    code = main(["run", PROMPT, "--pipeline", pipeline, "--project", str(project), "--policy",
-                 str(project / "loomc.yaml"), "--json", *extra])
+def _run(
+    project: Path, capsys: pytest.CaptureFixture[str], *extra: str, pipeline: str = "two"
+) -> tuple[int, dict[str, Any], str]:
+    code = main(
+        [
+            "run",
+            PROMPT,
+            "--pipeline",
+            pipeline,
+            "--project",
+            str(project),
+            "--policy",
+            str(project / "loomc.yaml"),
+            "--json",
+            *extra,
+        ]
+    )
     out, err = capsys.readouterr()
     return code, (json.loads(out) if out.strip() else {}), err
 
@@ -140,15 +159,33 @@ def test_a_dot_receipt_over_max_credits_is_over_ceiling(
 
 def _dataset(tmp_path: Path, n: int) -> Path:
     data = tmp_path / "d.jsonl"
-    data.write_text("".join(json.dumps({"id": f"c{i}", "prompt": f"Task {i}: add two and two."})
-                            + "\n" for i in range(n)))
+    data.write_text(
+        "".join(
+            json.dumps({"id": f"c{i}", "prompt": f"Task {i}: add two and two."}) + "\n"
+            for i in range(n)
+        )
+    )
     return data
 
 
 def _eval(project: Path, data: Path, out: Path, *extra: str) -> int:
-    return main(["eval", "--dataset", str(data), "--strategies", "one", "--project",
-                 str(project), "--policy", str(project / "loomc.yaml"), "--output", str(out),
-                 "--run-until-budget", *extra])
+    return main(
+        [
+            "eval",
+            "--dataset",
+            str(data),
+            "--strategies",
+            "one",
+            "--project",
+            str(project),
+            "--policy",
+            str(project / "loomc.yaml"),
+            "--output",
+            str(out),
+            "--run-until-budget",
+            *extra,
+        ]
+    )
 
 
 def test_negative_receipts_never_free_an_eval_wide_budget(
@@ -156,8 +193,9 @@ def test_negative_receipts_never_free_an_eval_wide_budget(
 ) -> None:
     project = _project(tmp_path, server, "negative", credits="1")
     out = tmp_path / "r.json"
-    code = _eval(project, _dataset(tmp_path, 30), out, "--max-total-credits", "5",
-                 "--concurrency", "4")
+    code = _eval(
+        project, _dataset(tmp_path, 30), out, "--max-total-credits", "5", "--concurrency", "4"
+    )
     assert code == 0, capsys.readouterr().err
     assert server.total == 5  # each call books its 1-credit estimate, never -100
     runs = json.loads(out.read_text())["runs"]
@@ -170,8 +208,9 @@ def test_an_eval_over_its_ceiling_sends_nothing_more_and_exits_1(
 ) -> None:
     project = _project(tmp_path, server, "dot-50", credits="1")
     out = tmp_path / "r.json"
-    code = _eval(project, _dataset(tmp_path, 10), out, "--max-total-credits", "5",
-                 "--concurrency", "1")
+    code = _eval(
+        project, _dataset(tmp_path, 10), out, "--max-total-credits", "5", "--concurrency", "1"
+    )
     err = capsys.readouterr().err
     assert code == 1
     assert server.total == 1  # the first receipt passed the eval-wide ceiling: nothing after
