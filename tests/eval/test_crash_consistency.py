@@ -200,8 +200,8 @@ def test_kills_never_overshoot_the_eval_wide_ceiling(tmp_path: Path, counting_se
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", [1, 2])
 def test_twenty_kills_never_overshoot_the_eval_wide_ceiling(
-    tmp_path: Path, counting_server: str, seed: int
+    tmp_path: Path, counting_server: str
 ) -> None:
+    seed = int(os.environ.get("LOOMC_CRASH_SEED", "1"))  # vary it by hand for more trials
     _kill_and_resume(tmp_path, counting_server, kills=20, cases=24, ceiling=70, seed=seed)
