@@ -27,7 +27,7 @@ _KEY_SHAPES = re.compile(
     r"|\bhf_[A-Za-z0-9]{30,}"
     r"|\beyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]*"
 )
-# In source files only strings that are unmistakably keys (a `task "use sk-..."` line).
+# Unmistakable keys: what LOOM606 reports in source files and LOOM601 in any policy value.
 _KEY_IN_SOURCE = re.compile(
     r"\b(?:sk|rk|pk)-[A-Za-z0-9_\-]{16,}"
     r"|\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{8,}"
@@ -39,8 +39,9 @@ _KEY_IN_SOURCE = re.compile(
 
 
 def looks_like_key(text: str) -> bool:
-    """True when ``text`` holds a key-shaped string (for LOOM601 on policy values)."""
-    return _KEY_SHAPES.search(text) is not None
+    """True when ``text`` holds an unmistakable key (LOOM601 on policy values whose name does
+    not already say they are credentials: a false alarm would block a valid policy)."""
+    return _KEY_IN_SOURCE.search(text) is not None
 
 
 def find_keys_in_source(text: str) -> list[re.Match[str]]:
