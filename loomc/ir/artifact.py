@@ -68,7 +68,7 @@ def pipeline_to_json(p: Pipeline) -> dict[str, Any]:
 def _clean(text: str) -> str:
     """Artifacts are committed and shared: no key-shaped string and no resolved key in them
     (a `.loom` that holds one is also refused by LOOM606)."""
-    return scrub_source_keys(redact_secrets(text))
+    return redact_secrets(scrub_source_keys(text))
 
 
 def canonical(data: Any) -> str:
