@@ -104,3 +104,26 @@ def test_key_in_a_loom_file_is_refused_and_never_reaches_the_artifact(tmp_path: 
     artifact = json.dumps(build_artifact(pipelines, [{} for _ in pipelines]))
     assert "call it with [REDACTED]" in artifact
     assert KEYISH not in artifact and "ghp_abc" not in artifact
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"headers": {"Authorization": "Bearer env:LOOMC_UNSET_TOKEN"}},
+        {"extra_body": {"metadata": {"token": "env:LOOMC_UNSET_TOKEN"}}},
+    ],
+    ids=["header", "extra_body"],
+)
+def test_unset_env_reference_is_a_config_error_never_sent_literally(
+    settings: dict[str, object],
+) -> None:
+    from loomc.policy.models import ProviderConfig
+    from loomc.providers.base import ProviderConfigError
+    from loomc.providers.openai_compat import OpenAICompatProvider
+
+    cfg = ProviderConfig.model_validate(
+        {"type": "openai-compatible", "base_url": "http://127.0.0.1:9/v1", **settings}
+    )
+    provider = OpenAICompatProvider("gw", cfg, env={})
+    with pytest.raises(ProviderConfigError, match="LOOMC_UNSET_TOKEN is not set"):
+        _ = provider.client, provider.extra_body
