@@ -57,6 +57,7 @@ CODES: Final[dict[str, str]] = {
     "LOOM603": "A policy file does not match the policy schema.",
     "LOOM604": "Pricing is given for a model no worker uses.",
     "LOOM605": "A provider that needs a base URL has none.",
+    "LOOM606": "A `.loom` file holds a literal API key or token.",
     "LOOM701": "No pipelines or no policies were found where the project should have them.",
     "LOOM702": "The comparison ref cannot be read from Git.",
     "LOOM703": "Against the ref, a worst case moved past a ceiling.",
