@@ -209,9 +209,12 @@ class Service:
             compiled = self.project.compile(name, tier, ceilings)
         except DiagnosticError as exc:
             first = exc.diagnostics[0]
+            # the checker names the command line as the ceilings' source; here it is the
+            # request's `loomc` object or the key's per-run ceilings
+            message = first.message.replace("(command line)", "(request or key)")
             raise ApiError(
                 400,
-                f"the run cannot fit its ceilings: {first.message}",
+                f"the run cannot fit its ceilings: {message}",
                 param="loomc",
                 code=first.code,
             ) from None

@@ -225,3 +225,15 @@ def test_health_metrics_and_no_key_anywhere(keyed_server: ServeProcess) -> None:
         assert SECRET not in text
     assert SECRET.encode() not in store_bytes
     assert not wal.exists() or SECRET.encode() not in wal.read_bytes()
+
+
+def test_readme_serve_example_runs_as_written(
+    keyed_server: ServeProcess, capsys: pytest.CaptureFixture[str]
+) -> None:
+    section = (ROOT / "README.md").read_text(encoding="utf-8").split("## `loomc serve`", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    code = code.replace('"http://127.0.0.1:8000/v1"', repr(keyed_server.url + "/v1"))
+    code = code.replace('api_key="..."', f"api_key={SECRET!r}")
+    exec(compile(code, "README.md", "exec"), {})
+    answer_tail, tokens, receipt = capsys.readouterr().out.rsplit(maxsplit=2)
+    assert answer_tail and int(tokens) > 0 and len(receipt) == 16
