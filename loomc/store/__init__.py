@@ -1,7 +1,8 @@
 """Where runs and shared budgets live: an embedded SQLite file by default (see ``base.py``).
 
 ``open_store`` picks the backend from the URL: a path (or ``sqlite:///path``) opens SQLite;
-``postgresql://`` is reserved for the PostgreSQL backend.
+``postgresql://user@host:port/db`` opens PostgreSQL (``psycopg``), shared by any number of
+server replicas.
 """
 
 from __future__ import annotations
@@ -35,7 +36,9 @@ DEFAULT_STORE = Path(".loomc") / "store.db"
 def open_store(url: str | Path = DEFAULT_STORE) -> Store:
     text = str(url)
     if text.startswith(("postgresql://", "postgres://")):
-        raise StoreError("the PostgreSQL store is not built yet; use a SQLite file path")
+        from loomc.store.postgres import PostgresStore
+
+        return PostgresStore(text)
     if text.startswith("sqlite:///"):
         text = text.removeprefix("sqlite:///")
     elif "://" in text:

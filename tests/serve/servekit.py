@@ -43,6 +43,7 @@ class ServeProcess:
         store: Path,
         env: Mapping[str, str] | None = None,
         args: tuple[str, ...] = (),
+        store_url: str | None = None,
     ) -> None:
         self.store = store
         self.log = store.with_suffix(".log")
@@ -64,7 +65,7 @@ class ServeProcess:
                 "--port",
                 "0",
                 "--store",
-                str(store),
+                store_url or str(store),
                 "--log-level",
                 "info",
                 *args,
@@ -123,3 +124,55 @@ class InProcessServer:
     def stop(self) -> None:
         self.server.should_exit = True
         self.thread.join(timeout=10)
+
+
+PG_BIN = Path(os.environ.get("LOOMC_PG_BIN", "/usr/lib/postgresql/15/bin"))
+
+
+class PostgresCluster:
+    """A throwaway PostgreSQL cluster in a temporary folder on 127.0.0.1 (trust auth, user
+    ``loomc``); run as the ``postgres`` user when the tests run as root (postgres refuses root)."""
+
+    def __init__(self, folder: Path) -> None:
+        import shutil
+        import socket
+
+        self.folder = folder
+        folder.mkdir(parents=True, exist_ok=True)
+        self._as: list[str] = []
+        if os.geteuid() == 0:
+            shutil.chown(folder, "postgres")
+            self._as = ["runuser", "-u", "postgres", "--"]
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self._pg("initdb", "-D", str(folder / "data"), "-A", "trust", "-U", "loomc")
+        self._pg(
+            "pg_ctl",
+            "-D",
+            str(folder / "data"),
+            "-l",
+            str(folder / "log"),
+            "-w",
+            "-o",
+            f"-p {self.port} -k {folder} -c listen_addresses=127.0.0.1 "
+            "-c max_connections=200 -c fsync=off",
+            "start",
+        )
+        self.url = f"postgresql://loomc@127.0.0.1:{self.port}/postgres"
+
+    def _pg(self, tool: str, *args: str) -> None:
+        subprocess.run(
+            [*self._as, str(PG_BIN / tool), *args], check=True, capture_output=True, timeout=60
+        )
+
+    def fresh(self, name: str) -> str:
+        """A new empty database's URL (one per test keeps tests apart)."""
+        import psycopg
+
+        with psycopg.connect(self.url, autocommit=True) as db:
+            db.execute(f'CREATE DATABASE "{name}"')
+        return f"postgresql://loomc@127.0.0.1:{self.port}/{name}"
+
+    def stop(self) -> None:
+        self._pg("pg_ctl", "-D", str(self.folder / "data"), "-m", "immediate", "stop")

@@ -77,13 +77,16 @@ def five_calls(tmp_path: Path) -> Iterator[tuple[InProcessServer, Counting, Path
     yield from serve(tmp_path, key({"calls": 5}), {"latency_ms": 20})
 
 
-async def _fire(url: str, n: int, model: str) -> list[httpx.Response]:
+async def _fire(url: str, n: int, model: str, fault_every: int = 0) -> list[httpx.Response]:
     limits = httpx.Limits(max_connections=n)
+
+    def body(i: int) -> dict[str, Any]:
+        text = "FAULT now" if fault_every and i % fault_every == 0 else "Explain DNS briefly."
+        return {"model": model, "messages": [{"role": "user", "content": text}]}
+
     async with httpx.AsyncClient(base_url=url, headers=AUTH, timeout=60, limits=limits) as c:
-        body = {"model": model, "messages": [{"role": "user", "content": "Explain DNS briefly."}]}
-        return list(
-            await asyncio.gather(*(c.post("/v1/chat/completions", json=body) for _ in range(n)))
-        )
+        posts = (c.post("/v1/chat/completions", json=body(i)) for i in range(n))
+        return list(await asyncio.gather(*posts))
 
 
 def test_64_concurrent_requests_never_run_more_calls_than_the_key_budget(
@@ -181,7 +184,8 @@ def test_client_disconnect_cancels_the_run_and_books_its_reservation(tmp_path: P
         store = open_store(store_path)
         assert store.spent("key:ci", today()).calls == 1  # booked, never refunded
         store.close()
-        # hanging up before any step started books nothing
+        # hanging up at once: a run stopped before its step started books nothing; one stopped
+        # after (the step-started event precedes the send) keeps its one reserved call booked
         with (
             httpx.Client(base_url=server.url, headers=AUTH, timeout=30) as c,
             c.stream("POST", "/v1/chat/completions", json=body) as reply,
@@ -189,18 +193,27 @@ def test_client_disconnect_cancels_the_run_and_books_its_reservation(tmp_path: P
             next(reply.iter_lines())  # dropped at once: the client hangs up after the role chunk
         time.sleep(0.5)
         store = open_store(store_path)
-        assert store.spent("key:ci", today()).calls == provider.calls
+        assert provider.calls <= store.spent("key:ci", today()).calls <= 2
         store.close()
 
 
-def test_two_server_processes_sharing_one_store_never_overshoot(tmp_path: Path) -> None:
-    policy = write_policy(tmp_path / "policy.yaml", key({"calls": 7}), {"latency_ms": 10})
-    store = tmp_path / "shared.db"
-    servers = [ServeProcess(policy, store, env={KEY_VAR: SECRET}) for _ in range(2)]
+def test_two_server_processes_sharing_one_store_never_overshoot(url: str, tmp_path: Path) -> None:
+    """128 concurrent requests over 2 replicas on one store, a third of them failing upstream."""
+    faults = {
+        "latency_ms": 10,
+        "rules": [{"pattern": "FAULT", "fault": {"kind": "status", "status": 500, "times": 999}}],
+    }
+    policy = write_policy(tmp_path / "policy.yaml", key({"calls": 20}), faults)
+    servers = [
+        ServeProcess(policy, tmp_path / f"s{i}.db", env={KEY_VAR: SECRET}, store_url=url)
+        for i in range(2)
+    ]
     try:
 
         async def both() -> list[httpx.Response]:
-            got = await asyncio.gather(*(_fire(s.url, 32, "general@balanced") for s in servers))
+            got = await asyncio.gather(
+                *(_fire(s.url, 64, "general@balanced", fault_every=3) for s in servers)
+            )
             return got[0] + got[1]
 
         replies = asyncio.run(both())
@@ -208,9 +221,12 @@ def test_two_server_processes_sharing_one_store_never_overshoot(tmp_path: Path) 
         for s in servers:
             s.stop()
     ok = [r for r in replies if r.status_code == 200]
-    assert {r.status_code for r in replies} <= {200, 402} and ok
-    used = sum(r.json()["loomc"]["calls"] for r in ok)
-    opened = open_store(store)
-    assert sum(r.calls for r in opened.runs()) == used <= 7
-    assert opened.spent("key:ci", today()).calls == used
+    failed = [r for r in replies if r.status_code == 502]
+    assert {r.status_code for r in replies} <= {200, 402, 502} and ok and failed
+    opened = open_store(url)
+    stored = opened.runs()
+    used = sum(r.calls for r in stored)
+    assert used == sum(r.json()["loomc"]["calls"] for r in ok) + len(failed)
+    assert used == opened.spent("key:ci", today()).calls <= 20
+    assert len(stored) == len(ok) + len(failed)
     opened.close()

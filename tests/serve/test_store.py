@@ -13,12 +13,14 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from servekit import PostgresCluster
 
 from loomc.store import BudgetExhausted, RunFilter, Scope, StoredRun, StoreError, open_store
 from loomc.store.sqlite import SQLiteStore
 from loomc.units import Budget, Dimension, Usage
 
 ROOT = Path(__file__).resolve().parents[2]
+
 
 amounts = st.tuples(st.integers(0, 4), st.decimals("0", "2", places=3))
 ops = st.lists(st.tuples(amounts, st.booleans(), st.floats(0, 1)), max_size=30)
@@ -55,8 +57,8 @@ def test_ledger_never_passes_a_ceiling(
     store.close()
 
 
-def test_scopes_and_periods_are_separate_and_reservations_span_all_scopes(tmp_path: Path) -> None:
-    store = open_store(tmp_path / "s.db")
+def test_scopes_and_periods_are_separate_and_reservations_span_all_scopes(url: str) -> None:
+    store = open_store(url)
     key, server = Scope("key:a", Budget(calls=5)), Scope("global", Budget(calls=3))
     store.reserve([key, server], Usage(calls=3), "2026-12-03")
     with pytest.raises(BudgetExhausted) as refused:
@@ -81,19 +83,21 @@ def _race(path: str, out: multiprocessing.Queue) -> None:  # type: ignore[type-a
     out.put(won)
 
 
-def test_processes_racing_on_one_file_reserve_exactly_the_budget(tmp_path: Path) -> None:
-    path = str(tmp_path / "race.db")
+def test_processes_racing_on_one_store_reserve_exactly_the_budget(url: str) -> None:
+    path = url
     open_store(path).close()
     ctx = multiprocessing.get_context("spawn")
     out = ctx.Queue()
-    procs = [ctx.Process(target=_race, args=(path, out)) for _ in range(3)]
+    procs = [ctx.Process(target=_race, args=(path, out)) for _ in range(2)]
     for p in procs:
         p.start()
     won = [out.get(timeout=60) for _ in procs]
     for p in procs:
         p.join(timeout=30)
-    assert sum(won) == 120  # 240 attempts, exactly the budget granted
-    spent = open_store(path).spent("global", "d")
+    assert sum(won) == 120  # 160 attempts, exactly the budget granted
+    opened = open_store(path)
+    spent = opened.spent("global", "d")
+    opened.close()
     assert spent.calls == 120 and spent.cost == Decimal("1.2")
 
 
@@ -118,16 +122,16 @@ def _run(run_id: str, ts: float, pipeline: str, tier: str | None, key: str | Non
 
 
 @pytest.fixture
-def filled(tmp_path: Path) -> Path:
-    store = open_store(tmp_path / "t.db")
+def filled(url: str) -> str:
+    store = open_store(url)
     store.save_run(_run("aaa111", 1_800_000_000, "general", "lean", "ci"))
     store.save_run(_run("bbb222", 1_800_000_100, "general", "strict", None))
     store.save_run(_run("ccc333", 1_800_000_200, "code-review", "lean", "ci"))
     store.close()
-    return tmp_path / "t.db"
+    return url
 
 
-def test_runs_filter_and_come_back_whole(filled: Path) -> None:
+def test_runs_filter_and_come_back_whole(filled: str) -> None:
     store = open_store(filled)
     assert [r.run_id for r in store.runs()] == ["ccc333", "bbb222", "aaa111"]
     assert [r.run_id for r in store.runs(RunFilter(tier="lean", key="ci"))] == ["ccc333", "aaa111"]
@@ -151,7 +155,7 @@ def loomc(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_traces_cli_lists_shows_and_exports(filled: Path, tmp_path: Path) -> None:
+def test_traces_cli_lists_shows_and_exports(filled: str, tmp_path: Path) -> None:
     listed = loomc("traces", "list", "--store", str(filled), "--key", "ci", "--json")
     assert listed.returncode == 0, listed.stderr
     assert [line.count('"run_id"') for line in listed.stdout.splitlines()] == [1, 1]
@@ -177,6 +181,9 @@ def test_traces_cli_lists_shows_and_exports(filled: Path, tmp_path: Path) -> Non
     assert absent.returncode == 1 and "no store" in absent.stderr
 
 
-def test_store_urls() -> None:
+def test_store_urls(postgres: PostgresCluster) -> None:
     with pytest.raises(StoreError, match="unknown store URL"):
         open_store("mysql://x")
+    with pytest.raises(StoreError) as refused:
+        open_store(f"postgresql://loomc:hunter2secret@127.0.0.1:{postgres.port}/no_such_db")
+    assert "hunter2secret" not in str(refused.value) and "***" in str(refused.value)
