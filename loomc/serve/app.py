@@ -27,12 +27,11 @@ from starlette.types import Receive, Scope, Send
 from loomc.project import Project
 from loomc.providers.base import Provider, redact
 from loomc.providers.registry import ProviderPool
-from loomc.serve.auth import Client, Keys
+from loomc.serve.auth import Keys
 from loomc.serve.metrics import Metrics
-from loomc.serve.service import Service, upstream_failed
+from loomc.serve.service import Admitted, Service, upstream_failed
 from loomc.serve.wire import (
     ApiError,
-    ChatRequest,
     chunk,
     completion_body,
     completion_id,
@@ -89,11 +88,17 @@ def create_app(
         body = await _read_json(request, settings.max_body_bytes)
         chat_request = parse_request(body)
         svc = service(request)
-        if chat_request.stream:
-            svc.resolve(chat_request)  # unknown models fail before the stream starts
-            metrics.request(200)
-            return _EventStream(lambda write: _stream(svc, chat_request, client, write))
-        result, extra = await svc.run(chat_request, client)
+        try:
+            admitted = await svc.admit(chat_request, client)
+            if chat_request.stream:
+                metrics.request(200)
+                return _EventStream(lambda write: _stream(svc, admitted, write))
+            result, extra = await svc.execute(admitted)
+        except ApiError:
+            raise
+        except Exception as exc:  # answered as a bare 500; logged without keys or traceback
+            log.error("internal error: %s", redact(repr(exc)))
+            raise ApiError(500, "internal server error", type="server_error") from None
         if upstream_failed(result):
             raise _upstream(result.error)
         ext = extension(result, **extra)
@@ -161,10 +166,11 @@ def _upstream(error: str | None) -> ApiError:
 Write = Callable[[dict[str, Any] | str], Awaitable[None]]
 
 
-async def _stream(svc: Service, request: ChatRequest, client: Client, write: Write) -> None:
+async def _stream(svc: Service, admitted: Admitted, write: Write) -> None:
     """One SSE stream: a role chunk, content deltas as the answer arrives, the finish chunk with
     the ``loomc`` object, the usage chunk when asked, then ``[DONE]``. Errors after the stream
     started travel as an ``error`` event, as OpenAI's own streams do."""
+    request = admitted.request
     cid, created, model = completion_id(), int(time.time()), request.model
     with_usage = bool(request.stream_options and request.stream_options.include_usage)
     send, receive = anyio.create_memory_object_stream[str](math.inf)
@@ -177,18 +183,26 @@ async def _stream(svc: Service, request: ChatRequest, client: Client, write: Wri
     async def produce() -> None:
         with send:  # closing it ends the loop below
             try:
-                outcome.append(await svc.run(request, client, delta))
+                outcome.append(await svc.execute(admitted, delta))
             except ApiError as exc:
                 outcome.append(exc)
+            except Exception as exc:  # the stream has started: an error event, never a traceback
+                log.error("internal error: %s", redact(repr(exc)))
+                outcome.append(ApiError(500, "internal server error", type="server_error"))
 
-    await write(
-        chunk(cid, model, created, {"role": "assistant", "content": ""}, with_usage=with_usage)
-    )
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(produce)
-        with receive:
-            async for text in receive:
-                await write(chunk(cid, model, created, {"content": text}, with_usage=with_usage))
+    try:
+        await write(
+            chunk(cid, model, created, {"role": "assistant", "content": ""}, with_usage=with_usage)
+        )
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(produce)
+            with receive:
+                async for text in receive:
+                    await write(
+                        chunk(cid, model, created, {"content": text}, with_usage=with_usage)
+                    )
+    finally:
+        await svc.release(admitted)  # a no-op unless the client left before the run began
     if isinstance(outcome[0], ApiError):
         await write(outcome[0].body())
         await write("[DONE]")

@@ -163,6 +163,19 @@ def _reservation(pipeline: Pipeline) -> tuple[Usage, bool, bool]:
     )
 
 
+@dataclass
+class Admitted:
+    """A request that passed every check and holds its reservation, ready to run."""
+
+    request: ChatRequest
+    client: Client
+    pipeline: str
+    compiled: Pipeline
+    ceilings: Budget
+    reservation: str | None
+    started: bool = False
+
+
 class Service:
     def __init__(
         self,
@@ -203,6 +216,11 @@ class Service:
     async def run(
         self, request: ChatRequest, client: Client, on_delta: Callable[[str], None] | None = None
     ) -> tuple[RunResult, dict[str, Any]]:
+        return await self.execute(await self.admit(request, client), on_delta)
+
+    async def admit(self, request: ChatRequest, client: Client) -> Admitted:
+        """Resolve the model, prove the run fits its ceilings and reserve its worst case; every
+        refusal (404, 400, 402) happens here, before a stream starts or a model is called."""
         name, tier = self.resolve(request)
         ceilings = _ceilings(request, client)
         try:
@@ -219,6 +237,21 @@ class Service:
                 code=first.code,
             ) from None
         reservation = await self._reserve(client, compiled)
+        return Admitted(request, client, name, compiled, ceilings, reservation)
+
+    async def release(self, admitted: Admitted) -> None:
+        """Give back the reservation of an admitted run that never started."""
+        if not admitted.started and admitted.reservation is not None:
+            admitted.started = True
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(self.store.settle, admitted.reservation, Usage())
+
+    async def execute(
+        self, admitted: Admitted, on_delta: Callable[[str], None] | None = None
+    ) -> tuple[RunResult, dict[str, Any]]:
+        admitted.started = True
+        request, client, compiled = admitted.request, admitted.client, admitted.compiled
+        name, ceilings, reservation = admitted.pipeline, admitted.ceilings, admitted.reservation
         memory = MemorySink()
         answer = AnswerStream(compiled.answer, on_delta or (lambda _text: None))
         options: dict[str, Any] = {}

@@ -111,6 +111,16 @@ def test_64_concurrent_requests_never_run_more_calls_than_the_key_budget(
         json={"model": "general@lean", "messages": [{"role": "user", "content": "one more"}]},
     )
     assert again.status_code == 402 and provider.calls == 5
+    streamed = httpx.post(  # a stream is refused with its status before it starts
+        server.url + "/v1/chat/completions",
+        headers=AUTH,
+        json={
+            "model": "general@lean",
+            "stream": True,
+            "messages": [{"role": "user", "content": "x"}],
+        },
+    )
+    assert streamed.status_code == 402 and streamed.json()["error"]["code"] == "budget_exhausted"
     assert "ci" not in again.json()["error"]["message"].replace("this key", "")
 
 
