@@ -271,7 +271,10 @@ class _EventStream(Response):
                 tg.cancel_scope.cancel()
 
             tg.start_soon(watch)
-            with contextlib.suppress(OSError):  # the client went away mid-write
+            try:
                 await self.produce(write)
+            except* OSError:  # the client went away mid-write (maybe inside a task group)
+                pass
             tg.cancel_scope.cancel()
-        await send({"type": "http.response.body", "body": b"", "more_body": False})
+        with contextlib.suppress(OSError):  # uvicorn's ClientDisconnected is an OSError
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
