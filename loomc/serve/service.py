@@ -30,6 +30,7 @@ from loomc.ir.model import Pipeline
 from loomc.policy.models import ServeSettings
 from loomc.project import Project
 from loomc.providers.registry import ProviderPool
+from loomc.risk.base import RiskProfiler
 from loomc.serve.auth import Client
 from loomc.serve.metrics import Metrics
 from loomc.serve.wire import ApiError, ChatRequest
@@ -65,11 +66,11 @@ def catalog(project: Project) -> list[ServedModel]:
     return served
 
 
-def auto_tier(project: Project, prompt: str, tiers: Sequence[str]) -> str:
+def auto_tier(profiler: RiskProfiler, prompt: str, tiers: Sequence[str]) -> str:
     """``auto``: the risk profile picks the tier of ``general``. Low risk runs the cheapest tier
     (the policy's first), high risk the last (the most thorough), medium the default tier
     (``balanced`` when declared, else the middle one)."""
-    level = loomc.make_profiler(project.policy.risk).profile(prompt, "general").level
+    level = profiler.profile(prompt, "general").level
     if level == "low":
         return tiers[0]
     if level == "high":
@@ -189,6 +190,8 @@ class Service:
         self.settings, self.metrics = settings, metrics
         self.models = catalog(project)
         self._by_id = {m.id: m for m in self.models}
+        # built once: a keyword profiler compiles its patterns, ~1 ms a request otherwise
+        self.profiler = loomc.make_profiler(project.policy.risk)
 
     def resolve(self, request: ChatRequest) -> tuple[str, str | None]:
         model = self._by_id.get(request.model)
@@ -203,7 +206,7 @@ class Service:
         if model.id != AUTO:
             return model.pipeline, model.tier
         tiers = [m.tier for m in self.models if m.pipeline == "general" and m.tier is not None]
-        return "general", auto_tier(self.project, request.prompt(), tiers)
+        return "general", auto_tier(self.profiler, request.prompt(), tiers)
 
     def _scopes(self, client: Client) -> list[Scope]:
         scopes = []
@@ -276,6 +279,7 @@ class Service:
                 ceilings=ceilings,
                 providers=self.pool,
                 sinks=[memory, answer],
+                profiler=self.profiler,
                 stream=on_delta is not None,
                 **options,
             )
