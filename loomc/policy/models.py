@@ -216,6 +216,50 @@ class Defaults(_Model):
     backoff_max: DurationMs = 4000
 
 
+# --- serve: who may call `loomc serve`, and how much ---------------------------------------------
+
+
+class PeriodBudget(_Model):
+    """A ceiling per period (a UTC day) on everything a key, or the whole server, may spend."""
+
+    calls: int | None = Field(None, ge=0)
+    tokens: int | None = Field(None, ge=0)
+    credits: Amount | None = None
+    usd: Amount | None = None
+
+    def budget(self) -> Budget:
+        return Budget(calls=self.calls, tokens=self.tokens, credits=self.credits, cost=self.usd)
+
+
+class ServeKey(_Model):
+    """A bearer key clients send; the secret itself lives in the environment, never here."""
+
+    name: str = Field(..., pattern=r"^[A-Za-z0-9_.-]+$")
+    key: str = Field(..., description="an env:NAME reference to the bearer token")
+    per_run: TierConfig = Field(default_factory=TierConfig, description="ceilings on each run")
+    per_day: PeriodBudget = Field(default_factory=PeriodBudget)
+
+    @field_validator("key")
+    @classmethod
+    def _env_only(cls, value: str) -> str:
+        if not ENV_REF.match(value):
+            raise ValueError("a serve key must be an env:NAME reference, never the key itself")
+        return value
+
+
+class ServeSettings(_Model):
+    keys: list[ServeKey] = Field(default_factory=list)
+    per_day: PeriodBudget = Field(default_factory=PeriodBudget, description="the whole server")
+    max_body_bytes: int = Field(1_000_000, ge=1)
+
+    @model_validator(mode="after")
+    def _unique(self) -> ServeSettings:
+        names = [k.name for k in self.keys]
+        if len(names) != len(set(names)):
+            raise ValueError("serve key names must be unique")
+        return self
+
+
 class Policy(_Model):
     version: Literal[1] = 1
     name: str = "default"
@@ -225,6 +269,7 @@ class Policy(_Model):
     pricing: dict[str, Price] = Field(default_factory=dict)
     risk: RiskSettings = Field(default_factory=RiskSettings)
     defaults: Defaults = Field(default_factory=Defaults)
+    serve: ServeSettings = Field(default_factory=ServeSettings)
 
     @model_validator(mode="after")
     def _tiers_present(self) -> Policy:
