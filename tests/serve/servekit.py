@@ -126,7 +126,18 @@ class InProcessServer:
         self.thread.join(timeout=10)
 
 
-PG_BIN = Path(os.environ.get("LOOMC_PG_BIN", "/usr/lib/postgresql/15/bin"))
+def _pg_bin() -> Path:
+    """LOOMC_PG_BIN, else the newest Debian PostgreSQL (15 in the base image, newer after
+    `apt-get install postgresql` on another release)."""
+    if os.environ.get("LOOMC_PG_BIN"):
+        return Path(os.environ["LOOMC_PG_BIN"])
+    found = sorted(
+        Path("/usr/lib/postgresql").glob("*/bin/initdb"), key=lambda p: int(p.parts[-3])
+    )
+    return found[-1].parent if found else Path("/usr/lib/postgresql/15/bin")
+
+
+PG_BIN = _pg_bin()
 
 
 class PostgresCluster:
