@@ -1,9 +1,13 @@
 """Run one compiled pipeline x tier on one prompt with anyio.
 
 Every step waits for its dependencies, evaluates its guard, reserves the worst case of each
-attempt in the ledger before sending, and reconciles afterwards. The latency ceiling is a single
-cancel scope over the whole run; step timeouts nest inside it. Nothing here raises on provider
-trouble: failures become step records and a stop reason, and completed outputs are kept.
+attempt in the ledger before sending, and reconciles afterwards. The ledger enforces the tightest
+of the pipeline's promise (``budget``, proved by the checker) and its run-time limits
+(``limits``, not proved): a step that would not fit is not sent and the run stops
+``budget-limited`` with the reason. The latency ceiling is a single cancel scope over the whole
+run (a deadline); step timeouts nest inside it, and a call it cuts off is booked as an estimate.
+Nothing here raises on provider trouble: failures become step records and a stop reason, and
+completed outputs are kept.
 """
 
 from __future__ import annotations
@@ -14,15 +18,16 @@ import random
 import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 
 import anyio
 
+from loomc.checker.rules import limit_warnings
 from loomc.checker.worstcase import step_attempt_cost
 from loomc.exec.events import Event, EventKind, EventSink
 from loomc.exec.guards import Facts, Outcome, evaluate, is_refusal
-from loomc.exec.ledger import Ledger
+from loomc.exec.ledger import Ledger, Refused
 from loomc.exec.metered import (
     AttemptStarted,
     Metered,
@@ -35,6 +40,8 @@ from loomc.exec.metered import (
 from loomc.exec.prompting import messages
 from loomc.exec.result import (
     BudgetReport,
+    LimitStop,
+    ModelUsage,
     RunResult,
     StepRecord,
     StepStatus,
@@ -45,10 +52,11 @@ from loomc.ir.model import Pipeline, StepNode
 from loomc.providers.base import CompletionRequest, ProviderError, estimate_tokens
 from loomc.providers.registry import ProviderPool
 from loomc.risk.base import RiskProfile, RiskProfiler
-from loomc.units import Usage
+from loomc.units import Dimension, Usage
 
 GUARD_FALSE = "guard is false"
 DEADLINE_PASSED = "run deadline passed"
+DEADLINE_CUT = "cut off by the run deadline"
 
 
 @dataclass
@@ -61,11 +69,16 @@ class _Run:
     risk: RiskProfile
     stream: bool
     order: list[str]  # the graph's topological order, computed once per run
+    temperature: float | None = None  # overrides every step's (the worker's) temperature
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
     outcomes: dict[str, Outcome] = field(default_factory=dict)
     records: dict[str, StepRecord] = field(default_factory=dict)
     done: dict[str, anyio.Event] = field(default_factory=dict)
     stop_reason: StopReason | None = None
+    limited_by: LimitStop | None = None
+    warnings: list[dict[str, object]] = field(default_factory=list)
+    # per step in flight: when it was sent, its prompt estimate and what it streamed so far
+    sent: dict[str, tuple[float, int, list[str]]] = field(default_factory=dict)
     started: float = field(default_factory=time.monotonic)
     rng: random.Random = field(default_factory=random.Random)
 
@@ -88,16 +101,24 @@ async def execute(
     profiler: RiskProfiler | None = None,
     stream: bool = True,
     parent_ledger: Ledger | None = None,
+    temperature: float | None = None,
 ) -> RunResult:
-    """Execute ``pipeline`` on ``prompt``; ``parent_ledger`` shares ceilings across runs."""
+    """Execute ``pipeline`` on ``prompt``; ``parent_ledger`` shares ceilings across runs.
+
+    ``pipeline.limits`` (run-time limits) are enforced with ``pipeline.budget``; the checker's
+    worst case against them is emitted as ``warning`` events and kept on ``result.warnings``.
+    ``temperature`` replaces every step's (its worker's) sampling temperature."""
     if ledger is None:
-        ledger = Ledger(pipeline.budget, parent=parent_ledger, name="run")
+        ledger = Ledger(pipeline.enforced, parent=parent_ledger, name="run")
     risk = _profile(profiler, prompt, pipeline.kind)
     order = pipeline.graph.topological_order()
-    run = _Run(pipeline, prompt, pool, ledger, sinks, risk, stream, order)
+    run = _Run(pipeline, prompt, pool, ledger, sinks, risk, stream, order, temperature)
     await run.emit(
         EventKind.RUN_STARTED, pipeline=pipeline.name, tier=pipeline.tier, risk=risk.to_json()
     )
+    for diag in limit_warnings(pipeline):
+        run.warnings.append(diag.to_json())
+        await run.emit(EventKind.WARNING, code=diag.code, message=diag.message, hint=diag.hint)
     run.done = {sid: anyio.Event() for sid in order}
     if _input_tokens(pipeline, prompt) > pipeline.input_tokens:
         run.stop_reason = StopReason.INPUT_TOO_LARGE
@@ -109,16 +130,13 @@ async def execute(
                 f"prompt exceeds the input bound of {pipeline.input_tokens} tokens",
             )
     else:
-        deadline = pipeline.budget.latency_ms
-        with anyio.move_on_after(deadline / 1000 if deadline else None) as scope:
+        deadline = pipeline.enforced.latency_ms
+        with anyio.move_on_after(deadline / 1000 if deadline is not None else None) as scope:
             async with anyio.create_task_group() as tg:
                 for sid in order:
                     tg.start_soon(_run_step, run, pipeline.graph.step(sid))
         if scope.cancelled_caught:
-            run.stop_reason = run.stop_reason or StopReason.MAX_LATENCY
-            for sid in order:
-                if sid not in run.records:
-                    _skip(run, pipeline.graph.step(sid), StepStatus.CANCELLED, DEADLINE_PASSED)
+            _deadline_passed(run, deadline or 0)
     result = _result(run)
     await run.emit(
         EventKind.RUN_FINISHED,
@@ -127,6 +145,62 @@ async def execute(
         receipt_hash=result.receipt_hash,
     )
     return result
+
+
+def _deadline_passed(run: _Run, deadline: int) -> None:
+    """The deadline cut the run: calls in flight are booked as estimates, the rest cancelled."""
+    run.stop_reason = run.stop_reason or StopReason.MAX_LATENCY
+    cut: list[str] = []
+    now = time.monotonic()
+    for sid in run.order:
+        record = run.records.get(sid)
+        if record is None:
+            _skip(run, run.pipeline.graph.step(sid), StepStatus.CANCELLED, DEADLINE_PASSED)
+        elif record.status is StepStatus.RUNNING:
+            cut.append(sid)
+            sent, prompt_tokens, streamed = run.sent.get(sid, (now, 0, []))
+            completion = estimate_tokens("".join(streamed))
+            record.status = StepStatus.CANCELLED
+            record.reason = DEADLINE_CUT
+            record.elapsed_ms = int((now - sent) * 1000)
+            record.usage = StepUsage(
+                prompt_tokens=prompt_tokens,
+                completion_tokens=completion,
+                total_tokens=prompt_tokens + completion,
+                estimated=True,
+            )
+            if record.reserved is not None and record.attempts > 0:
+                record.cost = record.reserved.cost  # what the ledger booked: the worst case
+            run.outcomes[sid] = Outcome(StepStatus.CANCELLED, "")
+    if run.limited_by is None and run.stop_reason is StopReason.MAX_LATENCY:
+        run.limited_by = LimitStop(
+            dimension=Dimension.LATENCY,
+            step=cut[0] if cut else None,
+            needed=Decimal(0),
+            left=Decimal(0),
+            ceiling=Decimal(deadline),
+            source=_source(run, Dimension.LATENCY, "run"),
+        )
+
+
+def _source(run: _Run, dim: Dimension, ledger: str) -> str:
+    """Which ceiling stopped the run: a parent ledger's, the run-time limit or the promise."""
+    if ledger != "run":
+        return f"{ledger} ledger"
+    limit, promise = run.pipeline.limits.get(dim), run.pipeline.budget.get(dim)
+    return "limit" if limit is not None and (promise is None or limit <= promise) else "promise"
+
+
+def _limited(run: _Run, step: StepNode, refused: Refused) -> LimitStop:
+    ceiling = Decimal(refused.ceiling)
+    return LimitStop(
+        dimension=refused.dimension,
+        step=step.id,
+        needed=Decimal(refused.needed),
+        left=max(ceiling - Decimal(refused.used), Decimal(0)),
+        ceiling=ceiling,
+        source=_source(run, refused.dimension, refused.ledger),
+    )
 
 
 def _profile(profiler: RiskProfiler | None, prompt: str, kind: str) -> RiskProfile:
@@ -188,12 +262,16 @@ async def _attempt_step(run: _Run, step: StepNode) -> None:
     run.records[step.id] = record
     started = time.monotonic()
     await run.emit(EventKind.STEP_STARTED, step.id, role=step.role, model=step.model)
-    if run.pipeline.budget.cost is not None and step.pricing is None:
+    if run.pipeline.enforced.cost is not None and step.pricing is None:
         return _stop(run, step, record, StopReason.MAX_COST, f"{step.model} has no pricing")
+    prompt_tokens = sum(estimate_tokens(m.content) for m in msgs)
+    streamed: list[str] = []
 
     async def on_event(ev: MeteredEvent) -> None:
         if isinstance(ev, AttemptStarted):
             record.attempts = ev.attempt  # kept current: the run deadline may cancel the call
+            streamed.clear()
+            run.sent[step.id] = (time.monotonic(), prompt_tokens, streamed)
         elif isinstance(ev, Retrying):
             await run.emit(
                 EventKind.STEP_RETRY,
@@ -203,7 +281,11 @@ async def _attempt_step(run: _Run, step: StepNode) -> None:
                 delay_ms=int(ev.delay_s * 1000),
             )
         elif ev.kind == "token":
+            streamed.append(ev.text)
             await run.emit(EventKind.TOKEN, step.id, text=ev.text)
+        elif ev.kind == "reasoning":
+            streamed.append(ev.text)  # billed as output, never part of the answer
+            await run.emit(EventKind.REASONING, step.id, text=ev.text)
         elif ev.frame is not None:
             await run.emit(EventKind.PROVIDER_FRAME, step.id, frame=ev.frame)
 
@@ -212,6 +294,7 @@ async def _attempt_step(run: _Run, step: StepNode) -> None:
         messages=msgs,
         max_tokens=step.max_tokens,
         stream=run.stream,
+        temperature=run.temperature if run.temperature is not None else step.temperature,
         timeout_s=step.timeout_ms / 1000,
         step_role=step.role,
         metadata={"task": step.task},
@@ -230,8 +313,17 @@ async def _attempt_step(run: _Run, step: StepNode) -> None:
         label="step",
     )
     if out.refused is not None:
-        await run.emit(EventKind.BUDGET_STOP, step.id, reason=out.refused.describe())
-        return _stop(run, step, record, out.refused.stop_reason, out.refused.describe())
+        if run.limited_by is None:
+            run.limited_by = _limited(run, step, out.refused)
+        reason = run.limited_by.describe() if run.limited_by.step == step.id else ""
+        reason = reason or out.refused.describe()
+        await run.emit(
+            EventKind.BUDGET_STOP,
+            step.id,
+            reason=reason,
+            limit=run.limited_by.model_dump(mode="json"),
+        )
+        return _stop(run, step, record, out.refused.stop_reason, reason)
     record.elapsed_ms = int((time.monotonic() - started) * 1000)
     await _finish(run, step, record, out)
 
@@ -324,7 +416,37 @@ def _answer(run: _Run) -> str:
     for sid in ok:
         if usable(run.outcomes[sid].output):
             return run.outcomes[sid].output
-    return run.outcomes[ok[0]].output if ok else ""
+    if ok:
+        return run.outcomes[ok[0]].output
+    if run.stop_reason is not None and run.stop_reason.limited:
+        # Stopped before any answer step ran: the best answer so far is the latest completed
+        # output (a draft beats nothing when the user set the limit).
+        done = [sid for sid in reversed(run.order) if _status(run, sid) is StepStatus.OK]
+        for sid in done:
+            if usable(run.outcomes[sid].output):
+                return run.outcomes[sid].output
+    return ""
+
+
+def _models(steps: Sequence[StepRecord]) -> dict[str, ModelUsage]:
+    """The per-model roll-up: calls, tokens, receipt vs estimated credits, money."""
+    out: dict[str, ModelUsage] = {}
+    for s in steps:
+        if s.attempts == 0:
+            continue
+        m = out.setdefault(s.model, ModelUsage(cost=Decimal(0)))
+        m.calls += s.attempts
+        m.prompt_tokens += s.usage.prompt_tokens
+        m.completion_tokens += s.usage.completion_tokens
+        m.tokens += s.usage.total_tokens
+        m.tokens_estimated = m.tokens_estimated or s.usage.estimated
+        estimate = s.reserved.credits * s.attempts if s.reserved is not None else Decimal(0)
+        if s.credits is not None:
+            m.credits = (m.credits or Decimal(0)) + s.credits
+            estimate -= s.reserved.credits if s.reserved is not None else Decimal(0)
+        m.estimated_credits += estimate
+        m.cost = None if m.cost is None or s.cost is None else m.cost + s.cost
+    return out
 
 
 def _escalation(run: _Run, executed: int) -> str | None:
@@ -373,6 +495,7 @@ def _result(run: _Run) -> RunResult:
         "answer": hashlib.sha256(answer.encode()).hexdigest(),
     }
     digest = hashlib.sha256(json.dumps(canonical, sort_keys=True, separators=(",", ":")).encode())
+    elapsed_ms = int((time.monotonic() - run.started) * 1000)
     return RunResult(
         answer=answer,
         pipeline=run.pipeline.name,
@@ -382,14 +505,14 @@ def _result(run: _Run) -> RunResult:
         escalation_reason=_escalation(run, len(executed)),
         stop_reason=stop,
         budget=BudgetReport(
-            limits=run.pipeline.budget,
-            used=run.ledger.actual,
+            limits=run.pipeline.enforced,
+            used=replace(run.ledger.actual, latency_ms=elapsed_ms),
             reserved_peak=run.ledger.peak,
             limited=stop.limited,
         ),
         steps=steps,
         risk=run.risk.to_json(),
-        elapsed_ms=int((time.monotonic() - run.started) * 1000),
+        elapsed_ms=elapsed_ms,
         cost=_total(costs) if executed and len(costs) == len(executed) else None,
         missing_pricing=sorted({s.model for s in executed if s.cost is None}),
         credits=_total(receipts) if receipts else None,
@@ -399,4 +522,7 @@ def _result(run: _Run) -> RunResult:
         tokens=sum(s.usage.total_tokens for s in steps),
         error=failed[-1].reason if failed else None,
         receipt_hash=digest.hexdigest()[:16],
+        limited_by=run.limited_by if stop.limited else None,
+        models=_models(steps),
+        warnings=run.warnings,
     )

@@ -159,13 +159,22 @@ async def metered_call(
         partial: list[str] = []
 
         async def stream(ev: StreamEvent, partial: list[str] = partial) -> None:
-            if ev.kind == "token":
+            if ev.kind in ("token", "reasoning"):  # reasoning is billed output too
                 partial.append(ev.text)
             if on_event is not None:
                 await on_event(ev)
 
         try:
             completion = await _send(provider, request, stream, timeout_ms, label)
+        except anyio.get_cancelled_exc_class():
+            # The run deadline cut the call off after it was sent: it may still be billed, so
+            # book it as a failed attempt (an estimate, never zero) before the cancel goes on.
+            cut = ProviderTimeout(f"{label} cut off by the run deadline")
+            charge = _failed(cut, prompt_tokens, estimate_tokens("".join(partial)), reserve)
+            with anyio.CancelScope(shield=True):
+                await ledger.reconcile(reservation, charge.usage)
+            out.charges.append(charge)
+            raise
         except ProviderError as err:
             text = err.partial if isinstance(err, StreamDropped) else "".join(partial)
             charge = _failed(err, prompt_tokens, estimate_tokens(text), reserve)
