@@ -12,21 +12,16 @@ completed outputs are kept.
 
 from __future__ import annotations
 
-import hashlib
-import json
-import random
 import time
-import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
 from decimal import Decimal
 
 import anyio
 
 from loomc.checker.rules import limit_warnings
 from loomc.checker.worstcase import step_attempt_cost
-from loomc.exec.events import Event, EventKind, EventSink
-from loomc.exec.guards import Facts, Outcome, evaluate, is_refusal
+from loomc.exec.events import EventKind, EventSink
+from loomc.exec.guards import Facts, Outcome, evaluate
 from loomc.exec.ledger import Ledger, Refused
 from loomc.exec.metered import (
     AttemptStarted,
@@ -38,57 +33,24 @@ from loomc.exec.metered import (
     metered_call,
 )
 from loomc.exec.prompting import messages
+from loomc.exec.receipt import GUARD_FALSE, build_result
 from loomc.exec.result import (
-    BudgetReport,
     LimitStop,
-    ModelUsage,
     RunResult,
     StepRecord,
     StepStatus,
     StepUsage,
     StopReason,
 )
+from loomc.exec.state import RunState
 from loomc.ir.model import Pipeline, StepNode
 from loomc.providers.base import CompletionRequest, ProviderError, estimate_tokens
 from loomc.providers.registry import ProviderPool
 from loomc.risk.base import RiskProfile, RiskProfiler
 from loomc.units import Dimension, Usage
 
-GUARD_FALSE = "guard is false"
 DEADLINE_PASSED = "run deadline passed"
 DEADLINE_CUT = "cut off by the run deadline"
-
-
-@dataclass
-class _Run:
-    pipeline: Pipeline
-    prompt: str
-    pool: ProviderPool
-    ledger: Ledger
-    sinks: Sequence[EventSink]
-    risk: RiskProfile
-    stream: bool
-    order: list[str]  # the graph's topological order, computed once per run
-    temperature: float | None = None  # overrides every step's (the worker's) temperature
-    run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
-    outcomes: dict[str, Outcome] = field(default_factory=dict)
-    records: dict[str, StepRecord] = field(default_factory=dict)
-    done: dict[str, anyio.Event] = field(default_factory=dict)
-    stop_reason: StopReason | None = None
-    limited_by: LimitStop | None = None
-    warnings: list[dict[str, object]] = field(default_factory=list)
-    # per step in flight: when it was sent, its prompt estimate and what it streamed so far
-    sent: dict[str, tuple[float, int, list[str]]] = field(default_factory=dict)
-    started: float = field(default_factory=time.monotonic)
-    rng: random.Random = field(default_factory=random.Random)
-
-    async def emit(self, kind: EventKind, step: str | None = None, **data: object) -> None:
-        event = Event(kind, self.run_id, step, dict(data))
-        for sink in self.sinks:
-            try:
-                await sink.emit(event)
-            except Exception:
-                continue
 
 
 async def execute(
@@ -112,7 +74,7 @@ async def execute(
         ledger = Ledger(pipeline.enforced, parent=parent_ledger, name="run")
     risk = _profile(profiler, prompt, pipeline.kind)
     order = pipeline.graph.topological_order()
-    run = _Run(pipeline, prompt, pool, ledger, sinks, risk, stream, order, temperature)
+    run = RunState(pipeline, prompt, pool, ledger, sinks, risk, stream, order, temperature)
     await run.emit(
         EventKind.RUN_STARTED, pipeline=pipeline.name, tier=pipeline.tier, risk=risk.to_json()
     )
@@ -137,7 +99,7 @@ async def execute(
                     tg.start_soon(_run_step, run, pipeline.graph.step(sid))
         if scope.cancelled_caught:
             _deadline_passed(run, deadline or 0)
-    result = _result(run)
+    result = build_result(run)
     await run.emit(
         EventKind.RUN_FINISHED,
         stop_reason=result.stop_reason,
@@ -147,7 +109,7 @@ async def execute(
     return result
 
 
-def _deadline_passed(run: _Run, deadline: int) -> None:
+def _deadline_passed(run: RunState, deadline: int) -> None:
     """The deadline cut the run: calls in flight are booked as estimates, the rest cancelled."""
     run.stop_reason = run.stop_reason or StopReason.MAX_LATENCY
     cut: list[str] = []
@@ -183,7 +145,7 @@ def _deadline_passed(run: _Run, deadline: int) -> None:
         )
 
 
-def _source(run: _Run, dim: Dimension, ledger: str) -> str:
+def _source(run: RunState, dim: Dimension, ledger: str) -> str:
     """Which ceiling stopped the run: a parent ledger's, the run-time limit or the promise."""
     if ledger != "run":
         return f"{ledger} ledger"
@@ -191,7 +153,7 @@ def _source(run: _Run, dim: Dimension, ledger: str) -> str:
     return "limit" if limit is not None and (promise is None or limit <= promise) else "promise"
 
 
-def _limited(run: _Run, step: StepNode, refused: Refused) -> LimitStop:
+def _limited(run: RunState, step: StepNode, refused: Refused) -> LimitStop:
     ceiling = Decimal(refused.ceiling)
     return LimitStop(
         dimension=refused.dimension,
@@ -217,7 +179,7 @@ def _input_tokens(pipeline: Pipeline, prompt: str) -> int:
     return estimate_tokens(pipeline.instruction) + estimate_tokens(prompt) + longest_task // 3 + 64
 
 
-async def _run_step(run: _Run, step: StepNode) -> None:
+async def _run_step(run: RunState, step: StepNode) -> None:
     try:
         for dep in sorted(step.dependencies):
             if dep in run.done:
@@ -227,7 +189,7 @@ async def _run_step(run: _Run, step: StepNode) -> None:
         run.done[step.id].set()
 
 
-async def _attempt_step(run: _Run, step: StepNode) -> None:
+async def _attempt_step(run: RunState, step: StepNode) -> None:
     if not await _ready(run, step):
         return
     outputs = {sid: o.output for sid, o in run.outcomes.items() if o.status is StepStatus.OK}
@@ -328,7 +290,7 @@ async def _attempt_step(run: _Run, step: StepNode) -> None:
     await _finish(run, step, record, out)
 
 
-async def _ready(run: _Run, step: StepNode) -> bool:
+async def _ready(run: RunState, step: StepNode) -> bool:
     """Whether the step may be sent; records and reports it as skipped or stopped otherwise."""
     for dep in step.sees:
         dep_outcome = run.outcomes.get(dep)
@@ -346,7 +308,7 @@ async def _ready(run: _Run, step: StepNode) -> bool:
     return True
 
 
-async def _finish(run: _Run, step: StepNode, record: StepRecord, out: Metered) -> None:
+async def _finish(run: RunState, step: StepNode, record: StepRecord, out: Metered) -> None:
     if out.completion is None:
         record.status = StepStatus.FAILED
         record.reason = None if out.error is None else describe(out.error)
@@ -377,7 +339,7 @@ async def _finish(run: _Run, step: StepNode, record: StepRecord, out: Metered) -
     )
 
 
-def _skip(run: _Run, step: StepNode, status: StepStatus, reason: str) -> None:
+def _skip(run: RunState, step: StepNode, status: StepStatus, reason: str) -> None:
     run.records[step.id] = StepRecord(
         id=step.id,
         role=step.role,
@@ -390,139 +352,8 @@ def _skip(run: _Run, step: StepNode, status: StepStatus, reason: str) -> None:
     run.outcomes[step.id] = Outcome(status, "")
 
 
-def _stop(run: _Run, step: StepNode, record: StepRecord, stop: StopReason, reason: str) -> None:
+def _stop(run: RunState, step: StepNode, record: StepRecord, stop: StopReason, reason: str) -> None:
     run.stop_reason = run.stop_reason or stop
     record.status = StepStatus.BUDGET_STOPPED if record.attempts == 0 else StepStatus.FAILED
     record.reason = reason
     run.outcomes[step.id] = Outcome(record.status, "")
-
-
-def _status(run: _Run, sid: str) -> StepStatus | None:
-    outcome = run.outcomes.get(sid)
-    return None if outcome is None else outcome.status
-
-
-def _total(amounts: Sequence[Decimal]) -> Decimal:
-    return sum(amounts, Decimal(0))
-
-
-def usable(text: str) -> bool:
-    t = text.strip()
-    return bool(t) and (len(t) > 80 or t.endswith((".", "!", "?", ")")) or "\n" in t)
-
-
-def _answer(run: _Run) -> str:
-    ok = [sid for sid in run.pipeline.answer if _status(run, sid) is StepStatus.OK]
-    for sid in ok:
-        if usable(run.outcomes[sid].output):
-            return run.outcomes[sid].output
-    if ok:
-        return run.outcomes[ok[0]].output
-    if run.stop_reason is not None and run.stop_reason.limited:
-        # Stopped before any answer step ran: the best answer so far is the latest completed
-        # output (a draft beats nothing when the user set the limit).
-        done = [sid for sid in reversed(run.order) if _status(run, sid) is StepStatus.OK]
-        for sid in done:
-            if usable(run.outcomes[sid].output):
-                return run.outcomes[sid].output
-    return ""
-
-
-def _models(steps: Sequence[StepRecord]) -> dict[str, ModelUsage]:
-    """The per-model roll-up: calls, tokens, receipt vs estimated credits, money."""
-    out: dict[str, ModelUsage] = {}
-    for s in steps:
-        if s.attempts == 0:
-            continue
-        m = out.setdefault(s.model, ModelUsage(cost=Decimal(0)))
-        m.calls += s.attempts
-        m.prompt_tokens += s.usage.prompt_tokens
-        m.completion_tokens += s.usage.completion_tokens
-        m.tokens += s.usage.total_tokens
-        m.tokens_estimated = m.tokens_estimated or s.usage.estimated
-        estimate = s.reserved.credits * s.attempts if s.reserved is not None else Decimal(0)
-        if s.credits is not None:
-            m.credits = (m.credits or Decimal(0)) + s.credits
-            estimate -= s.reserved.credits if s.reserved is not None else Decimal(0)
-        m.estimated_credits += estimate
-        m.cost = None if m.cost is None or s.cost is None else m.cost + s.cost
-    return out
-
-
-def _escalation(run: _Run, executed: int) -> str | None:
-    if executed <= 1:
-        return None
-    r = run.risk
-    if r.level == "high":
-        return f"high-risk task: {', '.join(r.signals)}" if r.signals else "high-risk task profile"
-    first = run.outcomes.get(run.order[0])
-    if is_refusal(first.output if first is not None else ""):
-        return "direct answer was refused or empty"
-    return f"{r.complexity}-complexity {r.kind} task"
-
-
-def _result(run: _Run) -> RunResult:
-    steps = [run.records[sid] for sid in run.order if sid in run.records]
-    executed = [s for s in steps if s.attempts > 0]
-    calls = sum(s.attempts for s in steps)
-    failed = [s for s in steps if s.status is StepStatus.FAILED]
-    answer = _answer(run)
-    if run.stop_reason:
-        stop = run.stop_reason
-    elif not answer and failed:
-        stop = StopReason.ERROR
-    elif any(s.status is StepStatus.SKIPPED and s.reason == GUARD_FALSE for s in steps):
-        stop = StopReason.DIRECT_ANSWER_ACCEPTED if len(executed) == 1 else StopReason.COMPLETED
-    else:
-        stop = StopReason.COMPLETED
-    costs = [s.cost for s in executed if s.cost is not None]
-    receipts = [s.credits for s in executed if s.credits is not None]
-    canonical = {
-        "pipeline": run.pipeline.name,
-        "tier": run.pipeline.tier,
-        "steps": [
-            {
-                "id": s.id,
-                "worker": s.worker,
-                "model": s.model,
-                "access": s.access,
-                "status": s.status,
-                "attempts": s.attempts,
-                "usage": s.usage.model_dump(),
-            }
-            for s in steps
-        ],
-        "answer": hashlib.sha256(answer.encode()).hexdigest(),
-    }
-    digest = hashlib.sha256(json.dumps(canonical, sort_keys=True, separators=(",", ":")).encode())
-    elapsed_ms = int((time.monotonic() - run.started) * 1000)
-    return RunResult(
-        answer=answer,
-        pipeline=run.pipeline.name,
-        tier=run.pipeline.tier,
-        calls=calls,
-        escalated=len(executed) > 1,
-        escalation_reason=_escalation(run, len(executed)),
-        stop_reason=stop,
-        budget=BudgetReport(
-            limits=run.pipeline.enforced,
-            used=replace(run.ledger.actual, latency_ms=elapsed_ms),
-            reserved_peak=run.ledger.peak,
-            limited=stop.limited,
-        ),
-        steps=steps,
-        risk=run.risk.to_json(),
-        elapsed_ms=elapsed_ms,
-        cost=_total(costs) if executed and len(costs) == len(executed) else None,
-        missing_pricing=sorted({s.model for s in executed if s.cost is None}),
-        credits=_total(receipts) if receipts else None,
-        estimated_credits=_total(
-            [s.reserved.credits * s.attempts for s in executed if s.reserved is not None]
-        ),
-        tokens=sum(s.usage.total_tokens for s in steps),
-        error=failed[-1].reason if failed else None,
-        receipt_hash=digest.hexdigest()[:16],
-        limited_by=run.limited_by if stop.limited else None,
-        models=_models(steps),
-        warnings=run.warnings,
-    )
