@@ -145,8 +145,9 @@ class LiveTrace:
                 f"{escape(', '.join(risk.get('signals') or []) or 'no signals')}"
             )
         elif event.kind == EventKind.WARNING:
+            where = f"{escape(str(d['where']))}: " if d.get("where") else ""
             self.console.print(
-                f"[yellow]warning[{d.get('code')}][/]: {escape(str(d.get('message')))}"
+                f"{where}[yellow]warning\\[{d.get('code')}][/]: {escape(str(d.get('message')))}"
             )
         elif event.kind == EventKind.STEP_STARTED:
             self.console.print(f"▶ [cyan]{event.step}[/] {d.get('role')} · {d.get('model')}")

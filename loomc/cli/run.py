@@ -141,7 +141,8 @@ def run(args: argparse.Namespace) -> int:
             out["conductor"] = result.conductor
         print(json.dumps(out, indent=2))
         for w in result.warnings:  # the live trace showed them otherwise
-            print(f"loomc: warning[{w['code']}]: {w['message']}", file=sys.stderr)
+            where = f"{w['file']}:{w['line']}:{w['column']}: " if w.get("file") else ""
+            print(f"{where}warning[{w['code']}]: {w['message']}", file=sys.stderr)
     else:
         print(result.answer)
         print("\n" + summary_line(result), file=sys.stderr)

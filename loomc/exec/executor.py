@@ -80,7 +80,10 @@ async def execute(
     )
     for diag in limit_warnings(pipeline):
         run.warnings.append(diag.to_json())
-        await run.emit(EventKind.WARNING, code=diag.code, message=diag.message, hint=diag.hint)
+        where = f"{diag.span.file}:{diag.span.line}:{diag.span.column}"
+        await run.emit(
+            EventKind.WARNING, code=diag.code, message=diag.message, hint=diag.hint, where=where
+        )
     run.done = {sid: anyio.Event() for sid in order}
     if _input_tokens(pipeline, prompt) > pipeline.input_tokens:
         run.stop_reason = StopReason.INPUT_TOO_LARGE

@@ -21,7 +21,7 @@ from decimal import Decimal
 
 import anyio
 
-from loomc.exec.ledger import Ledger, Refused
+from loomc.exec.ledger import Ledger, Refused, Reservation
 from loomc.ir.model import Pricing
 from loomc.providers.base import (
     Completion,
@@ -171,14 +171,13 @@ async def metered_call(
             # book it as a failed attempt (an estimate, never zero) before the cancel goes on.
             cut = ProviderTimeout(f"{label} cut off by the run deadline")
             charge = _failed(cut, prompt_tokens, estimate_tokens("".join(partial)), reserve)
-            with anyio.CancelScope(shield=True):
-                await ledger.reconcile(reservation, charge.usage)
+            await _settle(ledger, reservation, charge.usage)
             out.charges.append(charge)
             raise
         except ProviderError as err:
             text = err.partial if isinstance(err, StreamDropped) else "".join(partial)
             charge = _failed(err, prompt_tokens, estimate_tokens(text), reserve)
-            await ledger.reconcile(reservation, charge.usage)
+            await _settle(ledger, reservation, charge.usage)
             out.charges.append(charge)
             if not err.retryable or attempt + 1 >= retry.attempts:
                 return out
@@ -188,11 +187,18 @@ async def metered_call(
             await anyio.sleep(delay)
             continue
         charge, out.cost, out.credits = _succeeded(completion, reserve, pricing)
-        await ledger.reconcile(reservation, charge.usage)
+        await _settle(ledger, reservation, charge.usage)
         out.charges.append(charge)
         out.completion = completion
         return out
     return out
+
+
+async def _settle(ledger: Ledger, reservation: Reservation, usage: Usage) -> None:
+    """Reconcile, shielded: a run deadline landing on the ledger's lock must not leave a call
+    that was sent unbooked (it would be missing from ``used`` and its reservation stuck)."""
+    with anyio.CancelScope(shield=True):
+        await ledger.reconcile(reservation, usage)
 
 
 async def _send(
