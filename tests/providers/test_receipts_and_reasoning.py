@@ -134,3 +134,29 @@ def test_the_deadline_books_the_call_it_cuts_off(
     assert result["models"]["gw/slow"]["calls"] == 1
     assert wall < 1.0 + 1.5
     assert "LOOM405" in err  # the worst case (20 s) above the limit was a warning
+
+
+def test_the_live_trace_shows_reasoning_frames_and_labels_receipts(
+    replay: ReplayServer, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("LOOMC_TEST_GATEWAY_KEY", KEY)
+    policy: dict[str, Any] = yaml.safe_load((ROOT / "policies/default.yaml").read_text())
+    policy["providers"] = {"gw": {"type": "openai-compatible", "base_url": f"{replay.base_url}/v1",
+                                  "api_key": "env:LOOMC_TEST_GATEWAY_KEY"}}
+    models = {"finalizer": "reasoning", "critic": "dot"}
+    for worker, spec in policy["workers"].items():
+        spec["model"] = f"gw/{models.get(worker, 'llamacpp')}"
+    policy.pop("pricing", None)
+    path = tmp_path / "policy.yaml"
+    path.write_text(yaml.safe_dump(policy), encoding="utf-8")
+    prompt = "Review this payment webhook handler for double-spend races and missing auth checks."
+    code = main(["run", prompt, "--tier", "balanced", "--policy", str(path),
+                 "--project", str(ROOT)])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert THOUGHT in err and THOUGHT not in out  # reasoning is shown live, never the answer
+    assert "◆ verify" in err and "zero-retention" in err  # Dot's privacy frame, live
+    # Dot's receipt (2.5) is exact; the finalizer's credits (1.5, no receipt) an estimate
+    assert "credits 2.5 (receipts) + ~1.5 (estimated)" in err
+    assert KEY not in out + err
