@@ -21,7 +21,7 @@ from decimal import Decimal
 
 import anyio
 
-from loomc.exec.ledger import Ledger, Overshoot, Refused
+from loomc.exec.ledger import Ledger, Overshoot, Refused, Reservation
 from loomc.ir.model import Pricing
 from loomc.providers.base import (
     Completion,
@@ -162,17 +162,26 @@ async def metered_call(
             partial: list[str] = []
 
             async def stream(ev: StreamEvent, partial: list[str] = partial) -> None:
-                if ev.kind == "token":
+                if ev.kind in ("token", "reasoning"):  # reasoning is billed output too
                     partial.append(ev.text)
                 if on_event is not None:
                     await on_event(ev)
 
             try:
                 completion = await _send(provider, request, stream, timeout_ms, label)
+            except anyio.get_cancelled_exc_class():
+                # The run deadline cut the call off after it was sent: it may still be billed,
+                # so book it as a failed attempt (an estimate, never zero) before the cancel
+                # goes on.
+                cut = ProviderTimeout(f"{label} cut off by the run deadline")
+                charge = _failed(cut, prompt_tokens, estimate_tokens("".join(partial)), reserve)
+                out.over = await _settle(ledger, reservation, charge.usage)
+                out.charges.append(charge)
+                raise
             except ProviderError as err:
                 text = err.partial if isinstance(err, StreamDropped) else "".join(partial)
                 charge = _failed(err, prompt_tokens, estimate_tokens(text), reserve)
-                out.over = await ledger.reconcile(reservation, charge.usage)
+                out.over = await _settle(ledger, reservation, charge.usage)
                 out.charges.append(charge)
                 if out.over is not None or not err.retryable or attempt + 1 >= retry.attempts:
                     return out
@@ -184,15 +193,23 @@ async def metered_call(
             booked, charge, out.cost, out.credits, implausible = _succeeded(
                 completion, request, prompt_tokens, reserve, pricing
             )
-            out.over = await ledger.reconcile(reservation, charge.usage) or implausible
+            out.over = await _settle(ledger, reservation, charge.usage) or implausible
             out.charges.append(charge)
             out.completion = booked
             return out
         finally:
-            if not reservation.settled:  # cancelled (the run deadline) or an unexpected error:
-                with anyio.CancelScope(shield=True):  # the request may be billed, book its
-                    await ledger.reconcile(reservation, reserve)  # worst case
+            if not reservation.settled:  # an unexpected error: the request may be billed,
+                await _settle(ledger, reservation, reserve)  # book its worst case
     return out
+
+
+async def _settle(ledger: Ledger, reservation: Reservation, usage: Usage) -> Overshoot | None:
+    """Reconcile, shielded: a run deadline landing on the ledger's lock must not leave a call
+    that was sent unbooked (it would be missing from ``used`` and its reservation stuck)."""
+    over: Overshoot | None = None
+    with anyio.CancelScope(shield=True):
+        over = await ledger.reconcile(reservation, usage)
+    return over
 
 
 async def _send(

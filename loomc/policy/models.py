@@ -137,9 +137,12 @@ class WorkerConfig(_Model):
     capabilities: list[str] = Field(default_factory=list)
     credits: Amount = Field(Decimal(0), description="credit reservation estimate per call")
     p95_latency: DurationMs | None = None
-    max_tokens: int | None = Field(None, ge=1)
+    max_tokens: int | None = Field(None, ge=1, description="caps every step of this worker")
     timeout: DurationMs | None = None
     retries: int | None = Field(None, ge=0)
+    temperature: float | None = Field(
+        None, ge=0, le=2, allow_inf_nan=False, description="sampling temperature sent on the wire"
+    )
 
     @field_validator("model")
     @classmethod
