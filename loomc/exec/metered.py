@@ -247,8 +247,8 @@ def _succeeded(
 
     A negative token count is replaced by the local estimate of what was visibly sent or
     received (the worst of reported and estimated); a negative receipt books the credit
-    estimate. Nothing is ever booked below zero. Output over the request's ``max_tokens`` is
-    booked as reported (the worst case) and returned as an overshoot."""
+    estimate. Nothing is ever booked below zero. Reported output over the request's
+    ``max_tokens`` is booked as reported (the worst case) and returned as an overshoot."""
     tokens = completion.usage
     streamed = estimate_tokens(completion.content)
     prompt = tokens.prompt_tokens if tokens.prompt_tokens >= 0 else prompt_estimate
@@ -271,7 +271,10 @@ def _succeeded(
         cost=cost if cost is not None else Decimal(0),
     )
     over = None
-    if request.max_tokens is not None and output > request.max_tokens:
+    # Only a provider's own count can lie: a local estimate of a streamed answer (no usage on
+    # the wire) is deliberately conservative and may pass max_tokens without any overshoot.
+    reported = not tokens.estimated and tokens.completion_tokens >= 0
+    if reported and request.max_tokens is not None and output > request.max_tokens:
         over = Overshoot("step", Dimension.TOKENS, output, request.max_tokens)
     booked = replace(completion, usage=booked_tokens)
     charge = Charge(usage, prompt, output)
