@@ -22,27 +22,56 @@ ProviderType = Literal["mock", "openai-compatible", "openrouter", "lmstudio", "d
 """`openrouter`, `lmstudio` and `dot` are presets of the OpenAI-compatible wire protocol."""
 
 
+_DURATION = re.compile(r"\s*[0-9][0-9_]{0,39}(\.[0-9_]{1,40})?\s*(ms|min|s)?\s*")
+MAX_AMOUNT = 10**15
+"""The largest amount, duration (ms) or count a policy may give (docs/diagnostics.md)."""
+
 
 def _duration(value: Any) -> Any:
     if isinstance(value, str):
-        return parse_duration_ms(value)
+        if not _DURATION.fullmatch(value):
+            raise ValueError(f"not a duration: {value[:24]!r} (use e.g. 45s, 1500ms, 2min)")
+        try:
+            return parse_duration_ms(value)
+        except ArithmeticError as exc:  # decimal.InvalidOperation is one
+            raise ValueError(
+                f"not a duration: {value[:24]!r} (use e.g. 45s, 1500ms, 2min)"
+            ) from exc
     return value
 
 
 def _decimal(value: Any) -> Any:
     if isinstance(value, str):
-        return Decimal(value.strip().lstrip("$").replace("_", ""))
-    if isinstance(value, float):
-        return Decimal(repr(value))  # 0.1 stays 0.1, not 0.1000000000000000055...
+        text = value.strip().lstrip("$").replace("_", "")
+        if len(text) > 40:
+            raise ValueError("a number of more than 40 characters")
+        try:
+            value = Decimal(text)
+        except ArithmeticError as exc:  # decimal.InvalidOperation is one
+            raise ValueError(f"not a number: {value[:24]!r}") from exc
+    elif isinstance(value, float):
+        value = Decimal(repr(value))  # 0.1 stays 0.1, not 0.1000000000000000055...
+    if isinstance(value, Decimal) and not value.is_finite():
+        raise ValueError("a finite number is required")
     return value
 
 
-DurationMs = Annotated[int, BeforeValidator(_duration), Field(ge=0)]
-Amount = Annotated[Decimal, BeforeValidator(_decimal), Field(ge=0)]
+DurationMs = Annotated[int, BeforeValidator(_duration), Field(ge=0, le=MAX_AMOUNT)]
+Amount = Annotated[Decimal, BeforeValidator(_decimal), Field(ge=0, le=MAX_AMOUNT)]
 
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _bounded(cls, value: Any) -> Any:
+        """No number past ``MAX_AMOUNT`` anywhere: later stages multiply them into worst cases
+        and print them, and a 5,000-digit int cannot even be printed."""
+        number = isinstance(value, int | float | Decimal) and not isinstance(value, bool)
+        if number and abs(value) > MAX_AMOUNT:
+            raise ValueError(f"at most {MAX_AMOUNT:_} (10^15)".replace("_", ","))
+        return value
 
 
 # --- mock provider script ----------------------------------------------------------------------
