@@ -6,6 +6,7 @@ import sys
 
 from rich.console import Console
 
+from loomc.cli.terminal import markup, plain
 from loomc.exec.events import Event, EventKind
 
 
@@ -24,7 +25,7 @@ class LiveTrace:
         d = event.data
         if event.kind == EventKind.TOKEN:
             if self.tokens:
-                sys.stderr.write(str(d.get("text", "")))
+                sys.stderr.write(plain(d.get("text", "")))
                 sys.stderr.flush()
                 self._streaming = True
             return
@@ -33,27 +34,27 @@ class LiveTrace:
             risk = d.get("risk", {})
             tier = d.get("tier") or "-"
             self.console.print(
-                f"[bold]{d.get('pipeline')}[/] tier [bold]{tier}[/] · risk "
-                f"{risk.get('level')} ({risk.get('kind')}) "
-                f"{', '.join(risk.get('signals') or []) or 'no signals'}"
+                f"[bold]{markup(d.get('pipeline'))}[/] tier [bold]{markup(tier)}[/] · risk "
+                f"{markup(risk.get('level'))} ({markup(risk.get('kind'))}) "
+                f"{markup(', '.join(risk.get('signals') or []) or 'no signals')}"
             )
         elif event.kind == EventKind.STEP_STARTED:
-            self.console.print(f"▶ [cyan]{event.step}[/] {d.get('role')} · {d.get('model')}")
+            self.console.print(f"▶ [cyan]{markup(event.step)}[/] {markup(d.get('role'))} · {markup(d.get('model'))}")
         elif event.kind == EventKind.STEP_FINISHED:
             usage = d.get("usage") or {}
             est = " (estimated)" if usage.get("estimated") else ""
-            status = "[green]ok[/]" if d.get("status") == "ok" else f"[red]{d.get('status')}[/]"
-            extra = f" {d.get('error')}" if d.get("error") else ""
+            status = "[green]ok[/]" if d.get("status") == "ok" else f"[red]{markup(d.get('status'))}[/]"
+            extra = f" {markup(d.get('error'))}" if d.get("error") else ""
             self.console.print(
-                f"■ [cyan]{event.step}[/] {status} {d.get('elapsed_ms', 0)} ms · "
+                f"■ [cyan]{markup(event.step)}[/] {status} {d.get('elapsed_ms', 0)} ms · "
                 f"{usage.get('total_tokens', 0)} tokens{est}{extra}"
             )
         elif event.kind == EventKind.STEP_SKIPPED:
-            self.console.print(f"· [dim]{event.step} skipped: {d.get('reason')}[/]")
+            self.console.print(f"· [dim]{markup(event.step)} skipped: {markup(d.get('reason'))}[/]")
         elif event.kind == EventKind.STEP_RETRY:
             self.console.print(
-                f"↻ [yellow]{event.step}[/] retry {d.get('attempt')} in "
-                f"{d.get('delay_ms')} ms: {d.get('error')}"
+                f"↻ [yellow]{markup(event.step)}[/] retry {d.get('attempt')} in "
+                f"{d.get('delay_ms')} ms: {markup(d.get('error'))}"
             )
         elif event.kind == EventKind.BUDGET_STOP:
-            self.console.print(f"[red]budget stop[/] at {event.step}: {d.get('reason')}")
+            self.console.print(f"[red]budget stop[/] at {markup(event.step)}: {markup(d.get('reason'))}")

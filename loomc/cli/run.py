@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from loomc.cli.common import _decimal
+from loomc.cli.terminal import plain
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -108,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
     except loomc.PlanRejected as exc:
         if args.json:
             print(json.dumps({"conductor": exc.record}, indent=2, default=str))
-        print(f"loomc run: {exc}; no model was called", file=sys.stderr)
+        print(f"loomc run: {plain(exc)}; no model was called", file=sys.stderr)
         return 1
     if args.json:
         out = result.model_dump(mode="json")
@@ -116,17 +117,17 @@ def run(args: argparse.Namespace) -> int:
             out["conductor"] = result.conductor
         print(json.dumps(out, indent=2))
     else:
-        print(result.answer)
+        print(plain(result.answer))
         used = result.budget.used
         print(
             f"\n{result.pipeline}{'@' + result.tier if result.tier else ''}: {result.calls} call(s), "
             f"{result.tokens} tokens, {result.elapsed_ms} ms, stop: {result.stop_reason}"
-            + (f", escalated: {result.escalation_reason}" if result.escalated else "")
+            + (f", escalated: {plain(result.escalation_reason)}" if result.escalated else "")
             + f", credits ~{used.credits}, receipt {result.receipt_hash}",
             file=sys.stderr,
         )
     if result.stop_reason == "error":
-        print(f"loomc run: {result.error}", file=sys.stderr)
+        print(f"loomc run: {plain(result.error)}", file=sys.stderr)
         return 1
     return 0
 
@@ -151,8 +152,10 @@ class _PlannerVerdict:
         plan = d.get("plan") or {}
         roles = [str(plan[r]) for r in ("writer", "reviewer", "finalizer") if plan.get(r)]
         print(
-            f"loomc: planner {self.planner}: proposal {verdict}; running {plan.get('policy')} "
-            f"{' -> '.join(roles)}",
+            plain(
+                f"loomc: planner {self.planner}: proposal {verdict}; running {plan.get('policy')} "
+                f"{' -> '.join(roles)}"
+            ),
             file=sys.stderr,
         )
 
