@@ -80,6 +80,14 @@ class _BoundedLoader(yaml.SafeLoader):
         finally:
             self._depth -= 1
 
+    def fetch_flow_collection_start(self, token_class: Any) -> None:
+        # PyYAML's scanner keeps a possible key per open bracket and revisits all of them at
+        # every token, and it scans ahead of the composer: bound brackets here, where they open
+        # (8,000 nested '[' took 3 s before the composer's depth check was reached).
+        if self.flow_level >= MAX_DEPTH:
+            raise _Limit(f"nested deeper than {MAX_DEPTH} levels", self.get_mark())
+        super().fetch_flow_collection_start(token_class)
+
     def construct_yaml_int(self, node: Any) -> Any:
         _short_number(node)
         return super().construct_yaml_int(node)

@@ -103,11 +103,11 @@ def test_bad_arguments_are_refused_fast(
 ) -> None:
     data = tmp_path / "d.jsonl"
     data.write_text(LINES)
-    start = time.perf_counter()
+    start = time.process_time()
     rc, text = _eval(capsys, data, tmp_path / "r.json", *extra)
     assert rc == 2
     assert expect in text, text
-    assert time.perf_counter() - start < 5
+    assert time.process_time() - start < 5
     assert not (tmp_path / "r.json.journal.jsonl").exists()
 
 
@@ -185,11 +185,11 @@ NESTED = [
 
 @pytest.mark.parametrize("reply", NESTED)
 def test_a_nested_reply_is_a_parse_error_not_a_crash(reply: str) -> None:
-    start = time.perf_counter()
+    start = time.process_time()
     with pytest.raises(VerdictParseError):
         parse_verdict(reply)
     assert extract_first_json(reply) is None
-    assert time.perf_counter() - start < 2
+    assert time.process_time() - start < 2
 
 
 def test_flat_replies_still_parse() -> None:
