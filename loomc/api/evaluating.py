@@ -104,11 +104,14 @@ class Evaluation:
         totals: Budget | None = None,
         providers: Providers | None = None,
         on_done: Callable[[RunRecord], None] | None = None,
+        on_notice: Callable[[str], None] | None = None,
     ) -> EvalReceipt:
         """Run every cell (the eval-wide ``totals`` stop it, never overshot) and aggregate.
 
-        ``journal`` keeps finished cells (``resume`` reuses them, so nothing is paid twice);
-        without one, nothing survives the process. Raises ``EvalAborted`` when a cell fails
+        ``journal`` keeps finished cells and every call's reservation (``resume`` reuses the
+        cells, so nothing finished is paid twice, and counts calls in flight at an interruption
+        as spent); without one, nothing survives the process. ``on_notice`` hears what a resume
+        changed (edited cases re-run, calls in flight counted), one line each. Raises ``EvalAborted`` when a cell fails
         unexpectedly (cells in flight are cancelled, finished ones stay in the journal)."""
         book = Journal(journal) if journal is not None else None
         if book is not None and not resume and book.path.exists():
@@ -118,8 +121,8 @@ class Evaluation:
 
             with tempfile.TemporaryDirectory(prefix="loomc-eval-") as tmp:
                 return await self._arun(Journal(Path(tmp) / "journal.jsonl"), totals,
-                                        providers, on_done)
-        return await self._arun(book, totals, providers, on_done)
+                                        providers, on_done, on_notice)
+        return await self._arun(book, totals, providers, on_done, on_notice)
 
     async def _arun(
         self,
@@ -127,12 +130,14 @@ class Evaluation:
         totals: Budget | None,
         providers: Providers | None,
         on_done: Callable[[RunRecord], None] | None,
+        on_notice: Callable[[str], None] | None = None,
     ) -> EvalReceipt:
         async def matrix(pool: ProviderPool) -> list[RunRecord]:
             return await run_matrix(
                 self.jobs, policy_pool=pool, profilers=self.profilers,
                 concurrency=self.concurrency, journal=journal, total=totals or Budget(),
                 include_answers=self.include_answers, on_done=on_done, judge=self.judge,
+                on_notice=on_notice,
             )
 
         if isinstance(providers, ProviderPool):

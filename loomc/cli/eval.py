@@ -107,7 +107,12 @@ def run(args: argparse.Namespace) -> int:
             return 1
         print(f"wrote {out}", file=sys.stderr)
     _print_summary(receipt)
-    return 0
+    passed = [(r, r.result) for r in receipt.runs if r.result is not None
+              and r.result.stop_reason == "over-ceiling"]
+    for r, res in passed[:5]:  # a provider reported more than a ceiling allowed: say so, exit 1
+        print(f"loomc eval: case {r.case_id!r} x {r.strategy} #{r.iteration}: {res.error}",
+              file=sys.stderr)
+    return 1 if passed else 0
 
 
 def _unwritable(path: Path) -> str | None:
@@ -136,7 +141,8 @@ def _run_with_progress(ev: Any, journal: Path, resume: bool, totals: Any) -> tup
         task = progress.add_task("eval", total=len(ev.jobs))
         try:
             return ev.run(journal=journal, resume=resume, totals=totals,
-                          on_done=lambda _r: progress.advance(task)), 0
+                          on_done=lambda _r: progress.advance(task),
+                          on_notice=lambda line: print(f"loomc eval: {line}", file=sys.stderr)), 0
         except loomc.EvalAborted as exc:
             print(f"loomc eval: aborted: {exc} ({journal}); fix the cause and rerun with "
                   "--resume to finish", file=sys.stderr)

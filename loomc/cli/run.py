@@ -126,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
             + f", credits ~{used.credits}, receipt {result.receipt_hash}",
             file=sys.stderr,
         )
-    if result.stop_reason == "error":
+    if result.stop_reason in ("error", "over-ceiling"):
         print(f"loomc run: {plain(result.error)}", file=sys.stderr)
         return 1
     return 0

@@ -7,7 +7,6 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from pathlib import Path
 
 import anyio
 
@@ -16,6 +15,7 @@ from loomc.diagnostics import DiagnosticError
 from loomc.errors import LoomcError
 from loomc.eval.checks import run_checks
 from loomc.eval.dataset import Case
+from loomc.eval.journal import Cell, Journal, case_hash
 from loomc.eval.judge import JudgeSpec, Verdict
 from loomc.eval.judge import input_bound as judge_input_bound
 from loomc.eval.judge import judge as run_judge
@@ -24,13 +24,12 @@ from loomc.eval.records import JudgeVerdict, RunRecord
 from loomc.eval.strategies import Strategy
 from loomc.exec.executor import execute
 from loomc.exec.ledger import Ledger
+from loomc.exec.result import StopReason
 from loomc.ir.model import Pipeline
 from loomc.project import Project
 from loomc.providers.registry import ProviderPool
 from loomc.risk.base import RiskProfiler
-from loomc.units import Budget, Usage
-
-Cell = tuple[str, str, int]  # case id, strategy name, iteration
+from loomc.units import Budget
 
 
 @dataclass(frozen=True)
@@ -44,30 +43,9 @@ class Job:
     def key(self) -> Cell:
         return (self.case.id, self.strategy.name, self.iteration)
 
-
-class Journal:
-    """JSONL of finished cells next to the output; a torn last line is ignored on resume."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    def load(self) -> dict[Cell, RunRecord]:
-        done: dict[Cell, RunRecord] = {}
-        if not self.path.exists():
-            return done
-        for line in self.path.read_text(encoding="utf-8").splitlines():
-            try:
-                record = RunRecord.model_validate_json(line)
-            except ValueError:
-                continue  # torn write from a killed run
-            if record.status != "budget-stopped":
-                done[(record.case_id, record.strategy, record.iteration)] = record
-        return done
-
-    def append(self, record: RunRecord) -> None:
-        with self.path.open("a", encoding="utf-8") as fh:
-            fh.write(record.model_dump_json() + "\n")
-            fh.flush()
+    @property
+    def case_hash(self) -> str:
+        return case_hash(self.case, self.pipeline.key)
 
 
 def plan_jobs(project: Project, cases: Sequence[Case], strategies: Sequence[Strategy],
@@ -229,16 +207,30 @@ async def run_matrix(
     include_answers: bool,
     on_done: Callable[[RunRecord], None] | None = None,
     judge: JudgeSpec | None = None,
+    on_notice: Callable[[str], None] | None = None,
 ) -> list[RunRecord]:
     """Run every cell not already in the journal (and judge every run not yet judged).
 
-    An unexpected error in one cell cancels the cells in flight and raises EvalAborted; budget
-    and provider trouble never raise, they are recorded on the run."""
+    Everything the journal says may have been spent (calls in flight at a kill at their worst
+    case) counts against ``total``; a journaled cell whose case changed since is run again.
+    ``on_notice`` hears both, one line each. An unexpected error in one cell cancels the cells
+    in flight and raises EvalAborted; budget and provider trouble never raise, they are recorded
+    on the run."""
     done = journal.load()
+    stale = _stale(jobs, done, journal)
+    for cell in stale:
+        del done[cell]
+    if stale and on_notice is not None:
+        cases = sorted({c for c, _, _ in stale})
+        on_notice(f"{len(cases)} case(s) changed since they were journaled "
+                  f"({', '.join(map(repr, cases[:5]))}{', ...' if len(cases) > 5 else ''}): "
+                  f"re-running {len(stale)} cell(s)")
     eval_ledger = Ledger(total, name="eval")
-    for record in done.values():  # resumed work still counts against the eval-wide budget
-        if record.result is not None:
-            eval_ledger.committed = eval_ledger.committed + _usage_of(record)
+    # resumed work, and calls in flight at an interruption, count against the eval-wide budget
+    eval_ledger.committed = eval_ledger.peak = journal.spent
+    if journal.in_flight and on_notice is not None:
+        on_notice(f"{journal.in_flight} call(s) were in flight when the eval was interrupted; "
+                  "they count as spent at their worst case")
     limiter = anyio.CapacityLimiter(max(1, concurrency))
     results: dict[Cell, RunRecord] = {
         k: _public(grade(r), include_answers) for k, r in done.items()
@@ -261,11 +253,17 @@ async def run_matrix(
                 status="skipped", model=judge.model, passed=False,
                 reason="the run produced no answer")})
         if fresh:  # the workflow is paid: journal it first so a kill never re-pays it
-            journal.append(_journaled(record.model_copy(update={"answer": answer})))
-        v = await run_judge(judge, pool=policy_pool, ledger=eval_ledger, task=job.case.prompt,
+            journal.append(_journaled(record.model_copy(update={"answer": answer})),
+                           job.case_hash)
+        v = await run_judge(judge, pool=policy_pool, ledger=cell_ledger(job),
+                            task=job.case.prompt,
                             rubric=job.case.rubric, answer=answer,
                             bound=judge_input_bound(job.pipeline, job.case.rubric))
         return record.model_copy(update={"judge": _verdict(judge, v), "answer": answer})
+
+    def cell_ledger(job: Job) -> Ledger:
+        """No ceiling of its own: it journals the cell's reservations and settlements."""
+        return eval_ledger.child(Budget(), name="cell", hook=journal.hook(job.key))
 
     async def one(job: Job, prior: RunRecord | None) -> None:
         running.add(job.key)
@@ -274,8 +272,10 @@ async def run_matrix(
                 if prior is None:
                     result = await execute(job.pipeline, job.case.prompt, pool=policy_pool,
                                            profiler=profilers[job.strategy.semantic],
-                                           stream=False, parent_ledger=eval_ledger)
-                    stopped = result.calls == 0 and result.stop_reason.dimension is not None
+                                           stream=False, parent_ledger=cell_ledger(job))
+                    stop = result.stop_reason
+                    stopped = result.calls == 0 and (
+                        stop.dimension is not None or stop is StopReason.OVER_CEILING)
                     record = RunRecord(
                         case_id=job.case.id, strategy=job.strategy.name,
                         iteration=job.iteration, difficulty=job.case.difficulty,
@@ -291,7 +291,7 @@ async def run_matrix(
                 record = grade(record)
             final = record if judge is not None and needs_judging(record) else (
                 record.model_copy(update={"answer": record.answer if include_answers else None}))
-            journal.append(_journaled(final))
+            journal.append(_journaled(final), job.case_hash)
             results[job.key] = _public(record, include_answers)
             running.discard(job.key)
             if on_done:
@@ -331,18 +331,15 @@ def _public(record: RunRecord, include_answers: bool) -> RunRecord:
     return stripped.model_copy(update={"answer": None})
 
 
-def _usage_of(record: RunRecord) -> Usage:
-    """What a journaled run (and its judging) spent, workflow and judge together."""
-    assert record.result is not None
-    used = record.result.budget.used
-    usage = Usage(calls=used.calls, tokens=used.tokens, credits=used.credits, cost=used.cost)
-    v = record.judge
-    if v is not None and v.calls:
-        credits = v.credits if v.credits is not None else v.usage.get("estimated_credits", "0")
-        usage = usage + Usage(calls=v.calls, tokens=int(v.usage.get("total_tokens", 0)),
-                              credits=Decimal(str(credits)),
-                              cost=v.cost if v.cost is not None else Decimal(0))
-    return usage
+def _stale(jobs: Sequence[Job], done: dict[Cell, RunRecord], journal: Journal) -> list[Cell]:
+    """Journaled cells whose case (prompt, checks, rubric, pipeline, ...) changed since; a line
+    from an older loomc carries no hash and is reused."""
+    out = []
+    for job in jobs:
+        recorded = journal.hashes.get(job.key)
+        if job.key in done and recorded is not None and recorded != job.case_hash:
+            out.append(job.key)
+    return out
 
 
 def estimate_json(est: Estimate) -> str:

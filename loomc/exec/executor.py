@@ -66,6 +66,7 @@ class _Run:
     records: dict[str, StepRecord] = field(default_factory=dict)
     done: dict[str, anyio.Event] = field(default_factory=dict)
     stop_reason: StopReason | None = None
+    over: str | None = None  # how a booked usage passed a ceiling (the run stops over-ceiling)
     started: float = field(default_factory=time.monotonic)
     rng: random.Random = field(default_factory=random.Random)
 
@@ -231,9 +232,15 @@ async def _attempt_step(run: _Run, step: StepNode) -> None:
     )
     if out.refused is not None:
         await run.emit(EventKind.BUDGET_STOP, step.id, reason=out.refused.describe())
+        if out.refused.over is not None:
+            run.over = run.over or out.refused.describe()
         return _stop(run, step, record, out.refused.stop_reason, out.refused.describe())
     record.elapsed_ms = int((time.monotonic() - started) * 1000)
     await _finish(run, step, record, out)
+    if out.over is not None:  # paid and kept, but nothing more is sent
+        run.stop_reason, run.over = StopReason.OVER_CEILING, f"{step.id}: {out.over.describe()}"
+        record.reason = run.over
+        await run.emit(EventKind.BUDGET_STOP, step.id, reason=run.over)
 
 
 async def _ready(run: _Run, step: StepNode) -> bool:
@@ -397,6 +404,6 @@ def _result(run: _Run) -> RunResult:
             [s.reserved.credits * s.attempts for s in executed if s.reserved is not None]
         ),
         tokens=sum(s.usage.total_tokens for s in steps),
-        error=failed[-1].reason if failed else None,
+        error=run.over or (failed[-1].reason if failed else None),
         receipt_hash=digest.hexdigest()[:16],
     )

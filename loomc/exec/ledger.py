@@ -3,17 +3,36 @@
 Ledgers chain (a run's ledger under an eval-wide or server-wide one) and share the root's lock,
 so a reservation is checked against every ledger of the chain and committed to all of them in
 one atomic step: concurrent runs can never overshoot a shared ceiling.
+
+Three rules keep the ceilings honest when providers and processes are not:
+
+- amounts are clamped at zero: a provider reporting negative tokens or credits never frees
+  budget (the caller books the worst of reported and estimated, see ``metered``);
+- once what was really used passes a ceiling (a provider reported more than its worst case),
+  the ledger is *over*: it grants nothing more and says by how much (``Overshoot``);
+- a reservation refused by a shared (parent) ledger only because other reservations are still
+  in flight waits for them to settle and retries; it is refused for good only when what is
+  settled plus its own worst case cannot fit. Every granted reservation is settled (the caller
+  reconciles in a ``finally``), so the wait is bounded by the calls in flight.
+
+A ledger may carry a ``hook`` told of each reservation before the request is sent and of its
+settlement after (the eval journal writes both, so a killed eval's calls in flight are counted
+as spent when it resumes).
 """
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
 from decimal import Decimal
+from typing import Protocol
 
 import anyio
 
 from loomc.exec.result import StopReason
 from loomc.units import Budget, Dimension, Usage
+
+_BOOKED = (Dimension.CALLS, Dimension.CREDITS, Dimension.COST, Dimension.TOKENS)
 
 
 @dataclass
@@ -21,6 +40,32 @@ class Reservation:
     amount: Usage
     ledgers: list[Ledger]
     settled: bool = False
+    id: str = field(default_factory=lambda: uuid.uuid4().hex)
+
+
+@dataclass(frozen=True)
+class Overshoot:
+    """What was really used passed a ceiling: by how much, on which ledger and axis."""
+
+    ledger: str
+    dimension: Dimension
+    used: int | Decimal
+    ceiling: int | Decimal
+
+    @property
+    def amount(self) -> int | Decimal:
+        return self.used - self.ceiling
+
+    def describe(self) -> str:
+        if self.ledger == "step":  # the request's own bound: max_tokens
+            return (
+                f"over ceiling: the provider reported {self.used} completion tokens > max_tokens "
+                f"{self.ceiling} (over by {self.amount}); no further call is sent"
+            )
+        return (
+            f"over ceiling: {self.ledger} ledger {self.dimension.value} {_num(self.used)} > "
+            f"ceiling {_num(self.ceiling)} (over by {_num(self.amount)}); no further call is sent"
+        )
 
 
 @dataclass
@@ -30,16 +75,28 @@ class Refused:
     needed: int | Decimal
     ceiling: int | Decimal
     used: int | Decimal
+    over: Overshoot | None = None  # set when refused because the ledger is already over
 
     @property
     def stop_reason(self) -> StopReason:
-        return StopReason.ceiling(self.dimension)
+        return StopReason.OVER_CEILING if self.over else StopReason.ceiling(self.dimension)
 
     def describe(self) -> str:
+        if self.over is not None:
+            return self.over.describe()
         return (
             f"{self.ledger} ledger: {self.dimension.value} would reach "
             f"{self.used + self.needed} > ceiling {self.ceiling}"
         )
+
+
+class LedgerHook(Protocol):
+    """Told of every reservation a ledger grants (before the request is sent) and of its
+    settlement; a hook that raises on ``reserved`` refuses the reservation."""
+
+    def reserved(self, reservation: Reservation) -> None: ...
+
+    def settled(self, reservation: Reservation, actual: Usage) -> None: ...
 
 
 @dataclass
@@ -47,18 +104,26 @@ class Ledger:
     budget: Budget
     parent: Ledger | None = None
     name: str = "run"
-    committed: Usage = field(default_factory=Usage)  # outstanding reservations + reconciled actuals
+    committed: Usage = field(default_factory=Usage)  # outstanding reservations + settled actuals
     actual: Usage = field(default_factory=Usage)
     peak: Usage = field(default_factory=Usage)
-    _lock: anyio.Lock | None = None
+    outstanding: Usage = field(default_factory=Usage)  # granted, not yet settled
+    pending: int = 0  # how many reservations are outstanding
+    hook: LedgerHook | None = None
+    _cond: anyio.Condition | None = None
 
     def __post_init__(self) -> None:
-        self._lock = self.parent.lock if self.parent is not None else anyio.Lock()
+        self._cond = self.parent.condition if self.parent is not None else anyio.Condition()
 
     @property
-    def lock(self) -> anyio.Lock:
-        assert self._lock is not None
-        return self._lock
+    def condition(self) -> anyio.Condition:
+        assert self._cond is not None
+        return self._cond
+
+    @property
+    def settled(self) -> Usage:
+        """What is booked for good: settled actuals (and spend seeded from a journal)."""
+        return self.committed - self.outstanding
 
     def chain(self) -> list[Ledger]:
         out: list[Ledger] = []
@@ -68,38 +133,116 @@ class Ledger:
             node = node.parent
         return out
 
-    def child(self, budget: Budget, name: str = "run") -> Ledger:
-        return Ledger(budget=budget, parent=self, name=name)
+    def child(self, budget: Budget, name: str = "run", hook: LedgerHook | None = None) -> Ledger:
+        return Ledger(budget=budget, parent=self, name=name, hook=hook)
+
+    def overshoot(self) -> Overshoot | None:
+        """The first ceiling that settled usage has passed on this ledger, if any."""
+        settled = self.settled
+        for dim in _BOOKED:
+            ceiling = self.budget.get(dim)
+            if ceiling is not None and settled.get(dim) > ceiling:
+                return Overshoot(self.name, dim, settled.get(dim), ceiling)
+        return None
+
+    def chain_overshoot(self) -> Overshoot | None:
+        """The first overshoot on this ledger or any ledger above it."""
+        return next((o for o in (led.overshoot() for led in self.chain()) if o), None)
 
     def _refusal(self, amount: Usage) -> Refused | None:
         after = self.committed + amount
-        for dim in (Dimension.CALLS, Dimension.CREDITS, Dimension.COST, Dimension.TOKENS):
+        for dim in _BOOKED:
             ceiling = self.budget.get(dim)
             if ceiling is not None and after.get(dim) > ceiling:
                 return Refused(dim, self.name, amount.get(dim), ceiling, self.committed.get(dim))
         return None
 
-    async def reserve(self, amount: Usage) -> Reservation | Refused:
-        async with self.lock:
-            ledgers = self.chain()
-            for ledger in ledgers:
-                refused = ledger._refusal(amount)
-                if refused is not None:
-                    return refused
-            for ledger in ledgers:
-                ledger.committed = ledger.committed + amount
-                ledger.peak = _max(ledger.peak, ledger.committed)
-            return Reservation(amount, ledgers)
+    def _may_fit_later(self, amount: Usage, dim: Dimension) -> bool:
+        """Whether settling the reservations in flight could make room for ``amount``."""
+        ceiling = self.budget.get(dim)
+        return (
+            self.pending > 0
+            and ceiling is not None
+            and self.settled.get(dim) + amount.get(dim) <= ceiling
+        )
 
-    async def reconcile(self, reservation: Reservation, actual: Usage) -> None:
-        """Replace the reservation by what was really used (never less than one call)."""
+    async def reserve(self, amount: Usage, *, wait: bool = True) -> Reservation | Refused:
+        """Grant ``amount`` on every ledger of the chain, or say which ceiling refuses it.
+
+        A refusal by a parent ledger that only reservations in flight cause waits for them to
+        settle (``wait``), then is decided again."""
+        amount = nonnegative(amount)
+        ledgers = self.chain()
+        async with self.condition:
+            while True:
+                over = self.chain_overshoot()
+                if over is not None:
+                    return Refused(
+                        over.dimension,
+                        over.ledger,
+                        amount.get(over.dimension),
+                        over.ceiling,
+                        over.used,
+                        over,
+                    )
+                refused, by = None, self
+                for ledger in ledgers:
+                    refused, by = ledger._refusal(amount), ledger
+                    if refused is not None:
+                        break
+                if refused is None:
+                    reservation = Reservation(amount, ledgers)
+                    for ledger in ledgers:
+                        if ledger.hook is not None:
+                            ledger.hook.reserved(reservation)  # before anything is committed
+                    for ledger in ledgers:
+                        ledger.committed = ledger.committed + amount
+                        ledger.outstanding = ledger.outstanding + amount
+                        ledger.pending += 1
+                        ledger.peak = _max(ledger.peak, ledger.committed)
+                    return reservation
+                if wait and by is not self and by._may_fit_later(amount, refused.dimension):
+                    await self.condition.wait()
+                    continue
+                return refused
+
+    async def reconcile(self, reservation: Reservation, actual: Usage) -> Overshoot | None:
+        """Replace the reservation by what was really used (clamped at zero on every axis);
+        returns the overshoot of the reservation's chain when settled usage passes a ceiling."""
         if reservation.settled:
-            return
-        async with self.lock:
+            return None
+        actual = nonnegative(actual)
+        async with self.condition:
+            if reservation.settled:
+                return None
             for ledger in reservation.ledgers:
                 ledger.committed = ledger.committed - reservation.amount + actual
+                ledger.outstanding = ledger.outstanding - reservation.amount
+                ledger.pending -= 1
                 ledger.actual = ledger.actual + actual
             reservation.settled = True
+            self.condition.notify_all()
+            for ledger in reservation.ledgers:
+                if ledger.hook is not None:
+                    ledger.hook.settled(reservation, actual)
+            return reservation.ledgers[0].chain_overshoot() if reservation.ledgers else None
+
+
+def _num(value: int | Decimal) -> str:
+    """A number as people write it: ``50``, not ``50.0`` or ``5E+1``."""
+    return format(value.normalize(), "f") if isinstance(value, Decimal) else str(value)
+
+
+def nonnegative(usage: Usage) -> Usage:
+    """``usage`` with every axis clamped at zero (a negative amount never frees budget)."""
+    zero = Decimal(0)
+    return Usage(
+        calls=max(usage.calls, 0),
+        tokens=max(usage.tokens, 0),
+        credits=usage.credits if usage.credits.is_finite() and usage.credits > zero else zero,
+        cost=usage.cost if usage.cost.is_finite() and usage.cost > zero else zero,
+        latency_ms=max(usage.latency_ms, 0),
+    )
 
 
 def _max(a: Usage, b: Usage) -> Usage:

