@@ -122,6 +122,9 @@ def parse_dataset(text: str, name: str) -> list[Case]:
         except RecursionError:
             errs.append(f"{where}: nested deeper than {MAX_DEPTH} levels")
             continue
+        except ValueError:  # an integer past Python's 4,300-digit conversion limit
+            errs.append(f"{where}: a number too long to read (more than 4,300 digits)")
+            continue
         problem = _nesting_problem(obj)
         if problem is not None:
             errs.append(f"{where}: {problem}")

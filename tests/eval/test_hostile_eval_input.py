@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from pathlib import Path
 
@@ -15,6 +16,7 @@ import yaml
 from loomc.cli.main import main
 from loomc.conductor.prompt_format import extract_first_json
 from loomc.eval.judge import VerdictParseError, parse_verdict
+from loomc.sources import read_jsonl
 
 ROOT = Path(__file__).resolve().parents[2]
 CASE = {"id": "c1", "prompt": "Define a mutex.", "checks": [{"type": "contains", "value": "a"}]}
@@ -65,6 +67,10 @@ def _eval(
             + b"]" * 40
             + b"}\n",
             "d.jsonl:3: nested deeper than 32 levels",
+        ),
+        (
+            LINES.encode() + b'{"id": "x", "prompt": "p", "n": ' + b"9" * 5_000 + b"}\n",
+            "d.jsonl:3: a number too long to read",
         ),
         (
             LINES.encode() + b'{"id": "x\\ud800", "prompt": "lone surrogate"}\n',
@@ -217,3 +223,15 @@ def test_a_nested_judge_reply_is_a_judge_error_and_the_eval_finishes(
     assert rc == 0, text
     runs = json.loads(out.read_text())["runs"]
     assert [r["judge"]["status"] for r in runs] == ["error", "error"]
+
+
+@pytest.mark.parametrize(
+    "line,expect",
+    [(b"[" * 100_000 + b"]" * 100_000, ":2: nested too deeply"),
+     (b'{"n": ' + b"9" * 5_000 + b"}", ":2: a number too long to read")],
+)
+def test_the_strict_jsonl_reader_names_the_line(tmp_path: Path, line: bytes, expect: str) -> None:
+    path = tmp_path / "rows.jsonl"
+    path.write_bytes(b'{"ok": 1}\n' + line + b"\n")
+    with pytest.raises(ValueError, match=re.escape(str(path) + expect)):
+        read_jsonl(path)
