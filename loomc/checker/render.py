@@ -3,7 +3,10 @@ GitHub workflow annotations. The JSON document is the stable machine interface."
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -12,6 +15,7 @@ from loomc.codes import CODES
 from loomc.diagnostics import Diagnostic, Severity
 
 FORMATS = ("text", "json", "sarif", "github")
+PROJECT_URL = "https://github.com/loomc/loomc"
 
 
 class SourceCache:
@@ -76,13 +80,45 @@ def render_json(diagnostics: Sequence[Diagnostic], **extra: object) -> str:
 _SARIF_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.NOTE: "note"}
 
 
+_POLICY_NAMED = re.compile(r"policy '((?:[^'\\]|\\.)*)'")
+
+
+def unique(diagnostics: Sequence[Diagnostic]) -> list[Diagnostic]:
+    """One finding per problem. A pipeline checked against several policies reports the same
+    problem once per policy, differing only in the policy's name; CI annotations want it once,
+    naming every policy (``unknown worker 'x' (policies 'default', 'dot')``)."""
+    groups: dict[tuple[object, ...], list[Diagnostic]] = {}
+    for d in diagnostics:
+        key = (d.code, d.severity, d.span, _POLICY_NAMED.sub("policy", d.message), d.related)
+        groups.setdefault(key, []).append(d)
+    out = []
+    for found in groups.values():
+        first = found[0]
+        names = list(dict.fromkeys(n for d in found for n in _POLICY_NAMED.findall(d.message)))
+        if len(names) > 1:
+            listed = ", ".join(repr(n) for n in names)
+            message = _POLICY_NAMED.sub(
+                f"policies {listed}".replace("\\", "\\\\"), first.message, count=1
+            )
+            first = dataclasses.replace(first, message=message)
+        out.append(first)
+    return out
+
+
+def fingerprint(d: Diagnostic) -> str:
+    """Stable across runs and line moves: code, file and message (SARIF partialFingerprints)."""
+    text = "\0".join((d.code, Path(d.span.file).as_posix(), d.message))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+
 def render_sarif(diagnostics: Sequence[Diagnostic]) -> str:
+    diagnostics = unique(diagnostics)
     used = sorted({d.code for d in diagnostics})
     rules = [
         {
             "id": code,
             "shortDescription": {"text": CODES.get(code, code)},
-            "helpUri": f"https://github.com/loomc/loomc/blob/main/docs/diagnostics.md#{code.lower()}",
+            "helpUri": f"{PROJECT_URL}/blob/main/docs/diagnostics.md#{code.lower()}",
         }
         for code in used
     ]
@@ -96,6 +132,7 @@ def render_sarif(diagnostics: Sequence[Diagnostic]) -> str:
             "level": _SARIF_LEVEL[d.severity],
             "message": {"text": d.message + (f" (hint: {d.hint})" if d.hint else "")},
             "locations": [_location(s.file, s.line, s.column, s.end_line, s.end_column)],
+            "partialFingerprints": {"loomc/v1": fingerprint(d)},
         }
         if d.related:
             result["relatedLocations"] = [
@@ -118,7 +155,8 @@ def render_sarif(diagnostics: Sequence[Diagnostic]) -> str:
                     "driver": {
                         "name": "loomc",
                         "version": __version__,
-                        "informationUri": "https://github.com/loomc/loomc",
+                        "semanticVersion": __version__,
+                        "informationUri": PROJECT_URL,
                         "rules": rules,
                     }
                 },
@@ -143,15 +181,30 @@ def _location(file: str, line: int, col: int, end_line: int, end_col: int) -> di
     }
 
 
+def _gh_data(text: str) -> str:
+    """Workflow-command message data: ``%``, CR and LF are escaped (the runner's own rule)."""
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _gh_property(value: object) -> str:
+    """Workflow-command property values also escape ``:`` and ``,`` (they delimit properties)."""
+    return _gh_data(str(value)).replace(":", "%3A").replace(",", "%2C")
+
+
 def render_github(diagnostics: Sequence[Diagnostic]) -> str:
     out = []
-    for d in diagnostics:
+    for d in unique(diagnostics):
         kind = {"error": "error", "warning": "warning", "note": "notice"}[d.severity.value]
         s = d.span
         msg = d.message + (f" — hint: {d.hint}" if d.hint else "")
-        msg = msg.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-        out.append(
-            f"::{kind} file={s.file},line={s.line},col={s.column},endLine={s.end_line},"
-            f"endColumn={s.end_column},title={d.code}::{msg}"
-        )
+        props = {
+            "file": s.file,
+            "line": s.line,
+            "col": s.column,
+            "endLine": s.end_line,
+            "endColumn": s.end_column,
+            "title": d.code,
+        }
+        head = ",".join(f"{k}={_gh_property(v)}" for k, v in props.items())
+        out.append(f"::{kind} {head}::{_gh_data(msg)}")
     return "\n".join(out)

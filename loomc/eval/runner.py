@@ -27,6 +27,7 @@ from loomc.exec.ledger import Ledger
 from loomc.exec.result import StopReason
 from loomc.ir.model import Pipeline
 from loomc.project import Project
+from loomc.providers.base import redact
 from loomc.providers.registry import ProviderPool
 from loomc.risk.base import RiskProfiler
 from loomc.units import Budget
@@ -125,7 +126,7 @@ class EvalAborted(LoomcError):
         case, strategy, iteration = cell
         while isinstance(error, BaseExceptionGroup) and error.exceptions:
             error = error.exceptions[0]  # the executor's task group wraps the real cause
-        detail = " ".join(str(error).split())[:300]
+        detail = redact(" ".join(str(error).split()))[:300]  # redact, then cut
         super().__init__(
             f"case {case!r} x {strategy} #{iteration} failed: {type(error).__name__}"
             f"{': ' + detail if detail else ''}; cancelled {cancelled} in-flight run(s); "

@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 from loomc.ir.model import Pipeline, expr_to_json
+from loomc.secrets import redact_secrets, scrub_source_keys
 
 ARTIFACT_VERSION = 1
 
@@ -28,7 +29,7 @@ def pipeline_to_json(p: Pipeline) -> dict[str, Any]:
                 "provider": s.provider,
                 "provider_type": s.provider_type,
                 "group": s.group,
-                "task": s.task,
+                "task": _clean(s.task),
                 "max_tokens": s.max_tokens,
                 "timeout_ms": s.timeout_ms,
                 "retries": s.retries,
@@ -52,7 +53,7 @@ def pipeline_to_json(p: Pipeline) -> dict[str, Any]:
         "tier": p.tier,
         "policy": p.policy,
         "kind": p.kind,
-        "instruction": p.instruction,
+        "instruction": _clean(p.instruction),
         "input_tokens": p.input_tokens,
         "budget": p.budget.to_json(),
         "pipeline_budget": p.pipeline_budget.to_json(),
@@ -62,6 +63,12 @@ def pipeline_to_json(p: Pipeline) -> dict[str, Any]:
         "steps": steps,
         "edges": edges,
     }
+
+
+def _clean(text: str) -> str:
+    """Artifacts are committed and shared: no key-shaped string and no resolved key in them
+    (a `.loom` that holds one is also refused by LOOM606)."""
+    return redact_secrets(scrub_source_keys(text))
 
 
 def canonical(data: Any) -> str:

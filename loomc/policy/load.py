@@ -4,7 +4,7 @@ pydantic errors carry a location path (``workers.drafter.model``); we map that p
 YAML node's line and column so a policy error points at the file like a syntax error does.
 
 The YAML is composed once into nodes (positions) and those nodes are constructed into data, and
-both steps are bounded (LOOM606): nesting depth, the size the aliases expand to (a "billion
+both steps are bounded (LOOM607): nesting depth, the size the aliases expand to (a "billion
 laughs" file is 2 KB and expands to 10^9 nodes, which every later walk would visit) and the
 length of a number (Python refuses to read an int of more than 4,300 digits).
 """
@@ -55,7 +55,7 @@ MAX_NUMBER_CHARS = 40
 
 
 class _Limit(yaml.YAMLError):
-    """A structural limit crossed at ``mark``; reported as LOOM606."""
+    """A structural limit crossed at ``mark``; reported as LOOM607."""
 
     def __init__(self, problem: str, mark: Any) -> None:
         super().__init__(problem)
@@ -161,7 +161,7 @@ def load_policy_text(text: str, name: str) -> tuple[PolicySource | None, list[Di
     except _Limit as exc:
         mark = exc.problem_mark
         span = Span.point(name, mark.line + 1, mark.column + 1)
-        return None, [_err("LOOM606", f"policy too large or too deep: {exc.problem}", span)]
+        return None, [_err("LOOM607", f"policy too large or too deep: {exc.problem}", span)]
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark else 1

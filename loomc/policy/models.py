@@ -12,7 +12,15 @@ import re
 from decimal import Decimal
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
 
 from loomc.units import Budget, parse_duration_ms
 
@@ -22,14 +30,13 @@ ProviderType = Literal["mock", "openai-compatible", "openrouter", "lmstudio", "d
 """`openrouter`, `lmstudio` and `dot` are presets of the OpenAI-compatible wire protocol."""
 
 
-_DURATION = re.compile(r"\s*[0-9][0-9_]{0,39}(\.[0-9_]{1,40})?\s*(ms|min|s)?\s*")
 MAX_AMOUNT = 10**15
 """The largest amount, duration (ms) or count a policy may give (docs/diagnostics.md)."""
 
 
 def _duration(value: Any) -> Any:
     if isinstance(value, str):
-        if not _DURATION.fullmatch(value):
+        if len(value) > 40 or not re.match(DURATION_PATTERN, value):
             raise ValueError(f"not a duration: {value[:24]!r} (use e.g. 45s, 1500ms, 2min)")
         try:
             return parse_duration_ms(value)
@@ -56,8 +63,29 @@ def _decimal(value: Any) -> Any:
     return value
 
 
-DurationMs = Annotated[int, BeforeValidator(_duration), Field(ge=0, le=MAX_AMOUNT)]
-Amount = Annotated[Decimal, BeforeValidator(_decimal), Field(ge=0, le=MAX_AMOUNT)]
+# The JSON Schema (`loomc schema`) describes what users write, not the parsed type: a duration
+# is milliseconds or a string with a unit, an amount a number or a string such as "$0.08".
+DURATION_PATTERN = r"^\s*([0-9][0-9_]*(\.[0-9_]*)?|\.[0-9][0-9_]*)\s*(min|ms|s)?\s*$"
+AMOUNT_PATTERN = r"^\s*\$?\s*([0-9][0-9_]*(\.[0-9_]*)?|\.[0-9][0-9_]*)\s*$"
+_DURATION_SCHEMA = {
+    "anyOf": [
+        {"type": "integer", "minimum": 0},
+        {"type": "string", "pattern": DURATION_PATTERN},
+    ],
+    "description": 'milliseconds, or a number with a unit: 1500, "1_500ms", "20s", "1.5min"',
+}
+_AMOUNT_SCHEMA = {
+    "anyOf": [
+        {"type": "number", "minimum": 0},
+        {"type": "string", "pattern": AMOUNT_PATTERN},
+    ],
+    "description": 'a non-negative amount: 2, 0.08, "$0.08", "1_000"',
+}
+
+DurationMs = Annotated[
+    int, BeforeValidator(_duration), Field(ge=0, le=MAX_AMOUNT), WithJsonSchema(_DURATION_SCHEMA)
+]
+Amount = Annotated[Decimal, BeforeValidator(_decimal), Field(ge=0, le=MAX_AMOUNT), WithJsonSchema(_AMOUNT_SCHEMA)]
 
 
 class _Model(BaseModel):

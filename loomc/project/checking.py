@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from loomc.checker.policy_rules import check_policy
+from loomc.checker.policy_rules import check_policy, check_sources
 from loomc.checker.rules import check_pipeline
 from loomc.checker.worstcase import WorstCase, worst_case
 from loomc.diagnostics import Diagnostic, Severity, Span
@@ -83,6 +83,7 @@ def check_paths(
     result = CheckResult(diagnostics=diags, files=len(loom) + len(policies))
     modules, parse_diags = load_modules(loom)
     result.diagnostics += parse_diags
+    result.diagnostics += check_sources(modules)
     if not policies and loom:
         result.diagnostics.append(
             Diagnostic(

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from loomc.checker.policy_rules import check_policy
+from loomc.checker.policy_rules import check_policy, check_sources
 from loomc.checker.rules import check_pipeline
 from loomc.diagnostics import Diagnostic, DiagnosticError, Severity, Span
 from loomc.ir.compile import compile_modules
@@ -132,7 +132,12 @@ def load_project(root: Path | str = ".", policy: Path | str | None = None) -> Pr
     if source is None:
         raise DiagnosticError(policy_diags)
     modules, diags = load_modules(find_files(root)[0])
-    return Project(root, source, modules, [*policy_diags, *diags, *check_policy(source)])
+    return Project(
+        root,
+        source,
+        modules,
+        [*policy_diags, *diags, *check_policy(source), *check_sources(modules)],
+    )
 
 
 def load_modules(paths: list[Path]) -> tuple[list[Module], list[Diagnostic]]:

@@ -18,13 +18,29 @@ excerpt that has had key-shaped strings redacted (see ``redact``).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from loomc.errors import LoomcError
+from loomc.secrets import (
+    REDACTED,
+    StreamRedactor,
+    redact,
+    redact_data,
+    redact_secrets,
+    register_secret,
+)
+
+__all__ = [
+    "REDACTED",
+    "StreamRedactor",
+    "redact",
+    "redact_data",
+    "redact_secrets",
+    "register_secret",
+]
 
 Role = Literal["system", "user", "assistant"]
 
@@ -152,25 +168,6 @@ class MalformedResponse(ProviderError):
 
 class ProviderConfigError(ProviderError):
     retryable = False
-
-
-_KEYLIKE = re.compile(
-    r"(?i)(bearer\s+)[A-Za-z0-9._\-]{6,}|\b(sk|pk|rk|key|tok)-[A-Za-z0-9_\-]{6,}"
-)
-_registered_secrets: set[str] = set()
-
-
-def register_secret(value: str) -> None:
-    """Remember a resolved key so that ``redact`` removes it from any text, whatever its shape."""
-    if value and len(value) >= 4:
-        _registered_secrets.add(value)
-
-
-def redact(text: str) -> str:
-    for secret in _registered_secrets:
-        if secret in text:
-            text = text.replace(secret, "[REDACTED]")
-    return _KEYLIKE.sub(lambda m: (m.group(1) or "") + "[REDACTED]", text)
 
 
 def estimate_tokens(text: str) -> int:

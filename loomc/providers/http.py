@@ -1,20 +1,27 @@
 """What the HTTP adapters share: key resolution, the httpx client, and status → typed error.
 
-Keys are resolved from ``env:NAME`` when a client is first built, registered with ``redact`` so
-that no message, trace or report can carry them, and sent only in the ``Authorization`` header.
+Keys are resolved from ``env:NAME`` when a client is first built (``api_key``, and any
+``env:NAME`` written inside a header value or an ``extra_body`` string), registered with
+``redact`` so that no message, trace or report can carry them. ``HTTPProvider.complete`` is the
+one point where provider text enters loomc: answers, streamed tokens, frames and partial
+answers leave it with every registered key removed.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import email.utils
+import re
 import time
 from collections.abc import Mapping
+from typing import Any
 
 import httpx
 
 from loomc.policy.models import ProviderConfig
 from loomc.providers.base import (
+    Completion,
     CompletionRequest,
     ConnectionFailed,
     HTTPStatusError,
@@ -23,10 +30,15 @@ from loomc.providers.base import (
     ProviderError,
     ProviderTimeout,
     RateLimited,
+    StreamCallback,
     StreamDropped,
+    StreamEvent,
+    StreamRedactor,
     TokenUsage,
     estimate_tokens,
     redact,
+    redact_data,
+    redact_secrets,
     register_secret,
 )
 
@@ -53,6 +65,35 @@ def resolve_key(name: str, cfg: ProviderConfig, env: Mapping[str, str]) -> str |
     return value
 
 
+_ENV_IN_TEXT = re.compile(r"\benv:([A-Za-z_][A-Za-z0-9_]*)\b")
+
+
+def resolve_refs(name: str, value: Any, env: Mapping[str, str]) -> Any:
+    """Replace each ``env:NAME`` inside strings (``Bearer env:TOKEN``) with the variable's value.
+
+    Every resolved value is registered as a secret; an unset variable is a config error, never
+    sent literally.
+    """
+    if isinstance(value, str):
+
+        def sub(m: re.Match[str]) -> str:
+            resolved = env.get(m.group(1))
+            if not resolved:
+                raise ProviderConfigError(
+                    f"provider {name!r}: environment variable {m.group(1)} is not set",
+                    provider=name,
+                )
+            register_secret(resolved)
+            return resolved
+
+        return _ENV_IN_TEXT.sub(sub, value)
+    if isinstance(value, Mapping):
+        return {k: resolve_refs(name, v, env) for k, v in value.items()}
+    if isinstance(value, list):
+        return [resolve_refs(name, v, env) for v in value]
+    return value
+
+
 def build_client(
     name: str,
     cfg: ProviderConfig,
@@ -68,7 +109,11 @@ def build_client(
             f"provider {name!r}: base_url must be an http(s) URL, got {base_url or 'nothing'!r}",
             provider=name,
         )
-    headers = {"User-Agent": "loomc", **(default_headers or {}), **cfg.headers}
+    headers = {
+        "User-Agent": "loomc",
+        **(default_headers or {}),
+        **resolve_refs(name, dict(cfg.headers), env),
+    }
     key = resolve_key(name, cfg, env)
     if key is not None and auth_header:
         headers["Authorization"] = f"Bearer {key}"
@@ -113,9 +158,10 @@ def parse_retry_after(headers: httpx.Headers, now: float | None = None) -> float
     return max(0.0, when.timestamp() - (time.time() if now is None else now))
 
 
-def _excerpt(body: str) -> str:
-    text = " ".join(body.split())
-    return redact(text[:_BODY_EXCERPT] + ("…" if len(text) > _BODY_EXCERPT else ""))
+def excerpt(body: str, limit: int = _BODY_EXCERPT) -> str:
+    """A one-line excerpt of provider text: redacted first, then cut (never the other way)."""
+    text = redact(" ".join(body.split()))
+    return text[:limit] + ("…" if len(text) > limit else "")
 
 
 def status_error(
@@ -124,7 +170,7 @@ def status_error(
     """Map a non-2xx response to the typed error the executor's retry policy understands."""
     status = response.status_code
     where = f"{provider}: POST {response.request.url.path} -> HTTP {status}"
-    detail = _excerpt(body)
+    detail = excerpt(body)
     message = f"{where}: {detail}" if detail else where
     ids = {"provider": provider, "model": model}
     if status == 429:
@@ -156,6 +202,62 @@ class HTTPProvider:
         self.cfg = cfg
         self._env = env
         self._client: httpx.AsyncClient | None = None
+        self._extra_body: dict[str, Any] | None = None
+
+    @property
+    def extra_body(self) -> dict[str, Any]:
+        """``cfg.extra_body`` with ``env:NAME`` strings resolved (and registered as secrets)."""
+        if self._extra_body is None:
+            self._extra_body = resolve_refs(self.name, dict(self.cfg.extra_body), self._env)
+        return self._extra_body
+
+    async def complete(
+        self, request: CompletionRequest, on_event: StreamCallback | None = None
+    ) -> Completion:
+        """The adapter's ``_complete`` with every registered key removed from what it returns.
+
+        Answers, streamed tokens (held back across chunk boundaries), frames, receipts and the
+        partial text of a dropped stream are redacted here, once, before any sink, journal,
+        receipt or report sees them. Error messages are redacted when the error is built.
+        """
+        redactor = StreamRedactor()
+        sink = on_event
+
+        async def forward(event: StreamEvent) -> None:
+            assert sink is not None
+            if event.kind == "token":
+                text = redactor.feed(event.text)
+                if text:
+                    await sink(StreamEvent(kind="token", text=text))
+            else:
+                await sink(StreamEvent(kind=event.kind, text=redact_secrets(event.text),
+                                       frame=redact_data(event.frame)))
+
+        try:
+            completion = await self._complete(request, forward if sink is not None else None)
+        except StreamDropped as exc:
+            exc.partial = redact_secrets(exc.partial)
+            raise
+        finally:
+            rest = redactor.flush()
+        if sink is not None and rest:
+            await sink(StreamEvent(kind="token", text=rest))
+        receipt = completion.receipt
+        if receipt is not None:
+            receipt = dataclasses.replace(receipt, raw=redact_data(receipt.raw))
+        return dataclasses.replace(
+            completion,
+            content=redact_secrets(completion.content),
+            finish_reason=None if completion.finish_reason is None
+            else redact_secrets(completion.finish_reason),
+            receipt=receipt,
+            frames=tuple(redact_data(f) for f in completion.frames),
+        )
+
+    async def _complete(
+        self, request: CompletionRequest, on_event: StreamCallback | None
+    ) -> Completion:
+        raise NotImplementedError
 
     @property
     def client(self) -> httpx.AsyncClient:

@@ -24,10 +24,10 @@ from loomc.providers.base import (
     StreamEvent,
     TokenUsage,
     estimate_tokens,
-    redact,
 )
 from loomc.providers.http import (
     HTTPProvider,
+    excerpt,
     failure,
     request_timeout,
     status_error,
@@ -41,12 +41,12 @@ class OllamaProvider(HTTPProvider):
     default_base_url = DEFAULT_BASE_URL
 
     def body(self, request: CompletionRequest) -> dict[str, Any]:
-        options: dict[str, Any] = dict(self.cfg.extra_body.get("options", {}))
+        options: dict[str, Any] = dict(self.extra_body.get("options", {}))
         if request.max_tokens is not None:
             options["num_predict"] = request.max_tokens
         if request.temperature is not None:
             options["temperature"] = request.temperature
-        body: dict[str, Any] = {k: v for k, v in self.cfg.extra_body.items() if k != "options"}
+        body: dict[str, Any] = {k: v for k, v in self.extra_body.items() if k != "options"}
         body.update(
             model=request.model,
             messages=wire_messages(request),
@@ -56,7 +56,7 @@ class OllamaProvider(HTTPProvider):
             body["options"] = options
         return body
 
-    async def complete(
+    async def _complete(
         self, request: CompletionRequest, on_event: StreamCallback | None = None
     ) -> Completion:
         started = time.monotonic()
@@ -115,13 +115,13 @@ class OllamaProvider(HTTPProvider):
         except json.JSONDecodeError as exc:
             raise MalformedResponse(
                 f"{self.name}: malformed NDJSON line {lineno} ({exc.msg}): "
-                f"{redact(line[:120])!r}", **ids,
+                f"{excerpt(line, 120)!r}", **ids,
             ) from exc
         if not isinstance(obj, Mapping):
             raise MalformedResponse(f"{self.name}: NDJSON line {lineno} is not an object", **ids)
         if "error" in obj:
             raise HTTPStatusError(
-                f"{self.name}: error in stream: {redact(str(obj['error']))[:300]}",
+                f"{self.name}: error in stream: {excerpt(str(obj['error']))}",
                 status=502, **ids,
             )
         return obj

@@ -30,11 +30,11 @@ from loomc.providers.base import (
     StreamDropped,
     StreamEvent,
     TokenUsage,
-    redact,
 )
 from loomc.providers.http import (
     HTTPProvider,
     estimated_usage,
+    excerpt,
     failure,
     request_timeout,
     status_error,
@@ -147,7 +147,7 @@ def _error_in_body(chunk: Mapping[str, Any], provider: str, model: str) -> Provi
     code = err.get("code") if isinstance(err, Mapping) else None
     status = code if isinstance(code, int) and 400 <= code < 600 else 502
     return HTTPStatusError(
-        f"{provider}: error in response: {redact(str(message))[:300]}",
+        f"{provider}: error in response: {excerpt(str(message))}",
         status=status, provider=provider, model=model,
     )
 
@@ -160,7 +160,7 @@ class OpenAICompatProvider(HTTPProvider):
         self.default_headers = self.preset.headers
 
     def body(self, request: CompletionRequest) -> dict[str, Any]:
-        body: dict[str, Any] = {**self.preset.body, **self.cfg.extra_body}
+        body: dict[str, Any] = {**self.preset.body, **self.extra_body}
         body.update(
             model=request.model,
             messages=wire_messages(request),
@@ -174,7 +174,7 @@ class OpenAICompatProvider(HTTPProvider):
             body["stream_options"] = {**body.get("stream_options", {}), "include_usage": True}
         return body
 
-    async def complete(
+    async def _complete(
         self, request: CompletionRequest, on_event: StreamCallback | None = None
     ) -> Completion:
         started = time.monotonic()
@@ -229,7 +229,7 @@ class OpenAICompatProvider(HTTPProvider):
         except json.JSONDecodeError as exc:
             raise MalformedResponse(
                 f"{self.name}: response is not JSON ({exc.msg} at char {exc.pos}): "
-                f"{redact(text[:120])!r}", provider=self.name, model=request.model,
+                f"{excerpt(text, 120)!r}", provider=self.name, model=request.model,
             ) from exc
         if not isinstance(body, Mapping):
             raise MalformedResponse(
@@ -291,12 +291,12 @@ class OpenAICompatProvider(HTTPProvider):
                         ) from exc
                     raise MalformedResponse(
                         f"{self.name}: malformed SSE frame ({exc.msg}): "
-                        f"{redact(event.data[:120])!r}", **ids,
+                        f"{excerpt(event.data, 120)!r}", **ids,
                     ) from exc
                 if not isinstance(chunk, Mapping):
                     raise MalformedResponse(
                         f"{self.name}: SSE frame is not a JSON object: "
-                        f"{redact(event.data[:120])!r}", **ids,
+                        f"{excerpt(event.data, 120)!r}", **ids,
                     )
                 err = _error_in_body(chunk, self.name, request.model)
                 if err is not None:

@@ -166,13 +166,13 @@ def test_billion_laughs_is_refused_fast_at_its_line() -> None:
         bomb += f"lol{i}: &l{i} [" + ", ".join([f"*l{i - 1}"] * 9) + "]\n"
     assert len(bomb) < 3_000
     codes = _policy_codes(bomb)
-    assert codes and codes[0][0] == "LOOM606"
+    assert codes and codes[0][0] == "LOOM607"
     assert codes[0][1] > POLICY.count("\n")  # on an alias line, not the file start
 
 
 def test_a_self_containing_alias_is_refused() -> None:
     assert [c for c, _ in _policy_codes(POLICY + "loop: &a [1, *a]\n")] in (
-        ["LOOM606"],
+        ["LOOM607"],
         ["LOOM602"],
     )
 
@@ -189,7 +189,7 @@ def test_a_self_containing_alias_is_refused() -> None:
 )
 def test_deep_yaml_is_a_diagnostic(text: str) -> None:
     codes = _policy_codes(text)
-    assert [c for c, _ in codes] == ["LOOM606"]
+    assert [c for c, _ in codes] == ["LOOM607"]
     assert codes[0][1] > POLICY.count("\n")
 
 
@@ -200,8 +200,8 @@ def test_deep_yaml_is_a_diagnostic(text: str) -> None:
         ("credits: 0.25", "credits: .nan", "LOOM603"),
         ("credits: 0.25", 'credits: "Infinity"', "LOOM603"),
         ("credits: 0.25", "credits: 1e300", "LOOM603"),
-        ("credits: 0.25", f"credits: {HUGE}", "LOOM606"),
-        ("max_tokens: 200", f"max_tokens: {HUGE}", "LOOM606"),
+        ("credits: 0.25", f"credits: {HUGE}", "LOOM607"),
+        ("max_tokens: 200", f"max_tokens: {HUGE}", "LOOM607"),
         ("max_tokens: 200", "max_tokens: 10000000000000000000", "LOOM603"),
         ("timeout: 20s", "timeout: abc", "LOOM603"),
         ("timeout: 20s", "timeout: 9e999999999s", "LOOM603"),
@@ -218,6 +218,6 @@ def test_bad_policy_numbers_are_diagnostics(old: str, new: str, code: str) -> No
 
 
 def test_billion_laughs_through_check(tmp_path: Path) -> None:
-    shutil.copytree(ROOT / "tests" / "compiler" / "fixtures" / "LOOM606", tmp_path / "p")
+    shutil.copytree(ROOT / "tests" / "compiler" / "fixtures" / "LOOM607", tmp_path / "p")
     rc, text = _cli(["check", str(tmp_path / "p")])
-    assert rc == 1 and "LOOM606" in text and "Traceback" not in text
+    assert rc == 1 and "LOOM607" in text and "Traceback" not in text

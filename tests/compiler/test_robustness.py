@@ -150,3 +150,84 @@ def test_closed_pipe_ends_quietly(tmp_path: Path) -> None:
     assert first.startswith(b"::error ")
     assert "Traceback" not in err and "BrokenPipeError" not in err
     assert proc.returncode in (1, 141)
+
+
+SARIF_SCHEMA = Path(__file__).parent / "sarif" / "sarif-schema-2.1.0.json"
+
+
+def _shipped_project_with_typo(tmp_path: Path) -> Path:
+    """The shipped pipelines and all six policies, plus one pipeline with an unknown worker."""
+    import shutil
+
+    shutil.copytree(ROOT / "pipelines", tmp_path / "pipelines")
+    shutil.copytree(ROOT / "policies", tmp_path / "policies")
+    (tmp_path / "pipelines" / "typo.loom").write_text(
+        "pipeline typo {\n  step a : writer(drafterr) { max_tokens 100 }\n  answer a\n}\n"
+    )
+    return tmp_path
+
+
+def _check(argv: list[str]) -> str:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        main(argv)
+    return out.getvalue()
+
+
+def test_sarif_validates_against_the_official_schema(tmp_path: Path) -> None:
+    import jsonschema
+
+    schema = json.loads(SARIF_SCHEMA.read_text(encoding="utf-8"))
+    validator = jsonschema.Draft4Validator(schema)
+    project = _shipped_project_with_typo(tmp_path)
+    bad = tmp_path / "bad.loom"
+    bad.write_text(
+        "pipeline p {\n  step a : writer(critic) sees b { max_tokens 100 }\n  answer a\n"
+    )
+    for argv in (
+        ["check", str(project), "--format", "sarif"],
+        ["check", str(bad), "--policy", str(ROOT / "policies/default.yaml"), "--format", "sarif"],
+        ["check", str(ROOT / "pipelines"), "--format", "sarif"],
+    ):
+        doc = json.loads(_check(argv))
+        errors = sorted(validator.iter_errors(doc), key=lambda e: list(e.path))
+        assert not errors, [f"{list(e.path)}: {e.message}" for e in errors]
+    assert doc["runs"][0]["tool"]["driver"]["informationUri"] == "https://github.com/loomc/loomc"
+
+
+def test_sarif_one_finding_per_problem_with_fingerprints(tmp_path: Path) -> None:
+    """A typo in a pipeline is one result, not one per policy (six are shipped)."""
+    project = _shipped_project_with_typo(tmp_path)
+    doc = json.loads(_check(["check", str(project), "--format", "sarif"]))
+    typo = [
+        r
+        for r in doc["runs"][0]["results"]
+        if r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"].endswith("typo.loom")
+    ]
+    assert [r["ruleId"] for r in typo] == ["LOOM204"]
+    prints = [r["partialFingerprints"]["loomc/v1"] for r in doc["runs"][0]["results"]]
+    assert len(prints) == len(set(prints)), "each distinct finding has its own fingerprint"
+    again = json.loads(_check(["check", str(project), "--format", "sarif"]))
+    assert prints == [r["partialFingerprints"]["loomc/v1"] for r in again["runs"][0]["results"]]
+    annotations = _check(["check", str(project), "--format", "github"]).splitlines()
+    assert sum("typo.loom" in a and "LOOM204" in a for a in annotations) == 1
+
+
+def test_github_annotation_properties_are_escaped(tmp_path: Path) -> None:
+    """`file=` may hold `,` `:` `%` (a property delimiter otherwise); data escapes `%` and EOLs."""
+    from loomc.checker.render import render_github
+    from loomc.diagnostics import Diagnostic, Severity, Span
+
+    folder = tmp_path / "a,b:c%d"
+    folder.mkdir()
+    f = folder / "p.loom"
+    f.write_text("pipeline p {\n  step a : writer(nobody) { max_tokens 100 }\n  answer a\n}\n")
+    out = _check(
+        ["check", str(f), "--policy", str(ROOT / "policies/default.yaml"), "--format", "github"]
+    )
+    line = next(x for x in out.splitlines() if "LOOM204" in x)
+    assert (
+        f"file={str(f).replace('%', '%25').replace(':', '%3A').replace(',', '%2C')},line=2," in line
+    )
+    d = Diagnostic("LOOM101", Severity.ERROR, "50% done\r\nnext::line", Span.point("x.loom"))
+    assert render_github([d]).endswith("::50%25 done%0D%0Anext::line")

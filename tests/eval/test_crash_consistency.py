@@ -3,7 +3,7 @@ the requests it sees, resuming after each kill: the server never sees more reque
 eval-wide ceiling, every request was journaled before it was sent, no finished cell is paid
 again and no finished result is lost.
 
-The normal suite kills 3 times; the slow suite 20 times (``-m slow``)."""
+The normal suite (and CI) kills 3 times; the soak run kills 20 times (``pytest -m soak``)."""
 
 from __future__ import annotations
 
@@ -199,7 +199,7 @@ def test_kills_never_overshoot_the_eval_wide_ceiling(tmp_path: Path, counting_se
     _kill_and_resume(tmp_path, counting_server, kills=3, cases=8, ceiling=20, seed=13)
 
 
-@pytest.mark.slow
+@pytest.mark.soak
 def test_twenty_kills_never_overshoot_the_eval_wide_ceiling(
     tmp_path: Path, counting_server: str
 ) -> None:

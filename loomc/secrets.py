@@ -1,0 +1,166 @@
+"""Secrets: recognising key-shaped strings and removing resolved keys from any text.
+
+Two mechanisms, both here so every stage (the artifact writer, the providers, the sinks) uses
+the same ones:
+
+- *registered* keys: each value resolved from ``env:NAME`` is registered; ``redact`` removes it
+  wherever 8 consecutive characters of it appear (whole, cut by a truncation, split);
+- *key-shaped* strings (``sk-...``, ``Bearer ...``, ``AKIA...``, ``ghp_...``): recognised by
+  pattern, for diagnostics (a literal key in a policy or a ``.loom`` file) and for error text.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+# Key-shaped strings: vendor prefixes, bearer tokens, JWTs. Long enough that prose is safe.
+_KEY_SHAPES = re.compile(
+    r"(?i)(?P<bearer>bearer\s+)[A-Za-z0-9._~+/\-]{6,}=*"
+    r"|\b(?:sk|pk|rk|key|tok)-[A-Za-z0-9_\-]{6,}"
+    r"|\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{8,}"
+    r"|\bAKIA[0-9A-Z]{16}\b"
+    r"|\bAIza[0-9A-Za-z_\-]{35}"
+    r"|\bgh[pousr]_[A-Za-z0-9]{30,}|\bgithub_pat_[A-Za-z0-9_]{30,}"
+    r"|\bglpat-[A-Za-z0-9_\-]{20,}"
+    r"|\bxox[abposr]-[A-Za-z0-9\-]{10,}"
+    r"|\bhf_[A-Za-z0-9]{30,}"
+    r"|\beyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]*"
+)
+# Unmistakable keys: what LOOM606 reports in source files and LOOM601 in any policy value.
+_KEY_IN_SOURCE = re.compile(
+    r"\b(?:sk|rk|pk)-[A-Za-z0-9_\-]{16,}"
+    r"|\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{8,}"
+    r"|\bAKIA[0-9A-Z]{16}\b|\bAIza[0-9A-Za-z_\-]{35}"
+    r"|\bgh[pousr]_[A-Za-z0-9]{30,}|\bgithub_pat_[A-Za-z0-9_]{30,}|\bglpat-[A-Za-z0-9_\-]{20,}"
+    r"|\bxox[abposr]-[A-Za-z0-9\-]{10,}|\bhf_[A-Za-z0-9]{30,}"
+    r"|(?i:\bbearer\s+)[A-Za-z0-9._~+/\-]{16,}"
+)
+
+
+def looks_like_key(text: str) -> bool:
+    """True when ``text`` holds an unmistakable key (LOOM601 on policy values whose name does
+    not already say they are credentials: a false alarm would block a valid policy)."""
+    return _KEY_IN_SOURCE.search(text) is not None
+
+
+def find_keys_in_source(text: str) -> list[re.Match[str]]:
+    """Unmistakable keys in a ``.loom`` file (LOOM606)."""
+    return list(_KEY_IN_SOURCE.finditer(text))
+
+
+def scrub_keys(text: str) -> str:
+    """Key-shaped strings replaced by ``[REDACTED]`` (a ``Bearer `` prefix is kept)."""
+    return _KEY_SHAPES.sub(lambda m: (m.group("bearer") or "") + REDACTED, text)
+
+
+def scrub_source_keys(text: str) -> str:
+    """Unmistakable keys in source text replaced (what the plan artifact carries)."""
+    return _KEY_IN_SOURCE.sub(REDACTED, text)
+
+
+REDACTED = "[REDACTED]"
+_SHINGLE = 8  # a registered key is removed wherever 8 of its characters appear in a row
+_registered_secrets: set[str] = set()
+_shingles: set[str] = set()
+_pieces: set[str] = set()  # every 1..7-character substring: what a stream must hold back
+
+
+def register_secret(value: str) -> None:
+    """Remember a resolved key so that ``redact`` removes it from any text, whatever its shape.
+
+    Keys of 8 characters or more are removed wherever any 8 consecutive characters of them
+    appear: a key cut by a truncation, split across lines or quoted in part is still removed.
+    """
+    if not value or len(value) < 4:
+        return
+    _registered_secrets.add(value)
+    for i in range(len(value) - _SHINGLE + 1):
+        _shingles.add(value[i : i + _SHINGLE])
+    if len(value) >= _SHINGLE:
+        for n in range(1, _SHINGLE):
+            _pieces.update(value[i : i + n] for i in range(len(value) - n + 1))
+
+
+def _cuts(text: str) -> list[tuple[int, int]]:
+    """Spans of ``text`` covered by 8-character pieces of a registered key, merged."""
+    cuts: list[tuple[int, int]] = []
+    for i in range(len(text) - _SHINGLE + 1):
+        if text[i : i + _SHINGLE] in _shingles:
+            if cuts and i <= cuts[-1][1]:
+                cuts[-1] = (cuts[-1][0], i + _SHINGLE)
+            else:
+                cuts.append((i, i + _SHINGLE))
+    return cuts
+
+
+def _strip_registered(text: str) -> str:
+    for secret in _registered_secrets:
+        if len(secret) < _SHINGLE and secret in text:
+            text = text.replace(secret, REDACTED)
+    if not _shingles or len(text) < _SHINGLE:
+        return text
+    cuts = _cuts(text)
+    if not cuts:
+        return text
+    out, pos = [], 0
+    for a, b in cuts:
+        out += [text[pos:a], REDACTED]
+        pos = b
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def redact(text: str) -> str:
+    """Remove registered keys (whole or any 8-character piece) and key-shaped strings.
+
+    Call it before truncating: a cut can leave a key fragment no pattern recognises.
+    """
+    return scrub_keys(_strip_registered(text))
+
+
+def redact_secrets(text: str) -> str:
+    """Only the registered keys: for model answers, where ``sk-...`` may be legitimate text."""
+    return _strip_registered(text)
+
+
+def redact_data(value: Any) -> Any:
+    """``redact_secrets`` applied to every string (keys included) inside JSON-shaped data."""
+    if isinstance(value, str):
+        return _strip_registered(value)
+    if isinstance(value, dict):
+        return {redact_data(k): redact_data(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(redact_data(v) for v in value)
+    return value
+
+
+class StreamRedactor:
+    """Redact a token stream: a key split across chunks is still removed.
+
+    Text is released as soon as it cannot be the start of a key piece: only the longest tail
+    (at most 7 characters) that is itself part of a registered key waits for the next chunk,
+    so ordinary text streams through unchanged; ``flush`` releases the rest at the end.
+    """
+
+    def __init__(self) -> None:
+        self._held = ""
+
+    def feed(self, chunk: str) -> str:
+        text = self._held + chunk
+        split = len(text)
+        if _shingles:
+            cuts = _cuts(text)
+            if cuts and cuts[-1][1] > len(text) - _SHINGLE:
+                split = cuts[-1][0]  # a key piece may continue: hold it whole, raw
+            else:
+                for n in range(min(_SHINGLE - 1, len(text)), 0, -1):
+                    if text[-n:] in _pieces:
+                        split = len(text) - n
+                        break
+        self._held = text[split:]
+        return _strip_registered(text[:split])
+
+    def flush(self) -> str:
+        held, self._held = self._held, ""
+        return _strip_registered(held)

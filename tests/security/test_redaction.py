@@ -1,0 +1,73 @@
+"""The redaction engine: a registered key is removed wherever 8 of its characters appear in a
+row, in whole text, in JSON-shaped data and in a stream cut at arbitrary chunk boundaries."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from loomc.providers.http import excerpt
+from loomc.secrets import (
+    REDACTED,
+    StreamRedactor,
+    redact,
+    redact_data,
+    redact_secrets,
+    register_secret,
+)
+
+KEY = "tok_9QwErTy7uIoP3aSdFgHjKlZxCvBnM1"  # 34 characters, no vendor prefix
+register_secret(KEY)
+PIECES = {KEY[i : i + 8] for i in range(len(KEY) - 7)}
+
+
+def _clean(text: str) -> bool:
+    return not any(p in text for p in PIECES)
+
+
+def test_a_key_cut_by_a_truncation_is_still_removed() -> None:
+    """The old order (cut at 300, then redact) left 28 of 34 characters in the message."""
+    body = "x" * 272 + KEY + " trailing"
+    assert _clean(excerpt(body)) and _clean(redact(body[:300]))
+    assert redact(KEY[6:]) == REDACTED and redact(KEY[:-6]) == REDACTED
+    assert redact(f"a{KEY[3:12]}b") == f"a{REDACTED}b"
+
+
+def test_data_keys_and_values_are_redacted() -> None:
+    data = {"note": f"billed {KEY}", KEY: [KEY[2:20], 3, None], "n": 1}
+    out = redact_data(data)
+    assert _clean(repr(out)) and out["n"] == 1 and out[REDACTED][1:] == [3, None]
+
+
+def test_answers_keep_unregistered_key_shapes() -> None:
+    """Answers may legitimately talk about `sk-...` placeholders; only real keys are cut."""
+    assert redact_secrets("use sk-your-key-here") == "use sk-your-key-here"
+    assert "[REDACTED]" in redact("Authorization: Bearer abcdefghijkl")
+
+
+pieces = st.sampled_from(
+    [KEY, KEY[:8], KEY[5:20], KEY[-8:], KEY[:7], "hello ", " ", "\n", "sk-", "é", KEY[10:30]]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(pieces, max_size=12), st.data())
+def test_stream_equals_whole_text_redaction(parts: list[str], data: st.DataObject) -> None:
+    text = "".join(parts)
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(text)), max_size=10)))
+    chunks = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)], strict=True)]
+    stream = StreamRedactor()
+    out = "".join(stream.feed(c) for c in chunks) + stream.flush()
+    assert out == redact_secrets(text)
+    assert _clean(out)
+
+
+def test_ordinary_text_streams_through_unchanged() -> None:
+    """Only a tail that could begin a key waits; words ending in a space pass at once."""
+    stream = StreamRedactor()
+    assert [stream.feed(w) for w in ["Use ", "a ", "unique ", "index. "]] == [
+        "Use ",
+        "a ",
+        "unique ",
+        "index. ",
+    ]
