@@ -17,8 +17,8 @@ import threading
 from typing import IO, Any
 
 from rich.console import Console
-from rich.markup import escape
 
+from loomc.cli.terminal import markup, plain
 from loomc.exec.events import Event, EventKind
 
 TOKEN_BACKLOG = 64 * 1024  # characters of streamed text queued before tokens are dropped
@@ -123,7 +123,7 @@ class LiveTrace:
             self.out.write("\n")
         if kind is EventKind.REASONING and self.console.is_terminal:
             text = f"\x1b[2m{text}\x1b[22m"  # dim: thinking, not the answer
-        self.out.write(text, droppable=True)
+        self.out.write(plain(text), droppable=True)
         self._streaming = kind
 
     async def emit(self, event: Event) -> None:
@@ -140,38 +140,40 @@ class LiveTrace:
             risk = d.get("risk", {})
             tier = d.get("tier") or "-"
             self.console.print(
-                f"[bold]{escape(str(d.get('pipeline')))}[/] tier [bold]{escape(str(tier))}[/] · "
-                f"risk {risk.get('level')} ({risk.get('kind')}) "
-                f"{escape(', '.join(risk.get('signals') or []) or 'no signals')}"
+                f"[bold]{markup(d.get('pipeline'))}[/] tier [bold]{markup(tier)}[/] · "
+                f"risk {markup(risk.get('level'))} ({markup(risk.get('kind'))}) "
+                f"{markup(', '.join(risk.get('signals') or []) or 'no signals')}"
             )
         elif event.kind == EventKind.WARNING:
-            where = f"{escape(str(d['where']))}: " if d.get("where") else ""
+            where = f"{markup(d['where'])}: " if d.get("where") else ""
             self.console.print(
-                f"{where}[yellow]warning\\[{d.get('code')}][/]: {escape(str(d.get('message')))}"
+                f"{where}[yellow]warning\\[{d.get('code')}][/]: {markup(d.get('message'))}"
             )
         elif event.kind == EventKind.STEP_STARTED:
-            self.console.print(f"▶ [cyan]{event.step}[/] {d.get('role')} · {d.get('model')}")
+            self.console.print(
+                f"▶ [cyan]{markup(event.step)}[/] {markup(d.get('role'))} · {markup(d.get('model'))}"
+            )
         elif event.kind == EventKind.PROVIDER_FRAME:
-            self.console.print(f"[dim]◆ {event.step} {escape(_frame(d.get('frame')))}[/]")
+            self.console.print(f"[dim]◆ {markup(event.step)} {markup(_frame(d.get('frame')))}[/]")
         elif event.kind == EventKind.STEP_FINISHED:
             usage = d.get("usage") or {}
             est = " (estimated)" if usage.get("estimated") else ""
             status = "[green]ok[/]" if d.get("status") == "ok" else f"[red]{d.get('status')}[/]"
-            extra = f" {escape(str(d.get('error')))}" if d.get("error") else ""
+            extra = f" {markup(d.get('error'))}" if d.get("error") else ""
             self.console.print(
-                f"■ [cyan]{event.step}[/] {status} {d.get('elapsed_ms', 0)} ms · "
+                f"■ [cyan]{markup(event.step)}[/] {status} {d.get('elapsed_ms', 0)} ms · "
                 f"{usage.get('total_tokens', 0)} tokens{est}{extra}"
             )
         elif event.kind == EventKind.STEP_SKIPPED:
-            self.console.print(f"· [dim]{event.step} skipped: {escape(str(d.get('reason')))}[/]")
+            self.console.print(f"· [dim]{markup(event.step)} skipped: {markup(d.get('reason'))}[/]")
         elif event.kind == EventKind.STEP_RETRY:
             self.console.print(
-                f"↻ [yellow]{event.step}[/] retry {d.get('attempt')} in "
-                f"{d.get('delay_ms')} ms: {escape(str(d.get('error')))}"
+                f"↻ [yellow]{markup(event.step)}[/] retry {d.get('attempt')} in "
+                f"{d.get('delay_ms')} ms: {markup(d.get('error'))}"
             )
         elif event.kind == EventKind.BUDGET_STOP:
             self.console.print(
-                f"[red]budget stop[/] at {event.step}: {escape(str(d.get('reason')))}"
+                f"[red]budget stop[/] at {markup(event.step)}: {markup(d.get('reason'))}"
             )
 
 

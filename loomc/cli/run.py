@@ -9,6 +9,8 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from loomc.cli.terminal import plain
+
 if TYPE_CHECKING:
     from loomc.exec.result import RunResult
 
@@ -132,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
         _settle(live)
         if args.json:
             print(json.dumps({"conductor": exc.record}, indent=2, default=str))
-        print(f"loomc run: {exc}; no model was called", file=sys.stderr)
+        print(f"loomc run: {plain(exc)}; no model was called", file=sys.stderr)
         return 1
     _settle(live)
     if args.json:
@@ -144,12 +146,12 @@ def run(args: argparse.Namespace) -> int:
             where = f"{w['file']}:{w['line']}:{w['column']}: " if w.get("file") else ""
             print(f"{where}warning[{w['code']}]: {w['message']}", file=sys.stderr)
     else:
-        print(result.answer)
-        print("\n" + summary_line(result), file=sys.stderr)
+        print(plain(result.answer))
+        print("\n" + plain(summary_line(result)), file=sys.stderr)
     if result.limited_by is not None:
-        print(f"loomc run: {result.limited_by.describe()}", file=sys.stderr)
+        print(f"loomc run: {plain(result.limited_by.describe())}", file=sys.stderr)
     if result.stop_reason in ("error", "over-ceiling"):
-        print(f"loomc run: {result.error}", file=sys.stderr)
+        print(f"loomc run: {plain(result.error)}", file=sys.stderr)
         return 1
     return 0
 
@@ -235,8 +237,10 @@ class _PlannerVerdict:
         plan = d.get("plan") or {}
         roles = [str(plan[r]) for r in ("writer", "reviewer", "finalizer") if plan.get(r)]
         print(
-            f"loomc: planner {self.planner}: proposal {verdict}; running {plan.get('policy')} "
-            f"{' -> '.join(roles)}",
+            plain(
+                f"loomc: planner {self.planner}: proposal {verdict}; running {plan.get('policy')} "
+                f"{' -> '.join(roles)}"
+            ),
             file=sys.stderr,
         )
 

@@ -30,17 +30,36 @@ ProviderType = Literal["mock", "openai-compatible", "openrouter", "lmstudio", "d
 """`openrouter`, `lmstudio` and `dot` are presets of the OpenAI-compatible wire protocol."""
 
 
+MAX_AMOUNT = 10**15
+"""The largest amount, duration (ms) or count a policy may give (docs/diagnostics.md)."""
+
+
 def _duration(value: Any) -> Any:
     if isinstance(value, str):
-        return parse_duration_ms(value)
+        if len(value) > 40 or not re.match(DURATION_PATTERN, value):
+            raise ValueError(f"not a duration: {value[:24]!r} (use e.g. 45s, 1500ms, 2min)")
+        try:
+            return parse_duration_ms(value)
+        except ArithmeticError as exc:  # decimal.InvalidOperation is one
+            raise ValueError(
+                f"not a duration: {value[:24]!r} (use e.g. 45s, 1500ms, 2min)"
+            ) from exc
     return value
 
 
 def _decimal(value: Any) -> Any:
     if isinstance(value, str):
-        return Decimal(value.strip().lstrip("$").replace("_", ""))
-    if isinstance(value, float):
-        return Decimal(repr(value))  # 0.1 stays 0.1, not 0.1000000000000000055...
+        text = value.strip().lstrip("$").replace("_", "")
+        if len(text) > 40:
+            raise ValueError("a number of more than 40 characters")
+        try:
+            value = Decimal(text)
+        except ArithmeticError as exc:  # decimal.InvalidOperation is one
+            raise ValueError(f"not a number: {value[:24]!r}") from exc
+    elif isinstance(value, float):
+        value = Decimal(repr(value))  # 0.1 stays 0.1, not 0.1000000000000000055...
+    if isinstance(value, Decimal) and not value.is_finite():
+        raise ValueError("a finite number is required")
     return value
 
 
@@ -64,13 +83,23 @@ _AMOUNT_SCHEMA = {
 }
 
 DurationMs = Annotated[
-    int, BeforeValidator(_duration), Field(ge=0), WithJsonSchema(_DURATION_SCHEMA)
+    int, BeforeValidator(_duration), Field(ge=0, le=MAX_AMOUNT), WithJsonSchema(_DURATION_SCHEMA)
 ]
-Amount = Annotated[Decimal, BeforeValidator(_decimal), Field(ge=0), WithJsonSchema(_AMOUNT_SCHEMA)]
+Amount = Annotated[Decimal, BeforeValidator(_decimal), Field(ge=0, le=MAX_AMOUNT), WithJsonSchema(_AMOUNT_SCHEMA)]
 
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _bounded(cls, value: Any) -> Any:
+        """No number past ``MAX_AMOUNT`` anywhere: later stages multiply them into worst cases
+        and print them, and a 5,000-digit int cannot even be printed."""
+        number = isinstance(value, int | float | Decimal) and not isinstance(value, bool)
+        if number and abs(value) > MAX_AMOUNT:
+            raise ValueError(f"at most {MAX_AMOUNT:_} (10^15)".replace("_", ","))
+        return value
 
 
 # --- mock provider script ----------------------------------------------------------------------
