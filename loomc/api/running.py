@@ -47,7 +47,9 @@ def open_project(project: ProjectLike = ".", policy: str | Path | None = None) -
 
 
 def default_tier(project: Project) -> str:
-    """``balanced`` when the policy declares it, else its first tier."""
+    """The policy's ``default_tier``, else ``balanced`` when declared, else its first tier."""
+    if project.policy.default_tier is not None:
+        return project.policy.default_tier
     tiers = project.tiers()
     return DEFAULT_TIER if DEFAULT_TIER in tiers else tiers[0]
 
@@ -165,8 +167,9 @@ def plan_run(
     proposer = None if isinstance(planner, str) else planner
     opts = dict(options)
     try:
-        return conduct(project.policy_source, base, prompt, profiler, name, proposer=proposer,
-                       **opts)
+        return conduct(
+            project.policy_source, base, prompt, profiler, name, proposer=proposer, **opts
+        )
     except GuardError as exc:
         raise PlanRejected(str(exc), exc.record) from exc
     except ValueError as exc:

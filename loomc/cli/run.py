@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from loomc.cli.common import _decimal
+from loomc.cli.reference import add_reference_flags, resolve
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -30,6 +31,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--no-stream", action="store_true")
     p.add_argument("--json", action="store_true", help="print the run result as one JSON object")
     p.add_argument("--policy", type=Path)
+    add_reference_flags(p)
     p.add_argument("--project", type=Path, default=Path("."))
     p.add_argument("--trace", type=Path, help="append events as JSONL")
     c = p.add_argument_group("conductor", "plan the run with a planner; the checker guards it")
@@ -56,6 +58,10 @@ def run(args: argparse.Namespace) -> int:
     from loomc.cli.live import LiveTrace
     from loomc.exec.events import EventSink, JsonlSink
 
+    clash = resolve(args, "run")
+    if clash:
+        print(f"loomc run: {clash}", file=sys.stderr)
+        return 2
     prompt = args.prompt
     if prompt is None or prompt == "-":
         prompt = sys.stdin.read()
