@@ -26,6 +26,7 @@ COMMANDS = (
     "report",
     "conductor",
     "demo",
+    "init",
 )
 
 

@@ -85,6 +85,10 @@ def run(args: argparse.Namespace) -> int:
         sinks.append(JsonlSink(args.trace))
     try:
         project = loomc.Project.load(args.project, args.policy)
+        if project.packaged:
+            print(
+                f"loomc: no project in {args.project}; using the packaged defaults", file=sys.stderr
+            )
         if args.credit_per_call is not None:
             with_credit_per_call(project, args.credit_per_call)
         profiler = loomc.make_profiler(project.policy.risk)
