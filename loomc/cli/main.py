@@ -27,6 +27,8 @@ COMMANDS = (
     "conductor",
     "demo",
     "init",
+    "doctor",
+    "pipelines",
 )
 
 
