@@ -8,10 +8,13 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import loomc
 from loomc.cli.main import main
 from loomc.policy.importer import ImportError_, convert
+from loomc.policy.load import load_policy
 from loomc.providers.mock import MockProvider
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -131,3 +134,28 @@ def test_eval_accepts_reference_strategy_names(
     assert set(json.loads(cap.out)["per_strategy"]) == {"lean", "strict"}
     assert main([*argv[:-4], "--strategies", "lean", "--policy", "balanced", *argv[-2:]]) == 2
     assert "is a tier" in capsys.readouterr().err
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 10**6) | st.floats() | st.text(max_size=12),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=10), inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+_keys = st.sampled_from(["providers", "models", "workers", "pricing", "adaptive", "name"])
+
+
+@settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.dictionaries(_keys, _json, max_size=6))
+def test_any_json_config_imports_or_is_refused_with_one_diagnostic(
+    tmp_path: Path, config: dict[str, object]
+) -> None:
+    path = tmp_path / "x.config.json"
+    path.write_text(json.dumps(config))
+    source, diags = load_policy(path)
+    if source is None:  # refused: one located diagnostic, never an exception
+        assert len(diags) == 1 and diags[0].is_error and diags[0].span.file == str(path)
+        assert diags[0].code in {"LOOM601", "LOOM602", "LOOM603"}
