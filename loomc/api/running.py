@@ -48,7 +48,9 @@ def open_project(project: ProjectLike = ".", policy: str | Path | None = None) -
 
 
 def default_tier(project: Project) -> str:
-    """``balanced`` when the policy declares it, else its first tier."""
+    """The policy's ``default_tier``, else ``balanced`` when declared, else its first tier."""
+    if project.policy.default_tier is not None:
+        return project.policy.default_tier
     tiers = project.tiers()
     return DEFAULT_TIER if DEFAULT_TIER in tiers else tiers[0]
 

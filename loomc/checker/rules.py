@@ -194,6 +194,18 @@ def unbounded(p: Pipeline, wc: WorstCase) -> Iterator[Diagnostic]:
 
 
 def pricing(p: Pipeline, wc: WorstCase) -> Iterator[Diagnostic]:
+    promised = p.pipeline_budget.cost if p.pipeline_budget.cost is not None else p.tier_budget.cost
+    if p.budget.cost is None and promised is not None:  # dropped by the compiler: nothing priced
+        yield Diagnostic(
+            "LOOM412",
+            Severity.WARNING,
+            f"the cost ceiling of {format_quantity(Dimension.COST, promised)} on {_where(p)} is "
+            f"unproven: policy {p.policy!r} has no pricing",
+            p.budget_spans.get("cost") or _span(p),
+            "the credit, token and call ceilings still hold; add `pricing:` for every model "
+            "to make the money promise a proof",
+        )
+        return
     if p.budget.cost is None:
         return
     for step in p.graph.steps():

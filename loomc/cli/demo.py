@@ -23,8 +23,14 @@ def _step(title: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from loomc.cli.main import main as loomc
+    from loomc.project.defaults import fallback_root
 
     out: Path = args.output
+    packaged = fallback_root(args.project)
+    if packaged is not None:
+        print(f"loomc demo: no project in {args.project}; using the packaged defaults",
+              file=sys.stderr)
+        args.project = packaged
     out.mkdir(parents=True, exist_ok=True)
     project = str(args.project)
     steps: list[tuple[str, list[str]]] = [

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from loomc.cli.common import _decimal
+from loomc.cli.reference import add_reference_flags, resolve, translate_strategies
 
 REPORT_EXTS = (".html", ".svg", ".md", ".json")
 
@@ -34,6 +35,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--run-until-budget", action="store_true",
                    help="start even if the worst case exceeds the totals; stop when they are hit")
     p.add_argument("--policy", type=Path)
+    add_reference_flags(p, adaptive=False)
     p.add_argument("--project", type=Path, default=Path("."))
     p.set_defaults(handler=run)
 
@@ -43,6 +45,11 @@ def run(args: argparse.Namespace) -> int:
     from loomc.checker.render import render_text
     from loomc.eval.judge import JudgeConfigError
 
+    clash = resolve(args, "eval")
+    if clash:
+        print(f"loomc eval: {clash}", file=sys.stderr)
+        return 2
+    args.strategies = translate_strategies(args.strategies, "eval")
     if args.output.suffix not in REPORT_EXTS:
         print(f"loomc eval: --output must end in one of {', '.join(REPORT_EXTS)}", file=sys.stderr)
         return 2

@@ -28,6 +28,9 @@ COMMANDS = (
     "demo",
     "serve",
     "traces",
+    "init",
+    "doctor",
+    "pipelines",
 )
 
 

@@ -9,6 +9,7 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from loomc.cli.reference import add_reference_flags, resolve
 from loomc.cli.terminal import plain
 
 if TYPE_CHECKING:
@@ -45,6 +46,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--no-stream", action="store_true")
     p.add_argument("--json", action="store_true", help="print the run result as one JSON object")
     p.add_argument("--policy", type=Path)
+    add_reference_flags(p)
     p.add_argument("--project", type=Path, default=Path("."))
     p.add_argument("--trace", type=Path, help="append events as JSONL")
     c = p.add_argument_group("conductor", "plan the run with a planner; the checker guards it")
@@ -71,6 +73,10 @@ def run(args: argparse.Namespace) -> int:
     from loomc.cli.live import LiveTrace
     from loomc.exec.events import EventSink, JsonlSink
 
+    clash = resolve(args, "run")
+    if clash:
+        print(f"loomc run: {clash}", file=sys.stderr)
+        return 2
     prompt = args.prompt
     if prompt is None or prompt == "-":
         prompt = sys.stdin.read()
@@ -95,6 +101,10 @@ def run(args: argparse.Namespace) -> int:
         sinks.append(JsonlSink(args.trace))
     try:
         project = loomc.Project.load(args.project, args.policy)
+        if project.packaged:
+            print(
+                f"loomc: no project in {args.project}; using the packaged defaults", file=sys.stderr
+            )
         if args.credit_per_call is not None:
             with_credit_per_call(project, args.credit_per_call)
         profiler = loomc.make_profiler(project.policy.risk)

@@ -137,6 +137,7 @@ def compile_pipeline(
         variants.append(tier)
         tier_budget = policy.policy.tiers[tier].budget() if tier else Budget()
         effective = pipeline_budget.tighten(tier_budget).tighten(overrides or Budget())
+        effective = _unpriced(effective, policy, overrides)
         defaults = policy.policy.defaults
         input_tokens = defaults.input_tokens
         if decl.input_tokens is not None:
@@ -312,6 +313,19 @@ _UNIT_TEXT = {
     "usd": "dollars",
     "ms": "a duration",
 }
+
+
+def _unpriced(effective: Budget, policy: PolicySource, overrides: Budget | None) -> Budget:
+    """A policy with no pricing at all bills in something else (credits, a local machine): the
+    pipeline's or tier's money promise cannot be proved there, so it leaves the effective budget
+    and the checker says it is unproven (LOOM412 warning); the credit, token and call ceilings
+    still bind. A policy that prices some models but not one the pipeline uses is a mistake and
+    stays an error. A money limit given at run time is never dropped."""
+    if effective.cost is None or policy.policy.pricing:
+        return effective
+    if overrides is not None and overrides.cost is not None:
+        return effective
+    return effective.with_value(Dimension.COST, None)
 
 
 def _budget(decl: ast.PipelineDecl, out: _Collector) -> tuple[Budget, dict[str, Span]]:

@@ -11,6 +11,8 @@ from typing import Any
 
 import yaml
 
+from loomc.diagnostics import Diagnostic, Severity, Span
+from loomc.policy.load import PolicySource, load_policy_text
 from loomc.policy.models import ENV_REF, Policy
 
 _TYPES = {
@@ -23,10 +25,15 @@ _TYPES = {
     "openai-compatible": "openai-compatible",
 }
 _LATENCY = {"low": 8000, "medium": 20000, "high": 45000}
+_PRESETS = {"lean": (1, 45_000), "balanced": (2, 60_000), "strict": (3, 120_000)}
 
 
 class ImportError_(ValueError):
     """A config that cannot be converted; the message says which key and why."""
+
+    def __init__(self, message: str, code: str = "LOOM603") -> None:
+        super().__init__(message)
+        self.code = code
 
 
 def convert(config: dict[str, Any], name: str | None = None) -> dict[str, Any]:
@@ -41,22 +48,30 @@ def convert(config: dict[str, Any], name: str | None = None) -> dict[str, Any]:
         key = p.get("apiKey")
         if key is not None:
             if not ENV_REF.match(str(key)):
-                raise ImportError_(f"providers.{pname}.apiKey: literal API key; use env:NAME")
+                raise ImportError_(
+                    f"providers.{pname}.apiKey: literal API key; use env:NAME", "LOOM601"
+                )
             out["api_key"] = key
         if p.get("headers"):
             out["headers"] = dict(p["headers"])
         providers[pname] = out
     adaptive = config.get("adaptive") or {}
+    if not isinstance(adaptive, dict):
+        raise ImportError_("adaptive: must be an object")
     per_call = adaptive.get("estimatedCreditsPerCall")
     if per_call is None:
         per_call = 1 if any(v["type"] == "dot" for v in providers.values()) else 0
     by_model = adaptive.get("estimatedCreditsByModel") or {}
+    if not isinstance(by_model, dict):
+        by_model = {}  # the reference ignores a non-object here too
     workers: dict[str, Any] = {}
     source_workers = config.get("workers") or {}
     for role, model in (config.get("models") or {}).items():
         w = source_workers.get(role, {})
         ref = w.get("model", model)
-        entry: dict[str, Any] = {"model": ref}
+        # One provider group per model: the config does not say which models share a vendor,
+        # and different weights fail independently. Merge groups by hand where they do not.
+        entry: dict[str, Any] = {"model": ref, "group": ref}
         if w.get("label"):
             entry["label"] = w["label"]
         if w.get("capabilities"):
@@ -82,20 +97,59 @@ def convert(config: dict[str, Any], name: str | None = None) -> dict[str, Any]:
     }
     if pricing:
         policy["pricing"] = pricing
-    tiers = {
-        "lean": {"calls": 1, "latency": "45s"},
-        "balanced": {"calls": 2, "latency": "60s"},
-        "strict": {"calls": 3, "latency": "120s"},
-    }
-    if adaptive.get("maxCalls") or adaptive.get("maxLatencyMs"):
-        pol = str(adaptive.get("policy", "balanced")).lower()
-        if adaptive.get("maxCalls"):
-            tiers[pol]["calls"] = int(adaptive["maxCalls"])
-        if adaptive.get("maxLatencyMs"):
-            tiers[pol]["latency"] = f"{int(adaptive['maxLatencyMs'])}ms"
-    policy["tiers"] = tiers
+    policy["tiers"] = _tiers(adaptive, per_call, by_model)
+    policy["default_tier"] = _tier_name(adaptive)
     Policy.model_validate(policy)  # what we write must load
     return policy
+
+
+def _tier_name(adaptive: dict[str, Any]) -> str:
+    tier = str(adaptive.get("policy") or "balanced").lower()
+    if tier not in _PRESETS:
+        raise ImportError_(
+            f"adaptive.policy: unknown policy {tier!r}; use lean, balanced or strict"
+        )
+    return tier
+
+
+def _tiers(
+    adaptive: dict[str, Any], per_call: Any, by_model: dict[str, Any]
+) -> dict[str, dict[str, Any]]:
+    """The reference's presets, with the config's limits on its chosen tier. As in the reference,
+    a tier without an explicit ``maxCredits`` gets ``calls x the largest per-call estimate``."""
+    chosen = _tier_name(adaptive)
+    largest = max([Decimal(str(per_call)), *(Decimal(str(v)) for v in by_model.values())])
+    tiers: dict[str, dict[str, Any]] = {}
+    for tier, (calls, latency_ms) in _PRESETS.items():
+        max_credits = None
+        if tier == chosen:
+            calls = _positive_int(adaptive, "maxCalls", calls)
+            latency_ms = _positive_int(adaptive, "maxLatencyMs", latency_ms)
+            if adaptive.get("maxCredits") is not None:
+                max_credits = Decimal(str(adaptive["maxCredits"]))
+                if not max_credits.is_finite() or max_credits <= 0:
+                    raise ImportError_("adaptive.maxCredits: must be a positive number")
+        entry: dict[str, Any] = {"calls": calls, "latency": f"{latency_ms}ms"}
+        if max_credits is None and largest > 0:
+            max_credits = calls * largest
+        if max_credits is not None:
+            entry["credits"] = _num(max_credits)
+        tiers[tier] = entry
+    return tiers
+
+
+def _positive_int(adaptive: dict[str, Any], key: str, preset: int) -> int:
+    value = adaptive.get(key)
+    if value is None or value == "":
+        return preset
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or value != int(value)
+        or value < 1
+    ):
+        raise ImportError_(f"adaptive.{key}: must be a positive integer, got {value!r}")
+    return int(value)
 
 
 def _num(value: Any) -> str | int:
@@ -111,16 +165,33 @@ def import_file(path: Path) -> str:
     try:
         config = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
-        raise ImportError_(f"{path}: cannot read: {exc}") from exc
+        raise ImportError_(f"{path}: cannot read: {exc}", "LOOM602") from exc
     except json.JSONDecodeError as exc:
-        raise ImportError_(f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from exc
+        raise ImportError_(
+            f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}", "LOOM602"
+        ) from exc
     if not isinstance(config, dict):
         raise ImportError_(f"{path}: a config must be a JSON object")
     try:
         policy = convert(config)
     except ImportError_ as exc:
-        raise ImportError_(f"{path}: {exc}") from exc
+        raise ImportError_(f"{path}: {exc}", exc.code) from exc
     except Exception as exc:  # pydantic validation of the result
         raise ImportError_(f"{path}: converted policy is invalid: {exc}") from exc
-    header = f"# Imported by `loomc import` from {path.name}\n"
+    header = (
+        f"# Imported by `loomc import` from {path.name}\n"
+        "# Provider groups: one per model (the config does not say which models share a vendor);\n"
+        "# give models of one vendor one group so `require independent` stays honest.\n"
+    )
     return header + yaml.safe_dump(policy, sort_keys=False, allow_unicode=True)
+
+
+def load_config(path: Path) -> tuple[PolicySource | None, list[Diagnostic]]:
+    """A reference config converted in memory, so ``loomc run --config X.config.json`` and
+    ``loomc check --policy X.config.json`` need no import step (``load_policy`` calls this)."""
+    try:
+        text = import_file(path)
+    except ImportError_ as exc:
+        message = str(exc).removeprefix(f"{path}: ")
+        return None, [Diagnostic(exc.code, Severity.ERROR, message, Span.point(str(path)))]
+    return load_policy_text(text, str(path))

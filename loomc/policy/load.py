@@ -40,6 +40,10 @@ class PolicySource:
 
 
 def load_policy(path: str | Path) -> tuple[PolicySource | None, list[Diagnostic]]:
+    if Path(path).suffix == ".json":  # a reference-runtime config, converted in memory
+        from loomc.policy.importer import load_config
+
+        return load_config(Path(path))
     text, problem = read_source(path, "LOOM602", "policy file")
     if text is None:
         return None, [problem] if problem else []

@@ -298,6 +298,7 @@ class Policy(_Model):
     providers: dict[str, ProviderConfig]
     workers: dict[str, WorkerConfig]
     tiers: dict[str, TierConfig] = Field(default_factory=_default_tiers)
+    default_tier: str | None = Field(None, description="the tier a run uses when none is given")
     pricing: dict[str, Price] = Field(default_factory=dict)
     risk: RiskSettings = Field(default_factory=RiskSettings)
     defaults: Defaults = Field(default_factory=Defaults)
@@ -307,6 +308,8 @@ class Policy(_Model):
     def _tiers_present(self) -> Policy:
         if not self.tiers:
             raise ValueError("a policy needs at least one tier")
+        if self.default_tier is not None and self.default_tier not in self.tiers:
+            raise ValueError(f"default_tier {self.default_tier!r} is not one of its tiers")
         return self
 
     def worker_budget_credits(self, worker: str) -> Decimal:

@@ -18,6 +18,7 @@ from loomc.ir.compile import compile_modules
 from loomc.ir.model import Pipeline
 from loomc.policy.load import PolicySource, load_policy
 from loomc.policy.models import Policy
+from loomc.project.defaults import fallback_root
 from loomc.syntax.ast import Module
 from loomc.syntax.parser import parse_file
 from loomc.text import did_you_mean
@@ -33,6 +34,7 @@ class Project:
     policy_source: PolicySource
     modules: list[Module]
     diagnostics: list[Diagnostic] = field(default_factory=list)  # parse + policy problems
+    packaged: bool = False  # the folder held no project: the packaged defaults were loaded
     _compiled: dict[Budget | None, tuple[list[Pipeline], list[Diagnostic]]] = field(
         default_factory=dict, repr=False, compare=False
     )
@@ -127,6 +129,9 @@ def default_policy_path(root: Path) -> Path:
 def load_project(root: Path | str = ".", policy: Path | str | None = None) -> Project:
     """Load a project; raises DiagnosticError only when nothing usable can be loaded."""
     root = Path(root)
+    packaged = fallback_root(root)  # a folder with no project: run the packaged defaults
+    if packaged is not None:
+        root = packaged
     policy_path = Path(policy) if policy else default_policy_path(root)
     source, policy_diags = load_policy(policy_path)
     if source is None:
@@ -137,6 +142,7 @@ def load_project(root: Path | str = ".", policy: Path | str | None = None) -> Pr
         source,
         modules,
         [*policy_diags, *diags, *check_policy(source), *check_sources(modules)],
+        packaged=packaged is not None,
     )
 
 

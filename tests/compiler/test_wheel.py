@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-_SOURCES = ("pyproject.toml", "README.md", "LICENSE", "loomc", "grammar")
+_SOURCES = ("pyproject.toml", "README.md", "LICENSE", "loomc", "grammar", "pipelines", "policies")
+_SOURCES += ("evals",)  # the packaged project (loomc/defaults/ in the wheel)
 
 
 def _run(argv: list[str], cwd: Path, **kw: object) -> subprocess.CompletedProcess[str]:
@@ -103,3 +104,28 @@ def test_installed_wheel_checks_the_pipelines(venv: Path, tmp_path: Path) -> Non
     assert done.returncode == 0, done.stdout + done.stderr
     doc = json.loads(done.stdout)
     assert doc["summary"]["errors"] == 0 and doc["summary"]["pipelines"] > 0
+
+
+def test_installed_wheel_runs_anywhere_and_inits_a_project(
+    wheel: Path, venv: Path, tmp_path: Path
+) -> None:
+    import zipfile
+
+    names = zipfile.ZipFile(wheel).namelist()
+    for packaged in ("pipelines/general.loom", "policies/default.yaml", "evals/mixed-routing.jsonl"):
+        assert f"loomc/defaults/{packaged}" in names, packaged
+    assert not any(n.startswith("loomc/defaults/policies/") and "dot" in n for n in names)
+    loomc = str(venv / "bin" / "loomc")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    done = _run([loomc, "run", "What is the capital of Poland?", "--json"], empty)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["calls"] == 1
+    assert "using the packaged defaults" in done.stderr
+    assert list(empty.iterdir()) == []
+    done = _run([loomc, "init", "proj"], empty)
+    assert done.returncode == 0, done.stderr
+    done = _run([loomc, "check"], empty / "proj")
+    assert done.returncode == 0 and "0 error(s)" in done.stdout, done.stdout + done.stderr
+    done = _run([loomc, "run", "hi"], empty / "proj")
+    assert done.returncode == 0 and "packaged" not in done.stderr, done.stderr
