@@ -13,6 +13,7 @@ from pathlib import Path
 from loomc import __version__
 from loomc.codes import CODES
 from loomc.diagnostics import Diagnostic, Severity
+from loomc.secrets import REDACTED, redact
 
 FORMATS = ("text", "json", "sarif", "github")
 PROJECT_URL = "https://github.com/loomc/loomc"
@@ -32,6 +33,26 @@ class SourceCache:
                 self._lines[file] = []
         lines = self._lines[file]
         return lines[number - 1] if 0 < number <= len(lines) else None
+
+
+SECRET_CODES = frozenset({"LOOM601", "LOOM606"})
+"""Codes whose span holds a literal key: the excerpt shows where it is, never what it is."""
+
+
+def _hide_secret(source: str, column: int, end_column: int) -> tuple[str, int]:
+    """The source line with the span's value replaced (``api_key: [REDACTED]``), and the new
+    span width for the caret."""
+    a, b = column - 1, end_column - 1
+    segment = source[a:b]
+    colon = segment.find(": ")
+    shown = (segment[: colon + 2] if colon >= 0 else "") + REDACTED
+    return source[:a] + shown + source[b:], len(shown)
+
+
+def visible(text: str) -> str:
+    """Control characters of a source line shown as escapes (a file's bytes never drive the
+    terminal that prints its diagnostics)."""
+    return "".join(c if c.isprintable() or c == "\t" else repr(c)[1:-1] for c in text)
 
 
 def summary(diagnostics: Sequence[Diagnostic], **extra: object) -> dict[str, object]:
@@ -55,6 +76,9 @@ def render_text(diagnostics: Sequence[Diagnostic], cache: SourceCache | None = N
             width = (
                 (s.end_column - s.column) if s.end_line == s.line else len(source) - s.column + 1
             )
+            if d.code in SECRET_CODES and s.end_line == s.line:
+                source, width = _hide_secret(source, s.column, s.end_column)
+            source = visible(redact(source))
             lines.append(gutter + source)
             lines.append(
                 " " * (len(gutter) - 2) + "| " + " " * (s.column - 1) + "^" * max(1, width)
