@@ -24,8 +24,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="blinded judge: a worker name or provider/model of the policy; it sees "
                         "only task, rubric and answer, and its cost is reported separately")
     p.add_argument("--include-answers", action="store_true")
-    p.add_argument("--output", type=Path, required=True, help=".json/.html/.md/.svg")
-    p.add_argument("--artifacts", metavar="PREFIX", help="also write PREFIX.{html,svg,md,json}")
+    p.add_argument("--output", type=Path,
+                   help=".json/.html/.md/.svg; the JSON receipt is always written beside it")
+    p.add_argument("--artifacts", metavar="PREFIX", help="write PREFIX.{html,svg,md,json}")
     p.add_argument("--resume", action="store_true", help="reuse finished cells from the journal")
     p.add_argument("--dry-run", action="store_true", help="print the worst-case estimate and exit")
     p.add_argument("--max-total-calls", type=int)
@@ -43,7 +44,10 @@ def run(args: argparse.Namespace) -> int:
     from loomc.checker.render import render_text
     from loomc.eval.judge import JudgeConfigError
 
-    if args.output.suffix not in REPORT_EXTS:
+    if args.output is None and not args.artifacts:
+        print("loomc eval: give --output FILE or --artifacts PREFIX (or both)", file=sys.stderr)
+        return 2
+    if args.output is not None and args.output.suffix not in REPORT_EXTS:
         print(f"loomc eval: --output must end in one of {', '.join(REPORT_EXTS)}", file=sys.stderr)
         return 2
     if args.iterations < 1 or args.concurrency < 1:
@@ -76,14 +80,13 @@ def run(args: argparse.Namespace) -> int:
             print(f"loomc eval: worst-case {n} {w} exceeds --max-total-{n} {c}; refusing to start "
                   "(pass --run-until-budget to run until the budget stops it)", file=sys.stderr)
         return 1
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    journal = args.output.with_name(args.output.name + ".journal.jsonl")
+    outputs = report_paths(args.output, args.artifacts)
+    receipt_path = next(p for p in outputs if p.suffix == ".json")
+    receipt_path.parent.mkdir(parents=True, exist_ok=True)
+    journal = receipt_path.with_name(receipt_path.name + ".journal.jsonl")
     receipt, code = _run_with_progress(ev, journal, args.resume, totals)
     if receipt is None:
         return code
-    outputs = [args.output]
-    if args.artifacts:
-        outputs += [Path(args.artifacts + ext) for ext in REPORT_EXTS]
     for out in dict.fromkeys(outputs):
         out.parent.mkdir(parents=True, exist_ok=True)
         loomc.render(receipt, out)
@@ -95,6 +98,17 @@ def run(args: argparse.Namespace) -> int:
         print(f"loomc eval: case {r.case_id!r} x {r.strategy} #{r.iteration}: {res.error}",
               file=sys.stderr)
     return 1 if passed else 0
+
+
+def report_paths(output: Path | None, artifacts: str | None) -> list[Path]:
+    """Every file to write, the JSON receipt always among them (beside --output when that is
+    another format, so `loomc report` can re-render any run); the journal sits next to it."""
+    outputs = [] if output is None else [output]
+    if artifacts:
+        outputs += [Path(artifacts + ext) for ext in REPORT_EXTS]
+    if not any(p.suffix == ".json" for p in outputs):
+        outputs.append(outputs[0].with_suffix(".json"))
+    return list(dict.fromkeys(outputs))
 
 
 def _run_with_progress(ev: Any, journal: Path, resume: bool, totals: Any) -> tuple[Any, int]:
@@ -140,11 +154,30 @@ def _print_summary(receipt: Any) -> None:
     def num(value: float | None, digits: int = 2) -> str:
         return "-" if value is None else f"{value:.{digits}f}"
 
+    def interval(ci: tuple[float, float] | None, point: float | None, digits: int = 1,
+                 scale: float = 1) -> str:
+        if point is None:
+            return ""
+        if ci is None:
+            return " [n/a]"
+        return f" [{ci[0] * scale:.{digits}f}, {ci[1] * scale:.{digits}f}]"
+
+    def usd(value: str | None) -> str:
+        return "-" if value is None else f"${float(value):.4f}"
+
     for m in receipt.metrics:
-        print(f"{m.strategy:<22} calls {num(m.avg_calls):<6} route {num(m.route_accuracy):<5} "
-              f"over {num(m.over_escalation_rate):<5} under {num(m.under_escalation_rate):<5} "
-              f"quality {num(m.quality_mean, 1)}{' (checks only)' if m.quality_source == 'checks' else ''}",
-              file=sys.stderr)
+        checks = " (checks only)" if m.quality_source == "checks" else ""
+        passed = "-" if m.pass_rate is None else f"{m.pass_rate * 100:.0f}%"
+        print(f"{m.strategy:<22} quality {num(m.quality_mean, 1)}"
+              f"{interval(m.quality_ci, m.quality_mean)}{checks}  pass {passed}"
+              f"{interval(m.pass_ci, m.pass_rate, 0, 100)}  calls {num(m.avg_calls)}  "
+              f"{usd(m.avg_cost_usd)}/run{' (unpriced)' if m.missing_pricing else ''}  "
+              f"p50 {num(m.p50_ms, 0)} ms  p95 {num(m.p95_ms, 0)} ms  "
+              f"route {num(m.route_accuracy)}  over {num(m.over_escalation_rate)}  "
+              f"under {num(m.under_escalation_rate)}", file=sys.stderr)
+    if receipt.settings.answers in ("scripted", "mock"):
+        print(f"note: answers are {receipt.settings.answers} by the mock provider, not written by "
+              "a model: the numbers show the pipeline, not model quality", file=sys.stderr)
     if receipt.judge is not None:
         j = receipt.judge
         print(f"judge {j.model}: {j.calls} calls, {j.tokens} tokens, "
