@@ -6,7 +6,7 @@ from xml.sax.saxutils import escape
 
 from loomc.eval.metrics import StrategyMetrics
 
-COLOURS = ("#2563eb", "#dc2626", "#16a34a", "#d97706", "#7c3aed", "#0891b2")
+COLOURS = ("#60a5fa", "#f87171", "#4ade80", "#fbbf24", "#a78bfa", "#22d3ee")
 
 
 CHAR_W = 6.2  # approximate advance of an 11px sans-serif character
