@@ -25,7 +25,10 @@ still catches a ``PlanParseError``)::
         ├── ReceiptError                 loomc.eval.receipt: a receipt that cannot be loaded
         └── EvalAborted                  loomc.eval.runner: a cell failed unexpectedly
     ├── PlanRejected (RuntimeError)      loomc.api.running: a planner's run could not start
-    └── BudgetRefused (RuntimeError)     loomc.api.evaluating: an eval's worst case passes its totals
+    ├── BudgetRefused (RuntimeError)     loomc.api.evaluating: an eval's worst case passes its totals
+    ├── StoreError                       loomc.store.base: a store that cannot be opened or written
+    ├── BudgetExhausted                  loomc.store.base: a period budget cannot cover a run
+    └── ServeConfigError                 loomc.serve.auth: an unsafe or impossible `loomc serve`
 
 Budget refusals are not exceptions: the ledger returns a ``Refused`` value and the run records
 a stop reason (``loomc.exec.result.StopReason``), so completed outputs are kept.

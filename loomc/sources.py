@@ -45,6 +45,10 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
             value = json.loads(line)
         except json.JSONDecodeError as exc:
             raise ValueError(f"{path}:{number}:{exc.colno}: invalid JSON: {exc.msg}") from None
+        except RecursionError:  # a line nested past the decoder's limit
+            raise ValueError(f"{path}:{number}: nested too deeply") from None
+        except ValueError:  # an integer past Python's 4,300-digit conversion limit
+            raise ValueError(f"{path}:{number}: a number too long to read") from None
         if not isinstance(value, dict):
             raise ValueError(f"{path}:{number}: expected a JSON object")
         yield number, value

@@ -42,6 +42,9 @@ from loomc.risk.factory import make_profiler
 from loomc.units import Budget
 
 DEFAULT_STRATEGIES = "baseline,fixed,lean,balanced,strict"
+MAX_RUNS = 100_000
+"""The most runs (cases x strategies x iterations) one eval plans: the matrix is built and
+estimated in memory before anything runs, so a typo in --iterations must fail fast."""
 
 
 class BudgetRefused(LoomcError, RuntimeError):
@@ -200,13 +203,17 @@ def prepare_eval(
     tier the policy declares, ``PIPELINE@TIER``, ``X@semantic``), compiled jobs, judge.
 
     Raises ``DatasetError``, ``StrategyError``, ``JudgeConfigError``, ``DiagnosticError`` or
-    ``ValueError`` (iterations/concurrency below 1)."""
+    ``ValueError`` (iterations/concurrency below 1, more than ``MAX_RUNS`` runs)."""
     if iterations < 1 or concurrency < 1:
         raise ValueError("iterations and concurrency must be >= 1")
     path = Path(dataset)
     cases = load_dataset(path, limit)
     proj = open_project(project, policy)
     chosen = parse_strategies(strategies, set(proj.pipeline_names()), tiers=proj.tiers())
+    runs = len(cases) * len(chosen) * iterations
+    if runs > MAX_RUNS:
+        raise ValueError(f"{len(cases)} cases x {len(chosen)} strategies x {iterations} "
+                         f"iterations is {runs:,} runs; one eval plans at most {MAX_RUNS:,}")
     spec = resolve_judge(proj.policy, judge) if judge else None
     jobs = plan_jobs(proj, cases, chosen, iterations)
     if profilers is None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -73,11 +74,17 @@ async def arun(
     sinks: Sequence[EventSink] = (),
     profiler: RiskProfiler | None = None,
     stream: bool = True,
+    temperature: float | None = None,
 ) -> RunResult:
     """Run ``prompt`` through ``pipeline`` at ``tier`` and return the typed result.
 
     ``tier`` defaults to ``balanced`` (or the policy's first tier); pipelines without tiers
-    (``baseline``, ``fixed``) ignore it. ``ceilings`` tighten the pipeline's and the tier's.
+    (``baseline``, ``fixed``) ignore it. ``ceilings`` are run-time *limits*, not promises: the
+    run is admitted even when the checker's worst case exceeds them (that is reported on
+    ``result.warnings`` and as ``warning`` events), each step is reserved against the tightest
+    of them and the pipeline's proved budget, and the run stops ``budget-limited`` before a step
+    that would not fit (``result.limited_by`` says which ceiling, needed and left); the latency
+    limit is a deadline that cancels the call in flight. ``temperature`` replaces every worker's.
     ``planner`` (``"risk"``, ``"search"``, ``"learned"`` or a planner object) proposes the plan
     instead; the checker guards it and a rejected plan falls back to the risk plan. The planner's
     decision is on ``result.conductor`` and emitted as a ``conductor-plan`` event first.
@@ -90,20 +97,24 @@ async def arun(
     proj = open_project(project, policy)
     if not prompt or not prompt.strip():
         raise ValueError("empty prompt")
-    overrides = ceilings or Budget()
+    if temperature is not None and not 0 <= temperature <= 2:
+        raise ValueError(f"temperature must be between 0 and 2, not {temperature}")
+    limits = ceilings or Budget()
     chosen_tier = tier or default_tier(proj)
     risk = profiler or make_profiler(proj.policy.risk)
     decision: Decision | None = None
     if planner is None:
-        compiled = proj.compile(pipeline, chosen_tier, overrides)
+        compiled = proj.compile(pipeline, chosen_tier)  # the promise: proved as in `loomc check`
     else:
-        base = planning_base(proj, pipeline, tier or widest_tier(proj), overrides)
+        # A planner fits its plan into the limits (they choose its depth); the guard proves it.
+        base = planning_base(proj, pipeline, tier or widest_tier(proj), limits)
         decision = plan_run(proj, base, prompt, risk, planner, planner_options or {})
         compiled = decision.pipeline
         event = Event("conductor-plan", "", None, decision.to_json())  # type: ignore[arg-type]
         for sink in sinks:
             await sink.emit(event)
-    result = await _execute(proj, compiled, prompt, providers, sinks, risk, stream)
+    compiled = replace(compiled, limits=limits)
+    result = await _execute(proj, compiled, prompt, providers, sinks, risk, stream, temperature)
     if decision is not None:
         result.conductor = decision.to_json()
     return result
@@ -126,19 +137,22 @@ async def _execute(
     sinks: Sequence[EventSink],
     profiler: RiskProfiler,
     stream: bool,
+    temperature: float | None,
 ) -> RunResult:
     from loomc.exec.executor import execute
 
+    options: dict[str, Any] = {
+        "sinks": sinks,
+        "profiler": profiler,
+        "stream": stream,
+        "temperature": temperature,
+    }
     if isinstance(providers, ProviderPool):
-        return await execute(
-            pipeline, prompt, pool=providers, sinks=sinks, profiler=profiler, stream=stream
-        )
+        return await execute(pipeline, prompt, pool=providers, **options)
     async with ProviderPool(project.policy) as pool:
         for name, provider in (providers or {}).items():
             pool.put(name, provider)
-        return await execute(
-            pipeline, prompt, pool=pool, sinks=sinks, profiler=profiler, stream=stream
-        )
+        return await execute(pipeline, prompt, pool=pool, **options)
 
 
 class PlanRejected(LoomcError, RuntimeError):
@@ -165,8 +179,9 @@ def plan_run(
     proposer = None if isinstance(planner, str) else planner
     opts = dict(options)
     try:
-        return conduct(project.policy_source, base, prompt, profiler, name, proposer=proposer,
-                       **opts)
+        return conduct(
+            project.policy_source, base, prompt, profiler, name, proposer=proposer, **opts
+        )
     except GuardError as exc:
         raise PlanRejected(str(exc), exc.record) from exc
     except ValueError as exc:

@@ -257,3 +257,38 @@ def check_pipeline(pipeline: Pipeline) -> list[Diagnostic]:
 
 def _empty(p: Pipeline) -> WorstCase:
     return WorstCase(p.name, p.tier, 0, 0, Decimal(0), Decimal(0), 0, None, ())
+
+
+def limit_warnings(p: Pipeline) -> list[Diagnostic]:
+    """The checker's worst case against the run-time limits (``p.limits``), as warnings.
+
+    A limit is not a promise: the run is admitted and the ledger stops it before a step that
+    would not fit (``budget-limited``). The same analysis as ``ceilings`` says how far the worst
+    case can go past the limit, so the user is told before the run instead of never."""
+    if not p.graph.is_acyclic():
+        return []
+    wc = worst_case(p)
+    out: list[Diagnostic] = []
+    for dim, code in _CEILING_CODES.items():
+        limit = p.limits.get(dim)
+        promise = p.budget.get(dim)
+        if limit is None or (promise is not None and promise <= limit):
+            continue  # no limit, or the proved promise is already tighter
+        worst = wc.get(dim)
+        if worst is not None and worst <= limit:
+            continue
+        shown = "unbounded" if worst is None else format_quantity(dim, worst)
+        path = wc.latency_path if dim is Dimension.LATENCY else tuple(s.id for s in p.graph.steps())
+        out.append(
+            Diagnostic(
+                code,
+                Severity.WARNING,
+                f"worst-case {dim.value} {shown} exceeds the run limit "
+                f"{format_quantity(dim, limit)} in {_where(p)}: the run stops budget-limited "
+                f"before a step that would not fit (path {' -> '.join(path)})",
+                _span(p),
+                "a run-time limit is enforced, not proved; write the ceiling in the pipeline "
+                "or the policy to have `loomc check` prove it",
+            )
+        )
+    return out

@@ -32,6 +32,8 @@ def _decimal(text: str) -> Decimal:
         value = Decimal(text.lstrip("$"))
     except InvalidOperation as exc:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from exc
+    if not value.is_finite():
+        raise argparse.ArgumentTypeError(f"not a finite number: {text!r}")
     if value < 0:
         raise argparse.ArgumentTypeError("must be >= 0")
     return value

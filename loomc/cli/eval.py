@@ -53,6 +53,22 @@ def run(args: argparse.Namespace) -> int:
     if args.iterations < 1 or args.concurrency < 1:
         print("loomc eval: --iterations and --concurrency must be >= 1", file=sys.stderr)
         return 2
+    if args.limit is not None and args.limit < 1:
+        print("loomc eval: --limit must be >= 1 (the number of cases to run)", file=sys.stderr)
+        return 2
+    if args.max_total_calls is not None and args.max_total_calls < 0:
+        print("loomc eval: --max-total-calls must be >= 0", file=sys.stderr)
+        return 2
+    outputs = report_paths(args.output, args.artifacts)
+    receipt_path = next(p for p in outputs if p.suffix == ".json")
+    journal = receipt_path.with_name(receipt_path.name + ".journal.jsonl")
+    if not args.dry_run:  # every file the eval will write, checked before anything is spent
+        for path in [journal, *dict.fromkeys(outputs)]:
+            problem = _unwritable(path)
+            if problem is not None:
+                print(f"loomc eval: cannot write {path}: {problem}; nothing was run",
+                      file=sys.stderr)
+                return 2
     try:
         ev = loomc.prepare_eval(
             args.dataset, args.strategies, project=args.project, policy=args.policy,
@@ -62,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
     except loomc.DatasetError as exc:
         print("\n".join(exc.messages), file=sys.stderr)
         return 1
-    except (loomc.StrategyError, JudgeConfigError) as exc:
+    except (loomc.StrategyError, JudgeConfigError, ValueError) as exc:
         print(f"loomc eval: {exc}", file=sys.stderr)
         return 2
     except loomc.DiagnosticError as exc:
@@ -80,16 +96,18 @@ def run(args: argparse.Namespace) -> int:
             print(f"loomc eval: worst-case {n} {w} exceeds --max-total-{n} {c}; refusing to start "
                   "(pass --run-until-budget to run until the budget stops it)", file=sys.stderr)
         return 1
-    outputs = report_paths(args.output, args.artifacts)
-    receipt_path = next(p for p in outputs if p.suffix == ".json")
-    receipt_path.parent.mkdir(parents=True, exist_ok=True)
-    journal = receipt_path.with_name(receipt_path.name + ".journal.jsonl")
     receipt, code = _run_with_progress(ev, journal, args.resume, totals)
     if receipt is None:
         return code
     for out in dict.fromkeys(outputs):
-        out.parent.mkdir(parents=True, exist_ok=True)
-        loomc.render(receipt, out)
+        try:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            loomc.render(receipt, out)
+        except OSError as exc:  # e.g. the disk filled up during the eval
+            print(f"loomc eval: cannot write {out}: {exc.strerror or exc}; the results are kept "
+                  f"in {journal}: rerun with --resume to write the reports without paying again",
+                  file=sys.stderr)
+            return 1
         print(f"wrote {out}", file=sys.stderr)
     _print_summary(receipt)
     passed = [(r, r.result) for r in receipt.runs if r.result is not None
@@ -109,6 +127,21 @@ def report_paths(output: Path | None, artifacts: str | None) -> list[Path]:
     if not any(p.suffix == ".json" for p in outputs):
         outputs.append(outputs[0].with_suffix(".json"))
     return list(dict.fromkeys(outputs))
+
+
+def _unwritable(path: Path) -> str | None:
+    """Why ``path`` cannot be written (None when it can): its folder is created and the file
+    opened for appending, then removed again if it did not exist."""
+    existed = path.exists()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a", encoding="utf-8"):
+            pass
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    if not existed:
+        path.unlink(missing_ok=True)
+    return None
 
 
 def _run_with_progress(ev: Any, journal: Path, resume: bool, totals: Any) -> tuple[Any, int]:

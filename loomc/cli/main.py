@@ -26,6 +26,8 @@ COMMANDS = (
     "report",
     "conductor",
     "demo",
+    "serve",
+    "traces",
 )
 
 

@@ -5,10 +5,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from loomc.cli.common import _decimal
+from loomc.cli.terminal import plain
+
+if TYPE_CHECKING:
+    from loomc.exec.result import RunResult
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -18,12 +22,23 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--tier", default=None, help="a tier the policy declares (default: balanced)")
     p.add_argument("--baseline", action="store_true", help="run the baseline strategy")
     p.add_argument("--fixed", action="store_true", help="run the fixed 4-step strategy")
-    p.add_argument("--max-calls", type=int, metavar="N")
-    p.add_argument("--max-credits", type=_decimal, metavar="X")
-    p.add_argument("--max-latency-ms", type=int, metavar="N")
+    g = p.add_argument_group(
+        "limits",
+        "run-time ceilings: the run is admitted, stops budget-limited before a step that would "
+        "not fit, and the checker's worst case above a limit is a warning (`loomc check` "
+        "proves ceilings instead)",
+    )
+    g.add_argument("--max-calls", type=_count, metavar="N")
+    g.add_argument("--max-tokens-total", type=_count, metavar="N", dest="max_tokens_total")
+    g.add_argument("--max-credits", type=_amount, metavar="X")
+    g.add_argument("--max-cost", type=_amount, metavar="USD")
+    g.add_argument("--max-latency-ms", type=_count, metavar="N", help="a deadline for the run")
+    p.add_argument(
+        "--temperature", type=_temperature, metavar="T", help="sampling temperature, 0-2"
+    )
     p.add_argument(
         "--credit-per-call",
-        type=_decimal,
+        type=_amount,
         metavar="X",
         help="credit reservation estimate per call (overrides the policy's)",
     )
@@ -52,7 +67,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run(args: argparse.Namespace) -> int:
     import loomc
     from loomc.api.running import with_credit_per_call
-    from loomc.checker.render import render_text
+    from loomc.checker.render import render_json, render_text
     from loomc.cli.live import LiveTrace
     from loomc.exec.events import EventSink, JsonlSink
 
@@ -73,8 +88,9 @@ def run(args: argparse.Namespace) -> int:
         print("loomc run: --planner learned needs --base-model DIR", file=sys.stderr)
         return 2
     sinks: list[EventSink] = []
-    if not args.json:
-        sinks.append(LiveTrace(tokens=not args.no_stream))
+    live = None if args.json else LiveTrace(tokens=not args.no_stream)
+    if live is not None:
+        sinks.append(live)
     if args.trace:
         sinks.append(JsonlSink(args.trace))
     try:
@@ -93,8 +109,13 @@ def run(args: argparse.Namespace) -> int:
             pipeline="baseline" if args.baseline else "fixed" if args.fixed else args.pipeline,
             tier=args.tier,
             ceilings=loomc.Budget(
-                calls=args.max_calls, credits=args.max_credits, latency_ms=args.max_latency_ms
+                calls=args.max_calls,
+                tokens=args.max_tokens_total,
+                credits=args.max_credits,
+                cost=args.max_cost,
+                latency_ms=args.max_latency_ms,
             ),
+            temperature=args.temperature,
             planner=planner,
             planner_options=_planner_options(args) if planner else None,
             sinks=sinks,
@@ -102,33 +123,98 @@ def run(args: argparse.Namespace) -> int:
             stream=not args.no_stream,
         )
     except loomc.DiagnosticError as exc:
+        _settle(live)
+        if args.json:
+            doc = json.loads(render_json(exc.diagnostics, refused=True))
+            print(json.dumps({"error": "refused; no model was called", **doc}, indent=2))
         print(render_text(exc.diagnostics), file=sys.stderr)
         print(f"loomc run: {len(exc.diagnostics)} error(s); no model was called", file=sys.stderr)
         return 1
     except loomc.PlanRejected as exc:
+        _settle(live)
         if args.json:
             print(json.dumps({"conductor": exc.record}, indent=2, default=str))
-        print(f"loomc run: {exc}; no model was called", file=sys.stderr)
+        print(f"loomc run: {plain(exc)}; no model was called", file=sys.stderr)
         return 1
+    _settle(live)
     if args.json:
         out = result.model_dump(mode="json")
         if result.conductor is not None:
             out["conductor"] = result.conductor
         print(json.dumps(out, indent=2))
+        for w in result.warnings:  # the live trace showed them otherwise
+            where = f"{w['file']}:{w['line']}:{w['column']}: " if w.get("file") else ""
+            print(f"{where}warning[{w['code']}]: {w['message']}", file=sys.stderr)
     else:
-        print(result.answer)
-        used = result.budget.used
-        print(
-            f"\n{result.pipeline}{'@' + result.tier if result.tier else ''}: {result.calls} call(s), "
-            f"{result.tokens} tokens, {result.elapsed_ms} ms, stop: {result.stop_reason}"
-            + (f", escalated: {result.escalation_reason}" if result.escalated else "")
-            + f", credits ~{used.credits}, receipt {result.receipt_hash}",
-            file=sys.stderr,
-        )
+        print(plain(result.answer))
+        print("\n" + plain(summary_line(result)), file=sys.stderr)
+    if result.limited_by is not None:
+        print(f"loomc run: {plain(result.limited_by.describe())}", file=sys.stderr)
     if result.stop_reason in ("error", "over-ceiling"):
-        print(f"loomc run: {result.error}", file=sys.stderr)
+        print(f"loomc run: {plain(result.error)}", file=sys.stderr)
         return 1
     return 0
+
+
+def _settle(live: Any) -> None:
+    """Let the live trace reach stderr before the summary (bounded: stderr may be stuck)."""
+    if live is not None:
+        live.close()
+
+
+def summary_line(result: RunResult) -> str:
+    """The one-line receipt under the answer: calls, tokens, time, stop, credits, cost.
+
+    Credits from provider receipts are exact and printed plain; credits the policy estimates
+    for calls without a receipt are printed with ``~``, so the two are never confused."""
+    models = result.models.values()
+    actual = sum((m.credits for m in models if m.credits is not None), Decimal(0))
+    estimated = sum((m.estimated_credits for m in models), Decimal(0))
+    has_receipts = any(m.credits is not None for m in models)
+    if has_receipts and estimated:
+        credits = f"credits {actual} (receipts) + ~{estimated} (estimated)"
+    elif has_receipts:
+        credits = f"credits {actual} (receipts)"
+    else:
+        credits = f"credits ~{estimated} (estimated)"
+    cost = f", ${result.cost}" if result.cost is not None and result.cost > 0 else ""
+    tier = "@" + result.tier if result.tier else ""
+    return (
+        f"{result.pipeline}{tier}: {result.calls} call(s), {result.tokens} tokens, "
+        f"{result.elapsed_ms} ms, stop: {result.stop_reason}"
+        + (f", escalated: {result.escalation_reason}" if result.escalated else "")
+        + f", {credits}{cost}, receipt {result.receipt_hash}"
+    )
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from exc
+    if value < 0:
+        raise argparse.ArgumentTypeError("must be >= 0")
+    return value
+
+
+def _amount(text: str) -> Decimal:
+    try:
+        value = Decimal(text.lstrip("$"))
+    except InvalidOperation as exc:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from exc
+    if not value.is_finite() or value < 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, not {text!r}")
+    return value
+
+
+def _temperature(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from exc
+    if not 0 <= value <= 2:  # also refuses nan and inf
+        raise argparse.ArgumentTypeError(f"must be between 0 and 2, not {text!r}")
+    return value
 
 
 class _PlannerVerdict:
@@ -151,8 +237,10 @@ class _PlannerVerdict:
         plan = d.get("plan") or {}
         roles = [str(plan[r]) for r in ("writer", "reviewer", "finalizer") if plan.get(r)]
         print(
-            f"loomc: planner {self.planner}: proposal {verdict}; running {plan.get('policy')} "
-            f"{' -> '.join(roles)}",
+            plain(
+                f"loomc: planner {self.planner}: proposal {verdict}; running {plan.get('policy')} "
+                f"{' -> '.join(roles)}"
+            ),
             file=sys.stderr,
         )
 

@@ -7,11 +7,11 @@ prompts byte for byte).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from loomc.conductor.plan import Constraints, TaskProfile, WorkerProfile, canonical_json
+from loomc.text import json_objects
 
 __all__ = ["INSTRUCTION", "OUTPUT_SCHEMA", "build_prompt", "extract_first_json", "prompt_of"]
 
@@ -38,8 +38,6 @@ OUTPUT_SCHEMA: dict[str, Any] = {
     "reviewer": "worker id|null",
     "writer": "worker id",
 }
-
-_DECODER = json.JSONDecoder()
 
 
 def _task_dict(task: TaskProfile | Mapping[str, Any]) -> dict[str, Any]:
@@ -76,14 +74,6 @@ def prompt_of(row: Mapping[str, Any]) -> str:
 
 
 def extract_first_json(text: str) -> dict[str, Any] | None:
-    """The first JSON object decodable at some `{` (trailing text ignored), else None."""
-    index = text.find("{")
-    while index != -1:
-        try:
-            value, _ = _DECODER.raw_decode(text, index)
-        except ValueError:
-            value = None
-        if isinstance(value, dict):
-            return value
-        index = text.find("{", index + 1)
-    return None
+    """The first JSON object decodable at some `{` (trailing text ignored), else None; bounded
+    against hostile nesting by :func:`loomc.text.json_objects`."""
+    return next(json_objects(text), None)

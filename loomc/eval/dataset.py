@@ -4,6 +4,7 @@ reported (not just the first) so a suite author fixes a file in one pass."""
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -78,6 +79,31 @@ def _parse_case(obj: Any, where: str, line: int) -> tuple[Case | None, list[str]
     )
 
 
+MAX_DEPTH = 32
+"""The deepest a dataset line may nest (a case is an object of strings and a list of checks)."""
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _nesting_problem(obj: Any) -> str | None:
+    """Too deep or holding a lone surrogate (JSON's ``"\\ud800"``, which no UTF-8 file, journal
+    or terminal can carry): found without recursion."""
+    stack: list[tuple[Any, int]] = [(obj, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return f"nested deeper than {MAX_DEPTH} levels"
+        if isinstance(node, str):
+            bad = _SURROGATE.search(node)
+            if bad:
+                return f"a lone surrogate \\u{ord(bad.group()):04x} in a string (not Unicode text)"
+        elif isinstance(node, dict):
+            stack.extend((k, depth + 1) for k in node)
+            stack.extend((v, depth + 1) for v in node.values())
+        elif isinstance(node, list):
+            stack.extend((v, depth + 1) for v in node)
+    return None
+
+
 def parse_dataset(text: str, name: str) -> list[Case]:
     """Parse JSONL text; blank and `#` lines are skipped; raise DatasetError with every problem."""
     cases: list[Case] = []
@@ -91,7 +117,17 @@ def parse_dataset(text: str, name: str) -> list[Case]:
         try:
             obj = json.loads(stripped)
         except json.JSONDecodeError as exc:
-            errs.append(f"{where}: invalid JSON: {exc.msg} (column {exc.colno})")
+            errs.append(f"{where}:{exc.colno}: invalid JSON: {exc.msg}")
+            continue
+        except RecursionError:
+            errs.append(f"{where}: nested deeper than {MAX_DEPTH} levels")
+            continue
+        except ValueError:  # an integer past Python's 4,300-digit conversion limit
+            errs.append(f"{where}: a number too long to read (more than 4,300 digits)")
+            continue
+        problem = _nesting_problem(obj)
+        if problem is not None:
+            errs.append(f"{where}: {problem}")
             continue
         case, problems = _parse_case(obj, where, lineno)
         errs.extend(problems)
@@ -112,9 +148,34 @@ def parse_dataset(text: str, name: str) -> list[Case]:
 
 
 def load_dataset(path: Path, limit: int | None = None) -> list[Case]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise DatasetError([f"{path}: cannot read dataset: {exc.strerror}"]) from None
-    cases = parse_dataset(text, str(path))
+    """Read and parse a dataset; the first ``limit`` cases (a positive number) when given."""
+    if limit is not None and limit < 1:
+        raise DatasetError([f"{path}: --limit must be a positive number of cases, not {limit}"])
+    cases = parse_dataset(read_text(path), str(path))
     return cases[:limit] if limit is not None else cases
+
+
+def read_text(path: Path) -> str:
+    """A dataset's text: UTF-8 (a BOM is allowed); binary, UTF-16 and other encodings are a
+    one-line error naming the line, never a traceback."""
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as exc:
+        raise DatasetError([f"{path}: cannot read dataset: {exc.strerror or exc}"]) from None
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise DatasetError([f"{path}:1: dataset is UTF-16; save it as UTF-8"])
+    if b"\x00" in raw:
+        line = raw[: raw.index(b"\x00")].count(b"\n") + 1
+        raise DatasetError([f"{path}:{line}: dataset is binary (a NUL byte), not JSONL text"])
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise DatasetError(
+            [
+                f"{path}:{line}:{column}: dataset is not UTF-8 (byte 0x{raw[exc.start]:02x}); "
+                "save it as UTF-8"
+            ]
+        ) from None
+

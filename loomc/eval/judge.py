@@ -17,7 +17,6 @@ covers them), but their usage and cost are kept on the verdict, apart from the w
 
 from __future__ import annotations
 
-import json
 import math
 import random
 import re
@@ -39,6 +38,7 @@ from loomc.providers.base import (
     estimate_tokens,
 )
 from loomc.providers.registry import ProviderPool
+from loomc.text import json_objects
 from loomc.units import Budget, Usage, money_for_tokens
 
 PASS_SCORE = 70.0  # used only when the reply carries no usable "passed"
@@ -260,18 +260,8 @@ _FALSE = {"false", "no", "fail", "failed", "n", "0"}
 
 def _objects(text: str) -> list[dict[str, Any]]:
     """JSON objects in reading order: fenced blocks first, then any '{' that starts one."""
-    found: list[dict[str, Any]] = []
-    decoder = json.JSONDecoder()
     sources = [m.group(1) for m in _FENCE.finditer(text)] + [text]
-    for src in sources:
-        for pos in (i for i, ch in enumerate(src) if ch == "{"):
-            try:
-                obj, _ = decoder.raw_decode(src, pos)
-            except ValueError:
-                continue
-            if isinstance(obj, dict):
-                found.append(obj)
-    return found
+    return [obj for src in sources for obj in json_objects(src)]
 
 
 def _score(value: Any) -> float:

@@ -28,7 +28,10 @@ class EventKind(StrEnum):
     STEP_SKIPPED = "step-skipped"
     STEP_RETRY = "step-retry"
     BUDGET_STOP = "budget-stop"
+
     RUN_FINISHED = "run-finished"
+    REASONING = "reasoning"  # a thinking model's reasoning delta: shown live, never the answer
+    WARNING = "warning"  # a checker warning about this run (a worst case above a run limit)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +75,8 @@ class JsonlSink:
         self._broken = False
 
     async def emit(self, event: Event) -> None:
-        if self._broken or (event.kind == EventKind.TOKEN and not self.tokens):
+        streamed = event.kind in (EventKind.TOKEN, EventKind.REASONING)
+        if self._broken or (streamed and not self.tokens):
             return
         try:
             with self.path.open("a", encoding="utf-8") as fh:

@@ -1,28 +1,28 @@
 """Run one compiled pipeline x tier on one prompt with anyio.
 
 Every step waits for its dependencies, evaluates its guard, reserves the worst case of each
-attempt in the ledger before sending, and reconciles afterwards. The latency ceiling is a single
-cancel scope over the whole run; step timeouts nest inside it. Nothing here raises on provider
-trouble: failures become step records and a stop reason, and completed outputs are kept.
+attempt in the ledger before sending, and reconciles afterwards. The ledger enforces the tightest
+of the pipeline's promise (``budget``, proved by the checker) and its run-time limits
+(``limits``, not proved): a step that would not fit is not sent and the run stops
+``budget-limited`` with the reason. The latency ceiling is a single cancel scope over the whole
+run (a deadline); step timeouts nest inside it, and a call it cuts off is booked as an estimate.
+Nothing here raises on provider trouble: failures become step records and a stop reason, and
+completed outputs are kept.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import random
 import time
-import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from decimal import Decimal
 
 import anyio
 
+from loomc.checker.rules import limit_warnings
 from loomc.checker.worstcase import step_attempt_cost
-from loomc.exec.events import Event, EventKind, EventSink
-from loomc.exec.guards import Facts, Outcome, evaluate, is_refusal
-from loomc.exec.ledger import Ledger
+from loomc.exec.events import EventKind, EventSink
+from loomc.exec.guards import Facts, Outcome, evaluate
+from loomc.exec.ledger import Ledger, Refused
 from loomc.exec.metered import (
     AttemptStarted,
     Metered,
@@ -33,50 +33,24 @@ from loomc.exec.metered import (
     metered_call,
 )
 from loomc.exec.prompting import messages
+from loomc.exec.receipt import GUARD_FALSE, build_result
 from loomc.exec.result import (
-    BudgetReport,
+    LimitStop,
     RunResult,
     StepRecord,
     StepStatus,
     StepUsage,
     StopReason,
 )
+from loomc.exec.state import RunState
 from loomc.ir.model import Pipeline, StepNode
 from loomc.providers.base import CompletionRequest, ProviderError, estimate_tokens
 from loomc.providers.registry import ProviderPool
 from loomc.risk.base import RiskProfile, RiskProfiler
-from loomc.units import Usage
+from loomc.units import Dimension, Usage
 
-GUARD_FALSE = "guard is false"
 DEADLINE_PASSED = "run deadline passed"
-
-
-@dataclass
-class _Run:
-    pipeline: Pipeline
-    prompt: str
-    pool: ProviderPool
-    ledger: Ledger
-    sinks: Sequence[EventSink]
-    risk: RiskProfile
-    stream: bool
-    order: list[str]  # the graph's topological order, computed once per run
-    run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
-    outcomes: dict[str, Outcome] = field(default_factory=dict)
-    records: dict[str, StepRecord] = field(default_factory=dict)
-    done: dict[str, anyio.Event] = field(default_factory=dict)
-    stop_reason: StopReason | None = None
-    over: str | None = None  # how a booked usage passed a ceiling (the run stops over-ceiling)
-    started: float = field(default_factory=time.monotonic)
-    rng: random.Random = field(default_factory=random.Random)
-
-    async def emit(self, kind: EventKind, step: str | None = None, **data: object) -> None:
-        event = Event(kind, self.run_id, step, dict(data))
-        for sink in self.sinks:
-            try:
-                await sink.emit(event)
-            except Exception:
-                continue
+DEADLINE_CUT = "cut off by the run deadline"
 
 
 async def execute(
@@ -89,16 +63,27 @@ async def execute(
     profiler: RiskProfiler | None = None,
     stream: bool = True,
     parent_ledger: Ledger | None = None,
+    temperature: float | None = None,
 ) -> RunResult:
-    """Execute ``pipeline`` on ``prompt``; ``parent_ledger`` shares ceilings across runs."""
+    """Execute ``pipeline`` on ``prompt``; ``parent_ledger`` shares ceilings across runs.
+
+    ``pipeline.limits`` (run-time limits) are enforced with ``pipeline.budget``; the checker's
+    worst case against them is emitted as ``warning`` events and kept on ``result.warnings``.
+    ``temperature`` replaces every step's (its worker's) sampling temperature."""
     if ledger is None:
-        ledger = Ledger(pipeline.budget, parent=parent_ledger, name="run")
+        ledger = Ledger(pipeline.enforced, parent=parent_ledger, name="run")
     risk = _profile(profiler, prompt, pipeline.kind)
     order = pipeline.graph.topological_order()
-    run = _Run(pipeline, prompt, pool, ledger, sinks, risk, stream, order)
+    run = RunState(pipeline, prompt, pool, ledger, sinks, risk, stream, order, temperature)
     await run.emit(
         EventKind.RUN_STARTED, pipeline=pipeline.name, tier=pipeline.tier, risk=risk.to_json()
     )
+    for diag in limit_warnings(pipeline):
+        run.warnings.append(diag.to_json())
+        where = f"{diag.span.file}:{diag.span.line}:{diag.span.column}"
+        await run.emit(
+            EventKind.WARNING, code=diag.code, message=diag.message, hint=diag.hint, where=where
+        )
     run.done = {sid: anyio.Event() for sid in order}
     if _input_tokens(pipeline, prompt) > pipeline.input_tokens:
         run.stop_reason = StopReason.INPUT_TOO_LARGE
@@ -110,17 +95,14 @@ async def execute(
                 f"prompt exceeds the input bound of {pipeline.input_tokens} tokens",
             )
     else:
-        deadline = pipeline.budget.latency_ms
-        with anyio.move_on_after(deadline / 1000 if deadline else None) as scope:
+        deadline = pipeline.enforced.latency_ms
+        with anyio.move_on_after(deadline / 1000 if deadline is not None else None) as scope:
             async with anyio.create_task_group() as tg:
                 for sid in order:
                     tg.start_soon(_run_step, run, pipeline.graph.step(sid))
         if scope.cancelled_caught:
-            run.stop_reason = run.stop_reason or StopReason.MAX_LATENCY
-            for sid in order:
-                if sid not in run.records:
-                    _skip(run, pipeline.graph.step(sid), StepStatus.CANCELLED, DEADLINE_PASSED)
-    result = _result(run)
+            _deadline_passed(run, deadline or 0)
+    result = build_result(run)
     await run.emit(
         EventKind.RUN_FINISHED,
         stop_reason=result.stop_reason,
@@ -128,6 +110,62 @@ async def execute(
         receipt_hash=result.receipt_hash,
     )
     return result
+
+
+def _deadline_passed(run: RunState, deadline: int) -> None:
+    """The deadline cut the run: calls in flight are booked as estimates, the rest cancelled."""
+    run.stop_reason = run.stop_reason or StopReason.MAX_LATENCY
+    cut: list[str] = []
+    now = time.monotonic()
+    for sid in run.order:
+        record = run.records.get(sid)
+        if record is None:
+            _skip(run, run.pipeline.graph.step(sid), StepStatus.CANCELLED, DEADLINE_PASSED)
+        elif record.status is StepStatus.RUNNING:
+            cut.append(sid)
+            sent, prompt_tokens, streamed = run.sent.get(sid, (now, 0, []))
+            completion = estimate_tokens("".join(streamed))
+            record.status = StepStatus.CANCELLED
+            record.reason = DEADLINE_CUT
+            record.elapsed_ms = int((now - sent) * 1000)
+            record.usage = StepUsage(
+                prompt_tokens=prompt_tokens,
+                completion_tokens=completion,
+                total_tokens=prompt_tokens + completion,
+                estimated=True,
+            )
+            if record.reserved is not None and record.attempts > 0:
+                record.cost = record.reserved.cost  # what the ledger booked: the worst case
+            run.outcomes[sid] = Outcome(StepStatus.CANCELLED, "")
+    if run.limited_by is None and run.stop_reason is StopReason.MAX_LATENCY:
+        run.limited_by = LimitStop(
+            dimension=Dimension.LATENCY,
+            step=cut[0] if cut else None,
+            needed=Decimal(0),
+            left=Decimal(0),
+            ceiling=Decimal(deadline),
+            source=_source(run, Dimension.LATENCY, "run"),
+        )
+
+
+def _source(run: RunState, dim: Dimension, ledger: str) -> str:
+    """Which ceiling stopped the run: a parent ledger's, the run-time limit or the promise."""
+    if ledger != "run":
+        return f"{ledger} ledger"
+    limit, promise = run.pipeline.limits.get(dim), run.pipeline.budget.get(dim)
+    return "limit" if limit is not None and (promise is None or limit <= promise) else "promise"
+
+
+def _limited(run: RunState, step: StepNode, refused: Refused) -> LimitStop:
+    ceiling = Decimal(refused.ceiling)
+    return LimitStop(
+        dimension=refused.dimension,
+        step=step.id,
+        needed=Decimal(refused.needed),
+        left=max(ceiling - Decimal(refused.used), Decimal(0)),
+        ceiling=ceiling,
+        source=_source(run, refused.dimension, refused.ledger),
+    )
 
 
 def _profile(profiler: RiskProfiler | None, prompt: str, kind: str) -> RiskProfile:
@@ -144,7 +182,7 @@ def _input_tokens(pipeline: Pipeline, prompt: str) -> int:
     return estimate_tokens(pipeline.instruction) + estimate_tokens(prompt) + longest_task // 3 + 64
 
 
-async def _run_step(run: _Run, step: StepNode) -> None:
+async def _run_step(run: RunState, step: StepNode) -> None:
     try:
         for dep in sorted(step.dependencies):
             if dep in run.done:
@@ -154,7 +192,7 @@ async def _run_step(run: _Run, step: StepNode) -> None:
         run.done[step.id].set()
 
 
-async def _attempt_step(run: _Run, step: StepNode) -> None:
+async def _attempt_step(run: RunState, step: StepNode) -> None:
     if not await _ready(run, step):
         return
     outputs = {sid: o.output for sid, o in run.outcomes.items() if o.status is StepStatus.OK}
@@ -189,12 +227,16 @@ async def _attempt_step(run: _Run, step: StepNode) -> None:
     run.records[step.id] = record
     started = time.monotonic()
     await run.emit(EventKind.STEP_STARTED, step.id, role=step.role, model=step.model)
-    if run.pipeline.budget.cost is not None and step.pricing is None:
+    if run.pipeline.enforced.cost is not None and step.pricing is None:
         return _stop(run, step, record, StopReason.MAX_COST, f"{step.model} has no pricing")
+    prompt_tokens = sum(estimate_tokens(m.content) for m in msgs)
+    streamed: list[str] = []
 
     async def on_event(ev: MeteredEvent) -> None:
         if isinstance(ev, AttemptStarted):
             record.attempts = ev.attempt  # kept current: the run deadline may cancel the call
+            streamed.clear()
+            run.sent[step.id] = (time.monotonic(), prompt_tokens, streamed)
         elif isinstance(ev, Retrying):
             await run.emit(
                 EventKind.STEP_RETRY,
@@ -204,7 +246,11 @@ async def _attempt_step(run: _Run, step: StepNode) -> None:
                 delay_ms=int(ev.delay_s * 1000),
             )
         elif ev.kind == "token":
+            streamed.append(ev.text)
             await run.emit(EventKind.TOKEN, step.id, text=ev.text)
+        elif ev.kind == "reasoning":
+            streamed.append(ev.text)  # billed as output, never part of the answer
+            await run.emit(EventKind.REASONING, step.id, text=ev.text)
         elif ev.frame is not None:
             await run.emit(EventKind.PROVIDER_FRAME, step.id, frame=ev.frame)
 
@@ -213,6 +259,7 @@ async def _attempt_step(run: _Run, step: StepNode) -> None:
         messages=msgs,
         max_tokens=step.max_tokens,
         stream=run.stream,
+        temperature=run.temperature if run.temperature is not None else step.temperature,
         timeout_s=step.timeout_ms / 1000,
         step_role=step.role,
         metadata={"task": step.task},
@@ -231,10 +278,19 @@ async def _attempt_step(run: _Run, step: StepNode) -> None:
         label="step",
     )
     if out.refused is not None:
-        await run.emit(EventKind.BUDGET_STOP, step.id, reason=out.refused.describe())
+        if run.limited_by is None:
+            run.limited_by = _limited(run, step, out.refused)
+        reason = run.limited_by.describe() if run.limited_by.step == step.id else ""
+        reason = reason or out.refused.describe()
+        await run.emit(
+            EventKind.BUDGET_STOP,
+            step.id,
+            reason=reason,
+            limit=run.limited_by.model_dump(mode="json"),
+        )
         if out.refused.over is not None:
             run.over = run.over or out.refused.describe()
-        return _stop(run, step, record, out.refused.stop_reason, out.refused.describe())
+        return _stop(run, step, record, out.refused.stop_reason, reason)
     record.elapsed_ms = int((time.monotonic() - started) * 1000)
     await _finish(run, step, record, out)
     if out.over is not None:  # paid and kept, but nothing more is sent
@@ -243,7 +299,7 @@ async def _attempt_step(run: _Run, step: StepNode) -> None:
         await run.emit(EventKind.BUDGET_STOP, step.id, reason=run.over)
 
 
-async def _ready(run: _Run, step: StepNode) -> bool:
+async def _ready(run: RunState, step: StepNode) -> bool:
     """Whether the step may be sent; records and reports it as skipped or stopped otherwise."""
     for dep in step.sees:
         dep_outcome = run.outcomes.get(dep)
@@ -261,7 +317,7 @@ async def _ready(run: _Run, step: StepNode) -> bool:
     return True
 
 
-async def _finish(run: _Run, step: StepNode, record: StepRecord, out: Metered) -> None:
+async def _finish(run: RunState, step: StepNode, record: StepRecord, out: Metered) -> None:
     if out.completion is None:
         record.status = StepStatus.FAILED
         record.reason = None if out.error is None else describe(out.error)
@@ -292,7 +348,7 @@ async def _finish(run: _Run, step: StepNode, record: StepRecord, out: Metered) -
     )
 
 
-def _skip(run: _Run, step: StepNode, status: StepStatus, reason: str) -> None:
+def _skip(run: RunState, step: StepNode, status: StepStatus, reason: str) -> None:
     run.records[step.id] = StepRecord(
         id=step.id,
         role=step.role,
@@ -305,105 +361,8 @@ def _skip(run: _Run, step: StepNode, status: StepStatus, reason: str) -> None:
     run.outcomes[step.id] = Outcome(status, "")
 
 
-def _stop(run: _Run, step: StepNode, record: StepRecord, stop: StopReason, reason: str) -> None:
+def _stop(run: RunState, step: StepNode, record: StepRecord, stop: StopReason, reason: str) -> None:
     run.stop_reason = run.stop_reason or stop
     record.status = StepStatus.BUDGET_STOPPED if record.attempts == 0 else StepStatus.FAILED
     record.reason = reason
     run.outcomes[step.id] = Outcome(record.status, "")
-
-
-def _status(run: _Run, sid: str) -> StepStatus | None:
-    outcome = run.outcomes.get(sid)
-    return None if outcome is None else outcome.status
-
-
-def _total(amounts: Sequence[Decimal]) -> Decimal:
-    return sum(amounts, Decimal(0))
-
-
-def usable(text: str) -> bool:
-    t = text.strip()
-    return bool(t) and (len(t) > 80 or t.endswith((".", "!", "?", ")")) or "\n" in t)
-
-
-def _answer(run: _Run) -> str:
-    ok = [sid for sid in run.pipeline.answer if _status(run, sid) is StepStatus.OK]
-    for sid in ok:
-        if usable(run.outcomes[sid].output):
-            return run.outcomes[sid].output
-    return run.outcomes[ok[0]].output if ok else ""
-
-
-def _escalation(run: _Run, executed: int) -> str | None:
-    if executed <= 1:
-        return None
-    r = run.risk
-    if r.level == "high":
-        return f"high-risk task: {', '.join(r.signals)}" if r.signals else "high-risk task profile"
-    first = run.outcomes.get(run.order[0])
-    if is_refusal(first.output if first is not None else ""):
-        return "direct answer was refused or empty"
-    return f"{r.complexity}-complexity {r.kind} task"
-
-
-def _result(run: _Run) -> RunResult:
-    steps = [run.records[sid] for sid in run.order if sid in run.records]
-    executed = [s for s in steps if s.attempts > 0]
-    calls = sum(s.attempts for s in steps)
-    failed = [s for s in steps if s.status is StepStatus.FAILED]
-    answer = _answer(run)
-    if run.stop_reason:
-        stop = run.stop_reason
-    elif not answer and failed:
-        stop = StopReason.ERROR
-    elif any(s.status is StepStatus.SKIPPED and s.reason == GUARD_FALSE for s in steps):
-        stop = StopReason.DIRECT_ANSWER_ACCEPTED if len(executed) == 1 else StopReason.COMPLETED
-    else:
-        stop = StopReason.COMPLETED
-    costs = [s.cost for s in executed if s.cost is not None]
-    receipts = [s.credits for s in executed if s.credits is not None]
-    canonical = {
-        "pipeline": run.pipeline.name,
-        "tier": run.pipeline.tier,
-        "steps": [
-            {
-                "id": s.id,
-                "worker": s.worker,
-                "model": s.model,
-                "access": s.access,
-                "status": s.status,
-                "attempts": s.attempts,
-                "usage": s.usage.model_dump(),
-            }
-            for s in steps
-        ],
-        "answer": hashlib.sha256(answer.encode()).hexdigest(),
-    }
-    digest = hashlib.sha256(json.dumps(canonical, sort_keys=True, separators=(",", ":")).encode())
-    return RunResult(
-        answer=answer,
-        pipeline=run.pipeline.name,
-        tier=run.pipeline.tier,
-        calls=calls,
-        escalated=len(executed) > 1,
-        escalation_reason=_escalation(run, len(executed)),
-        stop_reason=stop,
-        budget=BudgetReport(
-            limits=run.pipeline.budget,
-            used=run.ledger.actual,
-            reserved_peak=run.ledger.peak,
-            limited=stop.limited,
-        ),
-        steps=steps,
-        risk=run.risk.to_json(),
-        elapsed_ms=int((time.monotonic() - run.started) * 1000),
-        cost=_total(costs) if executed and len(costs) == len(executed) else None,
-        missing_pricing=sorted({s.model for s in executed if s.cost is None}),
-        credits=_total(receipts) if receipts else None,
-        estimated_credits=_total(
-            [s.reserved.credits * s.attempts for s in executed if s.reserved is not None]
-        ),
-        tokens=sum(s.usage.total_tokens for s in steps),
-        error=run.over or (failed[-1].reason if failed else None),
-        receipt_hash=digest.hexdigest()[:16],
-    )

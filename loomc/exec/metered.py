@@ -21,7 +21,7 @@ from decimal import Decimal
 
 import anyio
 
-from loomc.exec.ledger import Ledger, Overshoot, Refused
+from loomc.exec.ledger import Ledger, Overshoot, Refused, Reservation
 from loomc.ir.model import Pricing
 from loomc.providers.base import (
     Completion,
@@ -162,17 +162,26 @@ async def metered_call(
             partial: list[str] = []
 
             async def stream(ev: StreamEvent, partial: list[str] = partial) -> None:
-                if ev.kind == "token":
+                if ev.kind in ("token", "reasoning"):  # reasoning is billed output too
                     partial.append(ev.text)
                 if on_event is not None:
                     await on_event(ev)
 
             try:
                 completion = await _send(provider, request, stream, timeout_ms, label)
+            except anyio.get_cancelled_exc_class():
+                # The run deadline cut the call off after it was sent: it may still be billed,
+                # so book it as a failed attempt (an estimate, never zero) before the cancel
+                # goes on.
+                cut = ProviderTimeout(f"{label} cut off by the run deadline")
+                charge = _failed(cut, prompt_tokens, estimate_tokens("".join(partial)), reserve)
+                out.over = await _settle(ledger, reservation, charge.usage)
+                out.charges.append(charge)
+                raise
             except ProviderError as err:
                 text = err.partial if isinstance(err, StreamDropped) else "".join(partial)
                 charge = _failed(err, prompt_tokens, estimate_tokens(text), reserve)
-                out.over = await ledger.reconcile(reservation, charge.usage)
+                out.over = await _settle(ledger, reservation, charge.usage)
                 out.charges.append(charge)
                 if out.over is not None or not err.retryable or attempt + 1 >= retry.attempts:
                     return out
@@ -184,15 +193,23 @@ async def metered_call(
             booked, charge, out.cost, out.credits, implausible = _succeeded(
                 completion, request, prompt_tokens, reserve, pricing
             )
-            out.over = await ledger.reconcile(reservation, charge.usage) or implausible
+            out.over = await _settle(ledger, reservation, charge.usage) or implausible
             out.charges.append(charge)
             out.completion = booked
             return out
         finally:
-            if not reservation.settled:  # cancelled (the run deadline) or an unexpected error:
-                with anyio.CancelScope(shield=True):  # the request may be billed, book its
-                    await ledger.reconcile(reservation, reserve)  # worst case
+            if not reservation.settled:  # an unexpected error: the request may be billed,
+                await _settle(ledger, reservation, reserve)  # book its worst case
     return out
+
+
+async def _settle(ledger: Ledger, reservation: Reservation, usage: Usage) -> Overshoot | None:
+    """Reconcile, shielded: a run deadline landing on the ledger's lock must not leave a call
+    that was sent unbooked (it would be missing from ``used`` and its reservation stuck)."""
+    over: Overshoot | None = None
+    with anyio.CancelScope(shield=True):
+        over = await ledger.reconcile(reservation, usage)
+    return over
 
 
 async def _send(
@@ -230,8 +247,8 @@ def _succeeded(
 
     A negative token count is replaced by the local estimate of what was visibly sent or
     received (the worst of reported and estimated); a negative receipt books the credit
-    estimate. Nothing is ever booked below zero. Output over the request's ``max_tokens`` is
-    booked as reported (the worst case) and returned as an overshoot."""
+    estimate. Nothing is ever booked below zero. Reported output over the request's
+    ``max_tokens`` is booked as reported (the worst case) and returned as an overshoot."""
     tokens = completion.usage
     streamed = estimate_tokens(completion.content)
     prompt = tokens.prompt_tokens if tokens.prompt_tokens >= 0 else prompt_estimate
@@ -254,7 +271,10 @@ def _succeeded(
         cost=cost if cost is not None else Decimal(0),
     )
     over = None
-    if request.max_tokens is not None and output > request.max_tokens:
+    # Only a provider's own count can lie: a local estimate of a streamed answer (no usage on
+    # the wire) is deliberately conservative and may pass max_tokens without any overshoot.
+    reported = not tokens.estimated and tokens.completion_tokens >= 0
+    if reported and request.max_tokens is not None and output > request.max_tokens:
         over = Overshoot("step", Dimension.TOKENS, output, request.max_tokens)
     booked = replace(completion, usage=booked_tokens)
     charge = Charge(usage, prompt, output)

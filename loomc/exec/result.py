@@ -21,7 +21,9 @@ from pydantic import (
     ModelWrapValidatorHandler,
     PlainSerializer,
     PrivateAttr,
+    SerializerFunctionWrapHandler,
     field_serializer,
+    model_serializer,
     model_validator,
 )
 
@@ -162,6 +164,49 @@ class BudgetReport(BaseModel):
         return full if axes is None else {k: full[k] for k in axes if k in full}
 
 
+class LimitStop(BaseModel):
+    """Why a run stopped ``budget-limited``: the step that would not fit and the numbers."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    outcome: str = "budget-limited"
+    dimension: Dimension
+    step: str | None = None  # the step that was not sent (None: the deadline cut the run off)
+    needed: Money  # what the next attempt would have reserved
+    left: Money  # what was left under the ceiling
+    ceiling: Money
+    source: str = "limit"  # "limit" (run time), "promise" (.loom/policy) or a parent ledger
+
+    def describe(self) -> str:
+        what = f"step {self.step!r}" if self.step else "the run"
+        if self.dimension is Dimension.LATENCY:
+            return f"budget-limited: the {self.source} latency {self.ceiling} ms cut off {what}"
+        return (
+            f"budget-limited: {what} needs {self.needed} {self.dimension.value}, "
+            f"{self.left} left of the {self.source} {self.ceiling}"
+        )
+
+
+class ModelUsage(BaseModel):
+    """What one model was used for in a run: the per-model roll-up of the receipt."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    tokens: int = 0
+    tokens_estimated: bool = False  # some tokens were counted locally (no usage from the server)
+    credits: Money | None = None  # from the provider's receipts; None when none was sent
+    estimated_credits: Money = Decimal(0)  # estimates for the calls that had no receipt
+    cost: Money | None = None  # USD at the policy's pricing; None when unpriced
+
+
+# Fields added after journals were first written: left out of the JSON while empty, so a
+# result read from an old journal is written back byte for byte.
+_OPTIONAL = ("limited_by", "models", "warnings")
+
+
 class RunResult(BaseModel):
     """One run of one pipeline x tier on one prompt."""
 
@@ -185,6 +230,17 @@ class RunResult(BaseModel):
     tokens: int = 0
     error: str | None = None
     receipt_hash: str
+    limited_by: LimitStop | None = None  # set when a ceiling stopped the run (budget-limited)
+    models: dict[str, ModelUsage] = Field(default_factory=dict)  # per-model usage roll-up
+    warnings: list[dict[str, Any]] = Field(default_factory=list)  # checker warnings (JSON)
     # The planner's verdict when a planner chose the plan; kept out of serialised results (the
     # eval journal, receipts) and added by callers that report it, like `loomc run --json`.
     conductor: dict[str, Any] | None = Field(default=None, exclude=True)
+
+    @model_serializer(mode="wrap")
+    def _drop_empty(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        for key in _OPTIONAL:
+            if key in data and not data[key]:
+                del data[key]
+        return data

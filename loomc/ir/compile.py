@@ -405,8 +405,11 @@ def _steps(
             )
         price = pol.pricing.get(model)
         max_tokens = _whole(s.max_tokens, "max_tokens", out, allow_zero=False)
+        worker_cap = worker.max_tokens if worker else None
         if max_tokens is None:
-            max_tokens = (worker.max_tokens if worker else None) or pol.defaults.max_tokens
+            max_tokens = worker_cap or pol.defaults.max_tokens
+        elif worker_cap is not None:
+            max_tokens = min(max_tokens, worker_cap)  # a worker's max_tokens caps its steps
         timeout = _duration(s.timeout, out)
         if timeout is None:
             timeout = (worker.timeout if worker else None) or pol.defaults.timeout
@@ -426,6 +429,7 @@ def _steps(
                 group=worker.provider_group if worker else provider,
                 task=s.task.value if s.task else "",
                 max_tokens=max_tokens,
+                temperature=worker.temperature if worker else None,
                 timeout_ms=timeout,
                 retries=retries,
                 credits=(

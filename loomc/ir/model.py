@@ -194,13 +194,14 @@ class StepNode:
     provider_type: str
     group: str  # provider group, for independence invariants
     task: str
-    max_tokens: int | None
+    max_tokens: int | None  # the tightest of the step's and its worker's
     timeout_ms: int
     retries: int
     credits: Decimal  # per-attempt reservation estimate
     p95_ms: int | None
     pricing: Pricing | None
     guard: Expr | None = None  # None = always runs (after static folding)
+    temperature: float | None = None  # sampling temperature sent on the wire; None: the server's
     sees: tuple[str, ...] = ()
     optional_sees: tuple[str, ...] = ()  # declared `sees x?`: may be skipped
     after: tuple[str, ...] = ()
@@ -340,9 +341,12 @@ class Pipeline:
     instruction: str
     graph: StepGraph
     answer: tuple[str, ...]
-    budget: Budget  # effective: tightest of pipeline, tier and command line
+    budget: Budget  # the promise: tightest of pipeline, tier and `loomc check` ceilings
     pipeline_budget: Budget
     tier_budget: Budget
+    # Run-time limits (`loomc run --max-*`, ``loomc.run(ceilings=)``): not proved, enforced by
+    # the ledger together with ``budget``; a run that reaches one stops `budget-limited`.
+    limits: Budget = field(default_factory=Budget, compare=False)
     requires: tuple[Require, ...] = ()
     input_tokens: int = 4000
     backoff_base_ms: int = 250
@@ -358,3 +362,8 @@ class Pipeline:
     @property
     def key(self) -> str:
         return f"{self.name}@{self.tier}" if self.tier else self.name
+
+    @property
+    def enforced(self) -> Budget:
+        """What the ledger enforces: the tightest of the promise and the run-time limits."""
+        return self.budget.tighten(self.limits)

@@ -30,17 +30,36 @@ ProviderType = Literal["mock", "openai-compatible", "openrouter", "lmstudio", "d
 """`openrouter`, `lmstudio` and `dot` are presets of the OpenAI-compatible wire protocol."""
 
 
+MAX_AMOUNT = 10**15
+"""The largest amount, duration (ms) or count a policy may give (docs/diagnostics.md)."""
+
+
 def _duration(value: Any) -> Any:
     if isinstance(value, str):
-        return parse_duration_ms(value)
+        if len(value) > 40 or not re.match(DURATION_PATTERN, value):
+            raise ValueError(f"not a duration: {value[:24]!r} (use e.g. 45s, 1500ms, 2min)")
+        try:
+            return parse_duration_ms(value)
+        except ArithmeticError as exc:  # decimal.InvalidOperation is one
+            raise ValueError(
+                f"not a duration: {value[:24]!r} (use e.g. 45s, 1500ms, 2min)"
+            ) from exc
     return value
 
 
 def _decimal(value: Any) -> Any:
     if isinstance(value, str):
-        return Decimal(value.strip().lstrip("$").replace("_", ""))
-    if isinstance(value, float):
-        return Decimal(repr(value))  # 0.1 stays 0.1, not 0.1000000000000000055...
+        text = value.strip().lstrip("$").replace("_", "")
+        if len(text) > 40:
+            raise ValueError("a number of more than 40 characters")
+        try:
+            value = Decimal(text)
+        except ArithmeticError as exc:  # decimal.InvalidOperation is one
+            raise ValueError(f"not a number: {value[:24]!r}") from exc
+    elif isinstance(value, float):
+        value = Decimal(repr(value))  # 0.1 stays 0.1, not 0.1000000000000000055...
+    if isinstance(value, Decimal) and not value.is_finite():
+        raise ValueError("a finite number is required")
     return value
 
 
@@ -64,13 +83,23 @@ _AMOUNT_SCHEMA = {
 }
 
 DurationMs = Annotated[
-    int, BeforeValidator(_duration), Field(ge=0), WithJsonSchema(_DURATION_SCHEMA)
+    int, BeforeValidator(_duration), Field(ge=0, le=MAX_AMOUNT), WithJsonSchema(_DURATION_SCHEMA)
 ]
-Amount = Annotated[Decimal, BeforeValidator(_decimal), Field(ge=0), WithJsonSchema(_AMOUNT_SCHEMA)]
+Amount = Annotated[Decimal, BeforeValidator(_decimal), Field(ge=0, le=MAX_AMOUNT), WithJsonSchema(_AMOUNT_SCHEMA)]
 
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _bounded(cls, value: Any) -> Any:
+        """No number past ``MAX_AMOUNT`` anywhere: later stages multiply them into worst cases
+        and print them, and a 5,000-digit int cannot even be printed."""
+        number = isinstance(value, int | float | Decimal) and not isinstance(value, bool)
+        if number and abs(value) > MAX_AMOUNT:
+            raise ValueError(f"at most {MAX_AMOUNT:_} (10^15)".replace("_", ","))
+        return value
 
 
 # --- mock provider script ----------------------------------------------------------------------
@@ -137,9 +166,12 @@ class WorkerConfig(_Model):
     capabilities: list[str] = Field(default_factory=list)
     credits: Amount = Field(Decimal(0), description="credit reservation estimate per call")
     p95_latency: DurationMs | None = None
-    max_tokens: int | None = Field(None, ge=1)
+    max_tokens: int | None = Field(None, ge=1, description="caps every step of this worker")
     timeout: DurationMs | None = None
     retries: int | None = Field(None, ge=0)
+    temperature: float | None = Field(
+        None, ge=0, le=2, allow_inf_nan=False, description="sampling temperature sent on the wire"
+    )
 
     @field_validator("model")
     @classmethod
@@ -216,6 +248,50 @@ class Defaults(_Model):
     backoff_max: DurationMs = 4000
 
 
+# --- serve: who may call `loomc serve`, and how much ---------------------------------------------
+
+
+class PeriodBudget(_Model):
+    """A ceiling per period (a UTC day) on everything a key, or the whole server, may spend."""
+
+    calls: int | None = Field(None, ge=0)
+    tokens: int | None = Field(None, ge=0)
+    credits: Amount | None = None
+    usd: Amount | None = None
+
+    def budget(self) -> Budget:
+        return Budget(calls=self.calls, tokens=self.tokens, credits=self.credits, cost=self.usd)
+
+
+class ServeKey(_Model):
+    """A bearer key clients send; the secret itself lives in the environment, never here."""
+
+    name: str = Field(..., pattern=r"^[A-Za-z0-9_.-]+$")
+    key: str = Field(..., description="an env:NAME reference to the bearer token")
+    per_run: TierConfig = Field(default_factory=TierConfig, description="ceilings on each run")
+    per_day: PeriodBudget = Field(default_factory=PeriodBudget)
+
+    @field_validator("key")
+    @classmethod
+    def _env_only(cls, value: str) -> str:
+        if not ENV_REF.match(value):
+            raise ValueError("a serve key must be an env:NAME reference, never the key itself")
+        return value
+
+
+class ServeSettings(_Model):
+    keys: list[ServeKey] = Field(default_factory=list)
+    per_day: PeriodBudget = Field(default_factory=PeriodBudget, description="the whole server")
+    max_body_bytes: int = Field(1_000_000, ge=1)
+
+    @model_validator(mode="after")
+    def _unique(self) -> ServeSettings:
+        names = [k.name for k in self.keys]
+        if len(names) != len(set(names)):
+            raise ValueError("serve key names must be unique")
+        return self
+
+
 class Policy(_Model):
     version: Literal[1] = 1
     name: str = "default"
@@ -225,6 +301,7 @@ class Policy(_Model):
     pricing: dict[str, Price] = Field(default_factory=dict)
     risk: RiskSettings = Field(default_factory=RiskSettings)
     defaults: Defaults = Field(default_factory=Defaults)
+    serve: ServeSettings = Field(default_factory=ServeSettings)
 
     @model_validator(mode="after")
     def _tiers_present(self) -> Policy:

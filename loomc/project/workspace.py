@@ -74,15 +74,17 @@ class Project:
         candidates = [p for p in compiled if p.name == pipeline_name]
         if not candidates:
             hint = did_you_mean(pipeline_name, self.pipeline_names())
+            unread = [d for d in self.diagnostics if d.is_error]  # a file that did not parse
             raise DiagnosticError(
                 [
+                    *unread,
                     Diagnostic(
                         "LOOM203",
                         Severity.ERROR,
                         f"unknown pipeline {pipeline_name!r}",
                         Span.point(str(self.root / "pipelines")),
                         hint or f"pipelines: {', '.join(self.pipeline_names())}",
-                    )
+                    ),
                 ]
             )
         chosen = next((p for p in candidates if p.tier == tier), None)

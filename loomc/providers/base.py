@@ -95,9 +95,11 @@ class Completion:
 
 @dataclass(frozen=True, slots=True)
 class StreamEvent:
-    """Streamed while a completion is produced: a token delta or a provider frame."""
+    """Streamed while a completion is produced: an answer token, a reasoning token (a thinking
+    model's ``reasoning_content``/``thinking``: billed, shown, never part of the answer) or a
+    provider frame."""
 
-    kind: Literal["token", "frame"]
+    kind: Literal["token", "reasoning", "frame"]
     text: str = ""
     frame: dict[str, Any] | None = None
 

@@ -78,6 +78,9 @@ class OllamaProvider(HTTPProvider):
                         continue
                     lineno += 1
                     obj = self._parse_line(line, lineno, request)
+                    thought = _dig_content(obj, "thinking")
+                    if thought and on_event is not None and request.stream:
+                        await on_event(StreamEvent(kind="reasoning", text=thought))
                     text = _dig_content(obj)
                     if text:
                         parts.append(text)
@@ -131,9 +134,11 @@ def _count(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _dig_content(obj: Mapping[str, Any]) -> str:
+def _dig_content(obj: Mapping[str, Any], key: str = "content") -> str:
+    """``message.content`` of one NDJSON line (``key="thinking"``: a thinking model's reasoning,
+    streamed before the answer and never part of it)."""
     message = obj.get("message")
-    content = message.get("content") if isinstance(message, Mapping) else None
+    content = message.get(key) if isinstance(message, Mapping) else None
     return content if isinstance(content, str) else ""
 
 

@@ -132,6 +132,16 @@ def _absorb_meta(chunk: Mapping[str, Any], state: _State) -> list[dict[str, Any]
     return new
 
 
+def _reasoning(delta: Mapping[str, Any]) -> str:
+    """A delta's reasoning text: ``reasoning_content`` (DeepSeek, vLLM, LM Studio, LiteLLM) or
+    ``reasoning`` (OpenRouter, Ollama's OpenAI endpoint). Never part of the answer."""
+    for key in ("reasoning_content", "reasoning"):
+        value = delta.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return ""
+
+
 def _first_choice(chunk: Mapping[str, Any]) -> Mapping[str, Any] | None:
     choices = chunk.get("choices")
     if isinstance(choices, list) and choices and isinstance(choices[0], Mapping):
@@ -319,6 +329,9 @@ class OpenAICompatProvider(HTTPProvider):
         if choice is not None:
             delta = choice.get("delta")
             text = delta.get("content") if isinstance(delta, Mapping) else None
+            thought = _reasoning(delta) if isinstance(delta, Mapping) else ""
+            if thought and on_event is not None:
+                await on_event(StreamEvent(kind="reasoning", text=thought))
             if isinstance(text, str) and text:
                 state.parts.append(text)
                 if on_event is not None:

@@ -2,9 +2,21 @@
 
 from __future__ import annotations
 
-from xml.sax.saxutils import escape
+import re
+from xml.sax.saxutils import escape as _xml_escape
 
 from loomc.eval.metrics import StrategyMetrics
+
+# Characters XML 1.0 forbids (C0 controls but tab/LF/CR, lone surrogates, U+FFFE/U+FFFF), plus
+# the C1 controls and DEL: names come from users and datasets, and one of these makes an SVG
+# unreadable (a lone surrogate cannot even be written as UTF-8).
+NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
+
+
+def escape(text: str) -> str:
+    """Text for an SVG text node: XML-escaped, with forbidden characters shown as U+FFFD."""
+    return _xml_escape(NOT_XML.sub("\ufffd", text))
+
 
 COLOURS = ("#60a5fa", "#f87171", "#4ade80", "#fbbf24", "#a78bfa", "#22d3ee")
 
@@ -76,8 +88,9 @@ def cost_quality_scatter(
     ]
     for q in (0, 50, 100):
         y = bottom - (bottom - top_y) * q / 100
-        parts.append(f'<text x="{left - 4:.0f}" y="{y + 4:.1f}" font-size="9" '
-                     f'text-anchor="end">{q}</text>')
+        parts.append(
+            f'<text x="{left - 4:.0f}" y="{y + 4:.1f}" font-size="9" text-anchor="end">{q}</text>'
+        )
     if not pts:
         parts.append('<text x="60" y="60" font-size="12">— no priced, scored strategy</text>')
         parts.append("</svg>")
@@ -93,12 +106,16 @@ def cost_quality_scatter(
         return inner_l + (inner_r - inner_l) * (cost - lo) / span
 
     if span <= 0:
-        parts.append(f'<text x="{(inner_l + inner_r) / 2:.1f}" y="{bottom + 12:.0f}" font-size="9" '
-                     f'text-anchor="middle">all ${lo:.4f}</text>')
+        parts.append(
+            f'<text x="{(inner_l + inner_r) / 2:.1f}" y="{bottom + 12:.0f}" font-size="9" '
+            f'text-anchor="middle">all ${lo:.4f}</text>'
+        )
     else:
         for cost in (lo, hi):
-            parts.append(f'<text x="{xpos(cost):.1f}" y="{bottom + 12:.0f}" font-size="9" '
-                         f'text-anchor="middle">${cost:.4f}</text>')
+            parts.append(
+                f'<text x="{xpos(cost):.1f}" y="{bottom + 12:.0f}" font-size="9" '
+                f'text-anchor="middle">${cost:.4f}</text>'
+            )
     coords = [(name, xpos(cost), bottom - (bottom - top_y) * q / 100) for name, cost, q in pts]
     labels = place_labels(coords, width, int(bottom), int(top_y))
     for i, ((name, x, y), (lx, ly)) in enumerate(zip(coords, labels, strict=True)):
@@ -106,10 +123,14 @@ def cost_quality_scatter(
         parts.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="6" fill="{c}" fill-opacity="0.8"/>')
         if abs(ly - (y - 6)) > 1 or abs(lx - (x + 8)) > 1:  # displaced: a leader line
             ex = lx if lx > x else lx + CHAR_W * len(name)
-            parts.append(f'<line x1="{x:.1f}" y1="{y:.1f}" x2="{ex:.1f}" y2="{ly - 4:.1f}" '
-                         f'stroke="{c}" stroke-width="0.8"/>')
-        parts.append(f'<text class="label" x="{lx:.1f}" y="{ly:.1f}" font-size="11" '
-                     f'fill="{c}">{escape(name)}</text>')
+            parts.append(
+                f'<line x1="{x:.1f}" y1="{y:.1f}" x2="{ex:.1f}" y2="{ly - 4:.1f}" '
+                f'stroke="{c}" stroke-width="0.8"/>'
+            )
+        parts.append(
+            f'<text class="label" x="{lx:.1f}" y="{ly:.1f}" font-size="11" '
+            f'fill="{c}">{escape(name)}</text>'
+        )
     parts.append("</svg>")
     return "".join(parts)
 

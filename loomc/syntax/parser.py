@@ -12,8 +12,14 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
-from lark import Lark, Token, Transformer, v_args
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from lark import Lark, Token, Transformer, Tree, v_args
+from lark.exceptions import (
+    UnexpectedCharacters,
+    UnexpectedEOF,
+    UnexpectedInput,
+    UnexpectedToken,
+    VisitError,
+)
 
 from loomc.diagnostics import Diagnostic, Severity, Span
 from loomc.sources import read_source
@@ -22,6 +28,13 @@ from loomc.units import DURATION_FACTORS
 
 _HERE = Path(__file__).resolve().parent
 _GRAMMAR_CANDIDATES = (_HERE / "loom.lark", _HERE.parents[1] / "grammar" / "loom.lark")
+
+MAX_NUMBER = Decimal(10) ** 15
+"""The largest number a .loom file may write, in the unit it is written in (LOOM106)."""
+MAX_DIGITS = 40
+"""The most digits a number literal may have, fraction included (LOOM106)."""
+MAX_NESTING = 64
+"""The deepest an expression may nest: one level per parenthesis pair or ``not`` (LOOM107)."""
 
 _TERMINAL_NAMES = {
     "NAME": "a name",
@@ -76,11 +89,39 @@ def parse_text(text: str, path: str = "<string>") -> tuple[ast.Module | None, li
         tree = _parser().parse(text)
     except UnexpectedInput as exc:
         return None, [_syntax_diagnostic(exc, text, path)]
+    too_deep = _too_deep(tree, path)
+    if too_deep is not None:
+        return None, [too_deep]
     try:
         pipelines = _ToAst(path).transform(tree)
-    except _BadLiteral as exc:
-        return None, [exc.diagnostic]
+    except VisitError as exc:  # lark wraps what a transformer method raises
+        if isinstance(exc.orig_exc, _BadLiteral):
+            return None, [exc.orig_exc.diagnostic]
+        raise
     return ast.Module(path=path, pipelines=tuple(pipelines), source=text), []
+
+
+def _too_deep(tree: Tree[Token], path: str) -> Diagnostic | None:
+    """The first expression nested past ``MAX_NESTING``, found without recursion: every later
+    stage walks expressions recursively, so depth is bounded here, once, with a position."""
+    stack: list[tuple[Tree[Token], int]] = [(tree, 0)]
+    while stack:
+        node, level = stack.pop()
+        if node.data in ("or_", "not_"):  # each parenthesis opens an or_; each not is a not_
+            level += 1
+        if level > MAX_NESTING + 1:  # the guard itself is the first or_
+            meta = node.meta
+            line = getattr(meta, "line", 1) or 1
+            column = getattr(meta, "column", 1) or 1
+            span = Span(path, line, column, line, column + 1)
+            return _diag(
+                "LOOM107",
+                f"expression nested deeper than {MAX_NESTING} levels",
+                span,
+                "split the condition, or drop redundant parentheses and double negations",
+            )
+        stack.extend((c, level) for c in node.children if isinstance(c, Tree))
+    return None
 
 
 # --- syntax errors ----------------------------------------------------------------------------
@@ -95,6 +136,12 @@ def _syntax_diagnostic(exc: UnexpectedInput, text: str, path: str) -> Diagnostic
     if isinstance(exc, UnexpectedCharacters):
         pos = exc.pos_in_stream or 0
         ch = text[pos] if pos < len(text) else ""
+        if ch == '"' and text[max(pos - 2, 0) : pos + 1] == '"""':
+            # the lexer read the first two quotes as an empty string; point at the opening
+            start = Span(path, line, max(column - 2, 1), line, max(column - 2, 1) + 3)
+            return _diag(
+                "LOOM102", "unterminated triple-quoted string", start, 'close it with \'"""\''
+            )
         if ch == '"':
             return _diag("LOOM102", "unterminated string", span, "close the string with '\"'")
         return _diag("LOOM101", f"unexpected character {ch!r}", span, _expected_hint(exc.allowed))
@@ -173,12 +220,25 @@ class _ToAst(Transformer[Token, Any]):
     def _number(self, text: str, tok: Token) -> Decimal:
         # The number terminals only match well-formed numbers, so this cannot fail in practice;
         # should the grammar ever let one through, it is a syntax error, not a traceback.
+        digits = text.replace("_", "")
+        if sum(ch.isdigit() for ch in digits) > MAX_DIGITS:
+            raise _BadLiteral(self._out_of_range(f"a number of {len(digits)} digits", tok))
         try:
-            return Decimal(text.replace("_", ""))
+            value = Decimal(digits)
         except InvalidOperation as exc:
             raise _BadLiteral(
                 _diag("LOOM101", f"invalid number {text!r}", self._tok_span(tok))
             ) from exc
+        if value > MAX_NUMBER:
+            raise _BadLiteral(self._out_of_range(f"{text[:24]!r}", tok))
+        return value
+
+    def _out_of_range(self, what: str, tok: Token) -> Diagnostic:
+        return _diag(
+            "LOOM106",
+            f"number too large: {what} (the maximum is 10^15 in its unit)",
+            self._tok_span(tok),
+        )
 
     # top level
     def start(self, meta: Any, children: list[ast.PipelineDecl]) -> list[ast.PipelineDecl]:

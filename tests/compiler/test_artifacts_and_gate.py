@@ -93,6 +93,8 @@ def test_against_ref_reports_moves_and_fails_past_a_ceiling(tmp_path: Path,
     repo = tmp_path / "proj"
     (repo / "pipelines").mkdir(parents=True)
     shutil.copytree(ROOT / "policies", repo / "policies")
+    policy = repo / "policies" / "default.yaml"  # a worker's max_tokens caps its steps: lift it
+    policy.write_text(policy.read_text().replace("max_tokens: 900", "max_tokens: 4000"))
     src = 'pipeline p {\n  budget { tokens <= 6_000 }\n  step a : writer(drafter) { task "t" max_tokens 900 }\n  answer a\n}\n'
     (repo / "pipelines" / "p.loom").write_text(src)
     _git(repo, "init", "-q")

@@ -18,7 +18,7 @@ from lying_server import LyingServer
 from loomc.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[2]
-KEY = "sk-lying-provider-test-0a1b2c3d"
+KEY = "sk-lp-7Qx2Vb9Zr4Tn1Wm8Kd3Hs6"  # random-looking: any 8 characters of a key are redacted
 PROMPT = "What is two plus two? Answer in one sentence."
 PIPELINE = """pipeline two {
   budget { calls <= 2  latency <= 60s }

@@ -73,7 +73,7 @@ def test_stop_reasons_say_what_limited_the_run() -> None:
 def test_enum_values_are_the_wire_words() -> None:
     assert [str(k) for k in EventKind] == [
         "run-started", "step-started", "token", "provider-frame", "step-finished",
-        "step-skipped", "step-retry", "budget-stop", "run-finished"]
+        "step-skipped", "step-retry", "budget-stop", "run-finished", "reasoning", "warning"]
     assert [str(s) for s in StepStatus] == [
         "running", "ok", "failed", "skipped", "budget-stopped", "cancelled"]
 

@@ -38,6 +38,7 @@ class Scenario:
     fail_times: int = 0  # the first N requests answer `fail_status`
     fail_status: int = 503
     chunk_size: int = 0  # 0: one write per event/line, as real servers flush
+    frame_delay_s: float = 0.0  # pause before each event/line: a slow model
 
 
 def _sse(name: str) -> Scenario:
@@ -76,6 +77,10 @@ SCENARIOS: dict[str, Scenario] = {
                                content_type="application/json"),
     "ollama-malformed": Scenario(status=200, body='{"message":{"content":"a"},"done":false}\n{oops\n',
                                  content_type="application/x-ndjson"),
+    "reasoning": _sse("reasoning-stream.sse"),
+    "ollama-thinking": Scenario(stream_file="ollama-thinking.ndjson",
+                                content_type="application/x-ndjson"),
+    "slow": Scenario(stream_file="llamacpp-stream.sse", frame_delay_s=0.4),
     "zero": Scenario(stream_file="transformers-serve-stream.sse",
                      whole_file=None),  # benchmark: no latency at all
 }
@@ -156,6 +161,8 @@ class ReplayServer:
                 # Raising after the body started makes uvicorn abort the connection: the client
                 # sees an incomplete chunked body, exactly like a dropped upstream.
                 raise ConnectionAbortedError("replay: dropping the connection mid-stream")
+            if scenario.frame_delay_s:
+                await anyio.sleep(scenario.frame_delay_s)
             await send({"type": "http.response.body", "body": frame, "more_body": True})
             sent += len(frame)
         await send({"type": "http.response.body", "body": b"", "more_body": False})

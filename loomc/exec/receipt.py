@@ -1,0 +1,155 @@
+"""The receipt of one run: which output is the answer, why it escalated, the per-model
+roll-up (calls, tokens, receipt credits apart from estimated ones, money) and the hash."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+from decimal import Decimal
+
+from loomc.exec.guards import is_refusal
+from loomc.exec.result import (
+    BudgetReport,
+    ModelUsage,
+    RunResult,
+    StepRecord,
+    StepStatus,
+    StopReason,
+)
+from loomc.exec.state import RunState
+
+GUARD_FALSE = "guard is false"
+
+
+def _status(run: RunState, sid: str) -> StepStatus | None:
+    outcome = run.outcomes.get(sid)
+    return None if outcome is None else outcome.status
+
+
+def _total(amounts: Sequence[Decimal]) -> Decimal:
+    return sum(amounts, Decimal(0))
+
+
+def usable(text: str) -> bool:
+    t = text.strip()
+    return bool(t) and (len(t) > 80 or t.endswith((".", "!", "?", ")")) or "\n" in t)
+
+
+def _answer(run: RunState) -> str:
+    ok = [sid for sid in run.pipeline.answer if _status(run, sid) is StepStatus.OK]
+    for sid in ok:
+        if usable(run.outcomes[sid].output):
+            return run.outcomes[sid].output
+    if ok:
+        return run.outcomes[ok[0]].output
+    if run.stop_reason is not None and run.stop_reason.limited:
+        # Stopped before any answer step ran: the best answer so far is the latest completed
+        # output (a draft beats nothing when the user set the limit).
+        done = [sid for sid in reversed(run.order) if _status(run, sid) is StepStatus.OK]
+        for sid in done:
+            if usable(run.outcomes[sid].output):
+                return run.outcomes[sid].output
+    return ""
+
+
+def _models(steps: Sequence[StepRecord]) -> dict[str, ModelUsage]:
+    """The per-model roll-up: calls, tokens, receipt vs estimated credits, money."""
+    out: dict[str, ModelUsage] = {}
+    for s in steps:
+        if s.attempts == 0:
+            continue
+        m = out.setdefault(s.model, ModelUsage(cost=Decimal(0)))
+        m.calls += s.attempts
+        m.prompt_tokens += s.usage.prompt_tokens
+        m.completion_tokens += s.usage.completion_tokens
+        m.tokens += s.usage.total_tokens
+        m.tokens_estimated = m.tokens_estimated or s.usage.estimated
+        estimate = s.reserved.credits * s.attempts if s.reserved is not None else Decimal(0)
+        if s.credits is not None:
+            m.credits = (m.credits or Decimal(0)) + s.credits
+            estimate -= s.reserved.credits if s.reserved is not None else Decimal(0)
+        m.estimated_credits += estimate
+        m.cost = None if m.cost is None or s.cost is None else m.cost + s.cost
+    return out
+
+
+def _escalation(run: RunState, executed: int) -> str | None:
+    if executed <= 1:
+        return None
+    r = run.risk
+    if r.level == "high":
+        return f"high-risk task: {', '.join(r.signals)}" if r.signals else "high-risk task profile"
+    first = run.outcomes.get(run.order[0])
+    if is_refusal(first.output if first is not None else ""):
+        return "direct answer was refused or empty"
+    return f"{r.complexity}-complexity {r.kind} task"
+
+
+def build_result(run: RunState) -> RunResult:
+    steps = [run.records[sid] for sid in run.order if sid in run.records]
+    executed = [s for s in steps if s.attempts > 0]
+    calls = sum(s.attempts for s in steps)
+    failed = [s for s in steps if s.status is StepStatus.FAILED]
+    answer = _answer(run)
+    if run.stop_reason:
+        stop = run.stop_reason
+    elif not answer and failed:
+        stop = StopReason.ERROR
+    elif any(s.status is StepStatus.SKIPPED and s.reason == GUARD_FALSE for s in steps):
+        stop = StopReason.DIRECT_ANSWER_ACCEPTED if len(executed) == 1 else StopReason.COMPLETED
+    else:
+        stop = StopReason.COMPLETED
+    costs = [s.cost for s in executed if s.cost is not None]
+    receipts = [s.credits for s in executed if s.credits is not None]
+    canonical = {
+        "pipeline": run.pipeline.name,
+        "tier": run.pipeline.tier,
+        "steps": [
+            {
+                "id": s.id,
+                "worker": s.worker,
+                "model": s.model,
+                "access": s.access,
+                "status": s.status,
+                "attempts": s.attempts,
+                "usage": s.usage.model_dump(),
+            }
+            for s in steps
+        ],
+        "answer": hashlib.sha256(answer.encode()).hexdigest(),
+    }
+    digest = hashlib.sha256(json.dumps(canonical, sort_keys=True, separators=(",", ":")).encode())
+    elapsed_ms = int((time.monotonic() - run.started) * 1000)
+    return RunResult(
+        answer=answer,
+        pipeline=run.pipeline.name,
+        tier=run.pipeline.tier,
+        calls=calls,
+        escalated=len(executed) > 1,
+        escalation_reason=_escalation(run, len(executed)),
+        stop_reason=stop,
+        budget=BudgetReport(
+            limits=run.pipeline.enforced,
+            used=replace(run.ledger.actual, latency_ms=elapsed_ms),
+            reserved_peak=run.ledger.peak,
+            limited=stop.limited,
+        ),
+        steps=steps,
+        risk=run.risk.to_json(),
+        elapsed_ms=elapsed_ms,
+        cost=_total(costs) if executed and len(costs) == len(executed) else None,
+        missing_pricing=sorted({s.model for s in executed if s.cost is None}),
+        credits=_total(receipts) if receipts else None,
+        estimated_credits=_total(
+            [s.reserved.credits * s.attempts for s in executed if s.reserved is not None]
+        ),
+        tokens=sum(s.usage.total_tokens for s in steps),
+        error=run.over or (failed[-1].reason if failed else None),
+        receipt_hash=digest.hexdigest()[:16],
+        limited_by=run.limited_by if stop.limited else None,
+        models=_models(steps),
+        warnings=run.warnings,
+    )

@@ -1,0 +1,54 @@
+"""The state of one run while it executes, shared by the executor and the receipt builder."""
+
+from __future__ import annotations
+
+import random
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import anyio
+
+from loomc.exec.events import Event, EventKind, EventSink
+from loomc.exec.guards import Outcome
+from loomc.exec.ledger import Ledger
+from loomc.exec.result import LimitStop, StepRecord, StopReason
+from loomc.ir.model import Pipeline
+from loomc.providers.registry import ProviderPool
+from loomc.risk.base import RiskProfile
+
+
+@dataclass
+class RunState:
+    """Everything one run knows while it goes: records, outcomes, the stop and its reason."""
+
+    pipeline: Pipeline
+    prompt: str
+    pool: ProviderPool
+    ledger: Ledger
+    sinks: Sequence[EventSink]
+    risk: RiskProfile
+    stream: bool
+    order: list[str]  # the graph's topological order, computed once per run
+    temperature: float | None = None  # overrides every step's (the worker's) temperature
+    run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+    outcomes: dict[str, Outcome] = field(default_factory=dict)
+    records: dict[str, StepRecord] = field(default_factory=dict)
+    done: dict[str, anyio.Event] = field(default_factory=dict)
+    stop_reason: StopReason | None = None
+    over: str | None = None  # how a booked usage passed a ceiling (the run stops over-ceiling)
+    limited_by: LimitStop | None = None
+    warnings: list[dict[str, object]] = field(default_factory=list)
+    # per step in flight: when it was sent, its prompt estimate and what it streamed so far
+    sent: dict[str, tuple[float, int, list[str]]] = field(default_factory=dict)
+    started: float = field(default_factory=time.monotonic)
+    rng: random.Random = field(default_factory=random.Random)
+
+    async def emit(self, kind: EventKind, step: str | None = None, **data: object) -> None:
+        event = Event(kind, self.run_id, step, dict(data))
+        for sink in self.sinks:
+            try:
+                await sink.emit(event)
+            except Exception:
+                continue

@@ -1,0 +1,70 @@
+"""`loomc serve`: pipelines behind the OpenAI chat-completions API (see ``app.py``).
+
+``serve`` is the one entry the CLI calls: load the project, open the store, resolve the keys,
+refuse an unsafe bind, and run uvicorn on a socket bound here (so ``--port 0`` reports the port
+the system chose).
+"""
+
+from __future__ import annotations
+
+import socket
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from starlette.applications import Starlette
+
+    from loomc.project import Project
+    from loomc.store import Store
+
+__all__ = ["create_app", "serve"]
+
+
+def create_app(project: Project, store: Store, **options: object) -> Starlette:
+    from loomc.serve.app import create_app as build
+
+    return build(project, store, **options)  # type: ignore[arg-type]
+
+
+def serve(
+    root: str | Path = ".",
+    *,
+    policy: str | Path | None = None,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    store: str | Path | None = None,
+    log_level: str = "warning",
+    on_ready: Callable[[str], None] | None = None,
+) -> None:
+    """Serve the project at ``root`` until interrupted. Raises ``DiagnosticError`` when the
+    project does not load, ``ServeConfigError`` for an unsafe or impossible configuration and
+    ``StoreError`` when the store cannot be opened — all before anything listens."""
+    import uvicorn
+
+    from loomc.api.running import open_project
+    from loomc.serve.app import create_app as build
+    from loomc.serve.auth import Keys, ServeConfigError, check_bind
+    from loomc.store import DEFAULT_STORE, open_store
+
+    project = open_project(root, policy)
+    keys = Keys(project.policy.serve)
+    check_bind(host, keys)
+    opened = open_store(store if store is not None else Path(root) / DEFAULT_STORE)
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        opened.close()
+        raise ServeConfigError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    bound = sock.getsockname()[1]
+    url = f"http://{host if family == socket.AF_INET else f'[{host}]'}:{bound}"
+    app = build(project, opened, keys=keys)
+    config = uvicorn.Config(app, log_level=log_level, access_log=False, lifespan="on")
+    server = uvicorn.Server(config)
+    (on_ready or (lambda u: sys.stderr.write(f"loomc serve: listening on {u}/v1\n")))(url)
+    sys.stderr.flush()
+    server.run(sockets=[sock])

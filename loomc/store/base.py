@@ -1,0 +1,166 @@
+"""The store's contract: stored runs (with events and receipt) and a shared budget ledger.
+
+A server answers many requests, possibly in several processes behind one load balancer; budgets
+per key and for the whole server must hold across all of them. The ledger therefore lives in the
+store, and a reservation is one transaction: read what the period has used and reserved, check
+every ceiling, insert the reservation — or refuse. After the run the reservation is settled to
+what was actually used, so the sum of settled and open reservations never passes a ceiling.
+
+Amounts are kept as integers of ``NANO`` units (credits and USD), rounded up: a fraction of a
+nano-dollar is booked as a whole one, which can only refuse early, never overshoot.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from decimal import ROUND_CEILING, Decimal
+from typing import Any, Protocol
+
+from loomc.errors import LoomcError
+from loomc.units import Budget, Dimension, Usage
+
+NANO = Decimal(1_000_000_000)
+# The ledger's dimensions: latency is a per-run ceiling, never a period budget.
+LEDGER_DIMENSIONS = (Dimension.CALLS, Dimension.TOKENS, Dimension.CREDITS, Dimension.COST)
+
+
+def to_nano(amount: Decimal) -> int:
+    return int((amount * NANO).to_integral_value(ROUND_CEILING))
+
+
+def from_nano(amount: int) -> Decimal:
+    return (Decimal(amount) / NANO).normalize() if amount else Decimal(0)
+
+
+def today() -> str:
+    """The current budget period: the UTC day."""
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%d")
+
+
+class StoreError(LoomcError):
+    """The store cannot be opened or written (a bad URL, a missing driver, a locked file)."""
+
+
+class BudgetExhausted(LoomcError):
+    """A period budget cannot cover the run's worst case: nothing was sent."""
+
+    def __init__(
+        self, scope: str, dimension: Dimension, limit: Decimal, used: Decimal, asked: Decimal
+    ) -> None:
+        self.scope = scope
+        self.dimension = dimension
+        self.limit, self.used, self.asked = limit, used, asked
+        super().__init__(
+            f"{scope} daily {dimension} budget exhausted: {used} of {limit} used or reserved, "
+            f"this run may need {asked}"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """A budget holder (``key:NAME`` or ``global``) and its ceilings for one period."""
+
+    name: str
+    limits: Budget
+
+
+@dataclass
+class StoredRun:
+    run_id: str
+    ts: float
+    pipeline: str
+    tier: str | None
+    key: str | None
+    source: str  # serve | run | eval
+    stop_reason: str
+    calls: int
+    tokens: int
+    credits: str | None
+    cost: str | None
+    elapsed_ms: int
+    receipt_hash: str
+    result: dict[str, Any]
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+    def summary(self) -> dict[str, Any]:
+        """The row without its result and events: what `loomc traces list` shows."""
+        return {
+            "run_id": self.run_id,
+            "ts": self.ts,
+            "pipeline": self.pipeline,
+            "tier": self.tier,
+            "key": self.key,
+            "source": self.source,
+            "stop_reason": self.stop_reason,
+            "calls": self.calls,
+            "tokens": self.tokens,
+            "credits": self.credits,
+            "cost": self.cost,
+            "elapsed_ms": self.elapsed_ms,
+            "receipt_hash": self.receipt_hash,
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.summary(), "result": self.result, "events": self.events}
+
+
+@dataclass(frozen=True, slots=True)
+class RunFilter:
+    pipeline: str | None = None
+    tier: str | None = None
+    key: str | None = None
+    since: float | None = None  # unix seconds
+    limit: int | None = None
+
+
+def usage_row(usage: Usage) -> tuple[int, int, int, int]:
+    return usage.calls, usage.tokens, to_nano(usage.credits), to_nano(usage.cost)
+
+
+def check_scope(scope: Scope, used: tuple[int, int, int, int], asked: Usage) -> None:
+    """Raise ``BudgetExhausted`` when ``used + asked`` passes any of ``scope``'s ceilings."""
+    want = usage_row(asked)
+    for i, dim in enumerate(LEDGER_DIMENSIONS):
+        limit = scope.limits.get(dim)
+        if limit is None:
+            continue
+        cap = to_nano(Decimal(limit)) if i >= 2 else int(limit)
+        if used[i] + want[i] > cap:
+
+            def scale(value: int, money: bool = i >= 2) -> Decimal:
+                return from_nano(value) if money else Decimal(value)
+
+            raise BudgetExhausted(scope.name, dim, scale(cap), scale(used[i]), scale(want[i]))
+
+
+class Store(Protocol):
+    """What the server, `loomc run --store` and `loomc traces` need from a backend."""
+
+    url: str
+
+    def reserve(self, scopes: Sequence[Scope], amount: Usage, period: str) -> str:
+        """Atomically reserve ``amount`` in every scope for ``period``, or raise
+        ``BudgetExhausted`` (nothing reserved). Returns the reservation id."""
+        ...
+
+    def settle(self, reservation: str, actual: Usage) -> None:
+        """Replace the reservation by what was actually used (books it)."""
+        ...
+
+    def spent(self, scope: str, period: str) -> Usage:
+        """Used plus still-reserved amounts of ``scope`` in ``period``."""
+        ...
+
+    def save_run(self, run: StoredRun) -> None: ...
+
+    def runs(self, where: RunFilter | None = None) -> list[StoredRun]:
+        """Newest first, without events."""
+        ...
+
+    def run(self, run_id: str) -> StoredRun | None:
+        """One run with its events; ``run_id`` may be a unique prefix."""
+        ...
+
+    def close(self) -> None: ...

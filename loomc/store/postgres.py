@@ -1,0 +1,186 @@
+"""The PostgreSQL store: the same contract as SQLite for servers that outgrow one machine.
+
+Any number of replicas behind any load balancer share budgets through one database. A
+reservation is one transaction that first takes a transaction-scoped advisory lock per scope (in
+a fixed order, so two reservations never deadlock), then sums, checks and inserts: concurrent
+reservations on one scope are serialised, other scopes are not held up. ``psycopg`` (v3) is
+imported only when a ``postgresql://`` store is opened.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from loomc.store.base import (
+    RunFilter,
+    Scope,
+    StoredRun,
+    StoreError,
+    check_scope,
+    from_nano,
+    usage_row,
+)
+from loomc.units import Usage
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS loomc_runs (
+  run_id TEXT PRIMARY KEY, ts DOUBLE PRECISION NOT NULL, pipeline TEXT NOT NULL, tier TEXT,
+  key TEXT, source TEXT NOT NULL, stop_reason TEXT NOT NULL, calls BIGINT NOT NULL,
+  tokens BIGINT NOT NULL, credits TEXT, cost TEXT, elapsed_ms BIGINT NOT NULL,
+  receipt_hash TEXT NOT NULL, result TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS loomc_runs_ts ON loomc_runs (ts);
+CREATE TABLE IF NOT EXISTS loomc_events (
+  run_id TEXT NOT NULL, seq INTEGER NOT NULL, event TEXT NOT NULL, PRIMARY KEY (run_id, seq)
+);
+CREATE TABLE IF NOT EXISTS loomc_ledger (
+  reservation TEXT NOT NULL, scope TEXT NOT NULL, period TEXT NOT NULL,
+  settled BOOLEAN NOT NULL DEFAULT FALSE, calls BIGINT NOT NULL, tokens BIGINT NOT NULL,
+  credits BIGINT NOT NULL, cost BIGINT NOT NULL, PRIMARY KEY (reservation, scope)
+);
+CREATE INDEX IF NOT EXISTS loomc_ledger_scope ON loomc_ledger (scope, period);
+"""
+
+_COLUMNS = (
+    "run_id, ts, pipeline, tier, key, source, stop_reason, calls, tokens, credits, cost, "
+    "elapsed_ms, receipt_hash, result"
+)
+_SCHEMA_LOCK = 0x6C6F6F6D  # an advisory lock so replicas starting together create tables once
+
+
+class PostgresStore:
+    def __init__(self, url: str) -> None:
+        try:
+            import psycopg
+        except ImportError:
+            raise StoreError(
+                "a postgresql:// store needs psycopg: pip install 'loomc[postgres]'"
+            ) from None
+        self.url = _safe(url)
+        self._lock = threading.Lock()
+        try:
+            self._db = psycopg.connect(url, autocommit=False)
+            with self._db.transaction():
+                self._db.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+                for statement in filter(str.strip, SCHEMA.split(";")):
+                    self._db.execute(statement)
+        except psycopg.Error as exc:
+            raise StoreError(f"cannot open store {self.url}: {exc}".strip()) from None
+
+    def reserve(self, scopes: Sequence[Scope], amount: Usage, period: str) -> str:
+        reservation = uuid.uuid4().hex
+        row = usage_row(amount)
+        with self._lock, self._db.transaction():
+            for scope in sorted(scopes, key=lambda s: s.name):
+                self._db.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (scope.name,))
+            for scope in scopes:
+                check_scope(scope, self._sum(scope.name, period), amount)
+            with self._db.cursor() as cur:
+                cur.executemany(
+                    "INSERT INTO loomc_ledger (reservation, scope, period, calls, tokens, credits,"
+                    " cost) VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                    [(reservation, s.name, period, *row) for s in scopes],
+                )
+        return reservation
+
+    def settle(self, reservation: str, actual: Usage) -> None:
+        with self._lock, self._db.transaction():
+            self._db.execute(
+                "UPDATE loomc_ledger SET settled = TRUE, calls = %s, tokens = %s, credits = %s,"
+                " cost = %s WHERE reservation = %s",
+                (*usage_row(actual), reservation),
+            )
+
+    def spent(self, scope: str, period: str) -> Usage:
+        with self._lock, self._db.transaction():
+            calls, tokens, credits, cost = self._sum(scope, period)
+        return Usage(calls=calls, tokens=tokens, credits=from_nano(credits), cost=from_nano(cost))
+
+    def _sum(self, scope: str, period: str) -> tuple[int, int, int, int]:
+        got = self._db.execute(
+            "SELECT COALESCE(SUM(calls), 0), COALESCE(SUM(tokens), 0), COALESCE(SUM(credits), 0),"
+            " COALESCE(SUM(cost), 0) FROM loomc_ledger WHERE scope = %s AND period = %s",
+            (scope, period),
+        ).fetchone()
+        assert got is not None
+        return int(got[0]), int(got[1]), int(got[2]), int(got[3])
+
+    def save_run(self, run: StoredRun) -> None:
+        values = (
+            run.run_id, run.ts, run.pipeline, run.tier, run.key, run.source, run.stop_reason,
+            run.calls, run.tokens, run.credits, run.cost, run.elapsed_ms, run.receipt_hash,
+            json.dumps(run.result, default=str),
+        )  # fmt: skip
+        with self._lock, self._db.transaction():
+            self._db.execute(
+                f"INSERT INTO loomc_runs ({_COLUMNS}) VALUES ({', '.join(['%s'] * 14)})"
+                " ON CONFLICT (run_id) DO NOTHING",
+                values,
+            )
+            with self._db.cursor() as cur:
+                cur.executemany(
+                    "INSERT INTO loomc_events (run_id, seq, event) VALUES (%s, %s, %s)"
+                    " ON CONFLICT DO NOTHING",
+                    [(run.run_id, i, json.dumps(e, default=str)) for i, e in enumerate(run.events)],
+                )
+
+    def runs(self, where: RunFilter | None = None) -> list[StoredRun]:
+        where = where or RunFilter()
+        parts: list[str] = []
+        args: list[Any] = []
+        for column in ("pipeline", "tier", "key"):
+            value = getattr(where, column)
+            if value is not None:
+                parts.append(f"{column} = %s")
+                args.append(value)
+        if where.since is not None:
+            parts.append("ts >= %s")
+            args.append(where.since)
+        sql = f"SELECT {_COLUMNS} FROM loomc_runs"
+        sql += (" WHERE " + " AND ".join(parts)) if parts else ""
+        sql += " ORDER BY ts DESC, run_id"
+        if where.limit is not None:
+            sql += f" LIMIT {int(where.limit)}"
+        with self._lock, self._db.transaction():
+            rows = self._db.execute(sql, args).fetchall()
+        return [_stored(r) for r in rows]
+
+    def run(self, run_id: str) -> StoredRun | None:
+        prefix = run_id.replace("\\", "").replace("%", "").replace("_", "")
+        with self._lock, self._db.transaction():
+            rows = self._db.execute(
+                f"SELECT {_COLUMNS} FROM loomc_runs WHERE run_id LIKE %s LIMIT 2", (prefix + "%",)
+            ).fetchall()
+            if len(rows) != 1:
+                return None
+            found = _stored(rows[0])
+            events = self._db.execute(
+                "SELECT event FROM loomc_events WHERE run_id = %s ORDER BY seq", (found.run_id,)
+            ).fetchall()
+        found.events = [json.loads(e[0]) for e in events]
+        return found
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+def _safe(url: str) -> str:
+    """The URL without its password, for messages."""
+    head, at, tail = url.rpartition("@")
+    if not at or "://" not in head:
+        return url
+    scheme, _, userinfo = head.partition("://")
+    return f"{scheme}://{userinfo.split(':', 1)[0]}:***@{tail}" if ":" in userinfo else url
+
+
+def _stored(row: Sequence[Any]) -> StoredRun:
+    return StoredRun(
+        run_id=row[0], ts=row[1], pipeline=row[2], tier=row[3], key=row[4], source=row[5],
+        stop_reason=row[6], calls=row[7], tokens=row[8], credits=row[9], cost=row[10],
+        elapsed_ms=row[11], receipt_hash=row[12], result=json.loads(row[13]),
+    )  # fmt: skip

@@ -1,0 +1,189 @@
+"""The SQLite store: the ledger never overshoots (a property over operation sequences, and
+several processes racing on one file), and runs come back filtered and whole."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import subprocess
+import sys
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from servekit import PostgresCluster
+
+from loomc.store import BudgetExhausted, RunFilter, Scope, StoredRun, StoreError, open_store
+from loomc.store.sqlite import SQLiteStore
+from loomc.units import Budget, Dimension, Usage
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+amounts = st.tuples(st.integers(0, 4), st.decimals("0", "2", places=3))
+ops = st.lists(st.tuples(amounts, st.booleans(), st.floats(0, 1)), max_size=30)
+
+
+@settings(max_examples=60, deadline=None)
+@given(ops=ops, calls=st.integers(0, 12), credits=st.decimals("0", "5", places=2))
+def test_ledger_never_passes_a_ceiling(
+    ops: list[tuple[tuple[int, Decimal], bool, float]], calls: int, credits: Decimal
+) -> None:
+    store = SQLiteStore(":memory:")
+    scope = Scope("key:k", Budget(calls=calls, credits=credits))
+    held: list[tuple[str, Usage]] = []
+    for (n, c), settle, fraction in ops:
+        amount = Usage(calls=n, credits=c)
+        before = store.spent("key:k", "d")
+        fits = before.calls + n <= calls and before.credits + c <= credits
+        try:
+            held.append((store.reserve([scope], amount, "d"), amount))
+            assert fits
+        except BudgetExhausted as exc:
+            assert not fits
+            assert exc.dimension in (Dimension.CALLS, Dimension.CREDITS)
+            assert store.spent("key:k", "d") == before  # a refusal reserves nothing
+        if settle and held:
+            reservation, reserved = held.pop(0)
+            used = Usage(
+                calls=int(reserved.calls * fraction),
+                credits=(reserved.credits * Decimal(fraction)).quantize(Decimal("0.001")),
+            )
+            store.settle(reservation, used)
+        spent = store.spent("key:k", "d")
+        assert spent.calls <= calls and spent.credits <= credits
+    store.close()
+
+
+def test_scopes_and_periods_are_separate_and_reservations_span_all_scopes(url: str) -> None:
+    store = open_store(url)
+    key, server = Scope("key:a", Budget(calls=5)), Scope("global", Budget(calls=3))
+    store.reserve([key, server], Usage(calls=3), "2026-12-03")
+    with pytest.raises(BudgetExhausted) as refused:
+        store.reserve([key, server], Usage(calls=1), "2026-12-03")
+    assert refused.value.scope == "global"
+    assert store.spent("key:a", "2026-12-03").calls == 3  # nothing booked by the refusal
+    store.reserve([key, server], Usage(calls=3), "2026-12-04")  # a new day
+    store.close()
+
+
+def _race(path: str, out: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
+    store = open_store(path)
+    won = 0
+    scope = Scope("global", Budget(calls=120, cost=Decimal("1.20")))
+    for _ in range(80):
+        try:
+            store.reserve([scope], Usage(calls=1, cost=Decimal("0.01")), "d")
+            won += 1
+        except BudgetExhausted:
+            pass
+    store.close()
+    out.put(won)
+
+
+def test_processes_racing_on_one_store_reserve_exactly_the_budget(url: str) -> None:
+    path = url
+    open_store(path).close()
+    ctx = multiprocessing.get_context("spawn")
+    out = ctx.Queue()
+    procs = [ctx.Process(target=_race, args=(path, out)) for _ in range(2)]
+    for p in procs:
+        p.start()
+    won = [out.get(timeout=60) for _ in procs]
+    for p in procs:
+        p.join(timeout=30)
+    assert sum(won) == 120  # 160 attempts, exactly the budget granted
+    opened = open_store(path)
+    spent = opened.spent("global", "d")
+    opened.close()
+    assert spent.calls == 120 and spent.cost == Decimal("1.2")
+
+
+def _run(run_id: str, ts: float, pipeline: str, tier: str | None, key: str | None) -> StoredRun:
+    return StoredRun(
+        run_id=run_id,
+        ts=ts,
+        pipeline=pipeline,
+        tier=tier,
+        key=key,
+        source="serve",
+        stop_reason="completed",
+        calls=1,
+        tokens=10,
+        credits=None,
+        cost="0",
+        elapsed_ms=5,
+        receipt_hash="h" + run_id,
+        result={"answer": f"<b>{run_id}"},
+        events=[{"kind": "run-started"}, {"kind": "run-finished"}],
+    )
+
+
+@pytest.fixture
+def filled(url: str) -> str:
+    store = open_store(url)
+    store.save_run(_run("aaa111", 1_800_000_000, "general", "lean", "ci"))
+    store.save_run(_run("bbb222", 1_800_000_100, "general", "strict", None))
+    store.save_run(_run("ccc333", 1_800_000_200, "code-review", "lean", "ci"))
+    store.close()
+    return url
+
+
+def test_runs_filter_and_come_back_whole(filled: str) -> None:
+    store = open_store(filled)
+    assert [r.run_id for r in store.runs()] == ["ccc333", "bbb222", "aaa111"]
+    assert [r.run_id for r in store.runs(RunFilter(tier="lean", key="ci"))] == ["ccc333", "aaa111"]
+    assert [r.run_id for r in store.runs(RunFilter(since=1_800_000_050))] == ["ccc333", "bbb222"]
+    assert [r.run_id for r in store.runs(RunFilter(pipeline="general", limit=1))] == ["bbb222"]
+    got = store.run("bbb")
+    assert got is not None and got.events == [{"kind": "run-started"}, {"kind": "run-finished"}]
+    assert store.run("zzz") is None and store.run("") is None  # "" matches all: not unique
+    store.close()
+
+
+def loomc(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'research'}"}
+    return subprocess.run(
+        [sys.executable, "-m", "loomc", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+        env=env,
+    )
+
+
+def test_traces_cli_lists_shows_and_exports(filled: str, tmp_path: Path) -> None:
+    listed = loomc("traces", "list", "--store", str(filled), "--key", "ci", "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert [line.count('"run_id"') for line in listed.stdout.splitlines()] == [1, 1]
+    shown = loomc("traces", "show", "aaa", "--store", str(filled))
+    assert shown.returncode == 0 and '"receipt_hash": "haaa111"' in shown.stdout
+    out = tmp_path / "runs.jsonl"
+    exported = loomc(
+        "traces", "export", "--store", str(filled), "--since", "2027-01-15T08:01", "-o", str(out)
+    )
+    assert exported.returncode == 0, exported.stderr
+    assert [line[:20] for line in out.read_text().splitlines()] == [
+        '{"run_id": "ccc333",',
+        '{"run_id": "bbb222",',
+    ]
+    assert '"events": [{"kind": "run-started"}' in out.read_text()
+    table = loomc("traces", "list", "--store", str(filled))
+    assert "<b>" not in table.stdout and "ccc333" in table.stdout
+    missing = loomc("traces", "show", "nope", "--store", str(filled))
+    assert missing.returncode == 1 and "no single run" in missing.stderr
+    bad = loomc("traces", "list", "--store", str(filled), "--since", "yesterday")
+    assert bad.returncode == 2 and "not a time" in bad.stderr
+    absent = loomc("traces", "list", "--store", str(tmp_path / "none.db"))
+    assert absent.returncode == 1 and "no store" in absent.stderr
+
+
+def test_store_urls(postgres: PostgresCluster) -> None:
+    with pytest.raises(StoreError, match="unknown store URL"):
+        open_store("mysql://x")
+    with pytest.raises(StoreError) as refused:
+        open_store(f"postgresql://loomc:hunter2secret@127.0.0.1:{postgres.port}/no_such_db")
+    assert "hunter2secret" not in str(refused.value) and "***" in str(refused.value)
