@@ -77,7 +77,7 @@ def cost_quality_scatter(
         for m in metrics
         if m.avg_cost_usd is not None and m.quality_mean is not None
     ]
-    left, right, top_y, bottom = 40.0, width - 10.0, 16.0, height - 30.0
+    left, right, top_y, bottom = 40.0, width - 10.0, 26.0, height - 30.0
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="{width}" height="{height}" '
         f'viewBox="0 0 {width} {height}" role="img"><title>Cost vs quality</title>',
