@@ -1,11 +1,23 @@
-"""Small text helpers shared by every stage: did-you-mean hints, JSON objects in model replies."""
+"""Small text helpers shared by every stage: well-formed provider text, did-you-mean hints,
+JSON objects in model replies."""
 
 from __future__ import annotations
 
 import difflib
 import json
+import re
 from collections.abc import Iterable, Iterator
 from typing import Any
+
+
+def well_formed(text: str) -> str:
+    """``text`` with lone surrogates (a provider's JSON ``"\\ud800"``) replaced by U+FFFD, so
+    it can be encoded, journaled and printed; other text is returned as it is."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATE.sub("\ufffd", text)
+    return text
 
 
 def did_you_mean(name: str, candidates: Iterable[str]) -> str | None:
@@ -20,6 +32,7 @@ MAX_JSON_STARTS = 1_000
 """How many ``{`` of one reply are tried as the start of an object."""
 
 _DECODER = json.JSONDecoder()
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def json_objects(text: str) -> Iterator[dict[str, Any]]:

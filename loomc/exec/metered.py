@@ -37,6 +37,7 @@ from loomc.providers.base import (
     estimate_tokens,
     redact,
 )
+from loomc.text import well_formed
 from loomc.units import Dimension, Usage, money_for_tokens
 
 __all__ = [
@@ -162,6 +163,8 @@ async def metered_call(
             partial: list[str] = []
 
             async def stream(ev: StreamEvent, partial: list[str] = partial) -> None:
+                if ev.text:  # provider text is untrusted: no lone surrogates past this point
+                    ev = replace(ev, text=well_formed(ev.text))
                 if ev.kind in ("token", "reasoning"):  # reasoning is billed output too
                     partial.append(ev.text)
                 if on_event is not None:
@@ -249,6 +252,7 @@ def _succeeded(
     received (the worst of reported and estimated); a negative receipt books the credit
     estimate. Nothing is ever booked below zero. Reported output over the request's
     ``max_tokens`` is booked as reported (the worst case) and returned as an overshoot."""
+    completion = replace(completion, content=well_formed(completion.content))
     tokens = completion.usage
     streamed = estimate_tokens(completion.content)
     prompt = tokens.prompt_tokens if tokens.prompt_tokens >= 0 else prompt_estimate

@@ -49,16 +49,15 @@ def test_markup_escapes_rich_tags() -> None:
 def _trace(events: list[Event]) -> tuple[str, str]:
     stderr = io.StringIO()
     console = Console(file=stderr, width=400, color_system=None)
-    trace = LiveTrace(console=console)
+    raw = io.StringIO()  # the token stream
+    trace = LiveTrace(console=console, stream=raw)
 
     async def go() -> None:
         for e in events:
             await trace.emit(e)
 
-    with pytest.MonkeyPatch.context() as mp:
-        raw = io.StringIO()
-        mp.setattr("sys.stderr", raw)  # the token stream writes straight to sys.stderr
-        anyio.run(go)
+    anyio.run(go)
+    assert trace.close(5.0)
     return raw.getvalue(), stderr.getvalue()
 
 
