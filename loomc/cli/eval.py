@@ -208,9 +208,12 @@ def _print_summary(receipt: Any) -> None:
               f"p50 {num(m.p50_ms, 0)} ms  p95 {num(m.p95_ms, 0)} ms  "
               f"route {num(m.route_accuracy)}  over {num(m.over_escalation_rate)}  "
               f"under {num(m.under_escalation_rate)}", file=sys.stderr)
-    if receipt.settings.answers in ("scripted", "mock"):
-        print(f"note: answers are {receipt.settings.answers} by the mock provider, not written by "
-              "a model: the numbers show the pipeline, not model quality", file=sys.stderr)
+    source = receipt.settings.answers
+    if source not in (None, "model"):
+        some = " for some workers" if source.endswith("+model") else ""
+        print(f"note: answers are {source.removesuffix('+model')} by the mock provider{some}, not "
+              "written by a model: the numbers show the pipeline, not model quality",
+              file=sys.stderr)
     if receipt.judge is not None:
         j = receipt.judge
         print(f"judge {j.model}: {j.calls} calls, {j.tokens} tokens, "
