@@ -34,7 +34,7 @@ from loomc.eval.runner import (
     run_matrix,
 )
 from loomc.eval.strategies import Strategy, parse_strategies
-from loomc.policy.models import RiskSettings
+from loomc.policy.models import Policy, RiskSettings
 from loomc.project import Project
 from loomc.providers.registry import ProviderPool
 from loomc.risk.base import RiskProfiler
@@ -166,11 +166,24 @@ class Evaluation:
             dataset=str(self.dataset), dataset_sha256=sha256_file(self.dataset),
             strategies=[s.name for s in self.strategies], iterations=self.iterations,
             concurrency=self.concurrency, judge_model=None if self.judge is None else self.judge.model,
-            policy=pol.name, include_answers=self.include_answers,
+            policy=pol.name, include_answers=self.include_answers, answers=answer_source(pol),
         )
         pricing = {k: v.model_dump(mode="json") for k, v in pol.pricing.items()}
         return build_receipt(records, settings, pricing, loomc_version=__version__,
                              created_at=datetime.now(UTC).isoformat(timespec="seconds"))
+
+
+def answer_source(policy: Policy) -> str:
+    """What answered the eval's workers, from the policy: "model", "mock", "scripted" (a mock
+    whose rules script responses) or "<mock kind>+model" when both kinds serve workers."""
+    used = {w.model.split("/", 1)[0] for w in policy.workers.values()}
+    confs = [policy.providers[n] for n in sorted(used) if n in policy.providers]
+    mocks = [c for c in confs if c.type == "mock"]
+    if not mocks:
+        return "model"
+    scripted = any(r.response is not None for c in mocks if c.mock for r in c.mock.rules)
+    kind = "scripted" if scripted else "mock"
+    return kind if len(mocks) == len(confs) else f"{kind}+model"
 
 
 def prepare_eval(

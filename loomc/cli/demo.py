@@ -44,10 +44,12 @@ def run(args: argparse.Namespace) -> int:
          ["run", "--project", project, "--tier", "balanced", "--no-stream", LOW]),
         ("run: a high-risk prompt at balanced (expect 2 calls)",
          ["run", "--project", project, "--tier", "balanced", "--no-stream", HIGH]),
-        ("eval: baseline vs fixed vs lean / balanced / strict on evals/mixed-routing.jsonl",
-         ["eval", "--project", project, "--dataset", str(args.project / "evals/mixed-routing.jsonl"),
+        ("eval: baseline vs fixed vs lean / balanced / strict on evals/mixed-routing.jsonl "
+         "(answers scripted per role by policies/demo.yaml)",
+         ["eval", "--project", project, "--policy", str(args.project / "policies/demo.yaml"),
+          "--dataset", str(args.project / "evals/mixed-routing.jsonl"),
           "--strategies", "baseline,fixed,lean,balanced,strict", "--concurrency", "8",
-          "--include-answers", "--output", str(out / "eval.json"), "--artifacts", str(out / "eval")]),
+          "--include-answers", "--output", str(out / "eval.html"), "--artifacts", str(out / "eval")]),
     ]
     for title, argv in steps:
         _step(title)

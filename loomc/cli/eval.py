@@ -25,8 +25,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="blinded judge: a worker name or provider/model of the policy; it sees "
                         "only task, rubric and answer, and its cost is reported separately")
     p.add_argument("--include-answers", action="store_true")
-    p.add_argument("--output", type=Path, required=True, help=".json/.html/.md/.svg")
-    p.add_argument("--artifacts", metavar="PREFIX", help="also write PREFIX.{html,svg,md,json}")
+    p.add_argument("--output", type=Path,
+                   help=".json/.html/.md/.svg; the JSON receipt is always written beside it")
+    p.add_argument("--artifacts", metavar="PREFIX", help="write PREFIX.{html,svg,md,json}")
     p.add_argument("--resume", action="store_true", help="reuse finished cells from the journal")
     p.add_argument("--dry-run", action="store_true", help="print the worst-case estimate and exit")
     p.add_argument("--max-total-calls", type=int)
@@ -50,7 +51,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"loomc eval: {clash}", file=sys.stderr)
         return 2
     args.strategies = translate_strategies(args.strategies, "eval")
-    if args.output.suffix not in REPORT_EXTS:
+    if args.output is None and not args.artifacts:
+        print("loomc eval: give --output FILE or --artifacts PREFIX (or both)", file=sys.stderr)
+        return 2
+    if args.output is not None and args.output.suffix not in REPORT_EXTS:
         print(f"loomc eval: --output must end in one of {', '.join(REPORT_EXTS)}", file=sys.stderr)
         return 2
     if args.iterations < 1 or args.concurrency < 1:
@@ -62,10 +66,9 @@ def run(args: argparse.Namespace) -> int:
     if args.max_total_calls is not None and args.max_total_calls < 0:
         print("loomc eval: --max-total-calls must be >= 0", file=sys.stderr)
         return 2
-    outputs = [args.output]
-    if args.artifacts:
-        outputs += [Path(args.artifacts + ext) for ext in REPORT_EXTS]
-    journal = args.output.with_name(args.output.name + ".journal.jsonl")
+    outputs = report_paths(args.output, args.artifacts)
+    receipt_path = next(p for p in outputs if p.suffix == ".json")
+    journal = receipt_path.with_name(receipt_path.name + ".journal.jsonl")
     if not args.dry_run:  # every file the eval will write, checked before anything is spent
         for path in [journal, *dict.fromkeys(outputs)]:
             problem = _unwritable(path)
@@ -120,6 +123,17 @@ def run(args: argparse.Namespace) -> int:
         print(f"loomc eval: case {r.case_id!r} x {r.strategy} #{r.iteration}: {res.error}",
               file=sys.stderr)
     return 1 if passed else 0
+
+
+def report_paths(output: Path | None, artifacts: str | None) -> list[Path]:
+    """Every file to write, the JSON receipt always among them (beside --output when that is
+    another format, so `loomc report` can re-render any run); the journal sits next to it."""
+    outputs = [] if output is None else [output]
+    if artifacts:
+        outputs += [Path(artifacts + ext) for ext in REPORT_EXTS]
+    if not any(p.suffix == ".json" for p in outputs):
+        outputs.append(outputs[0].with_suffix(".json"))
+    return list(dict.fromkeys(outputs))
 
 
 def _unwritable(path: Path) -> str | None:
@@ -180,10 +194,32 @@ def _print_summary(receipt: Any) -> None:
     def num(value: float | None, digits: int = 2) -> str:
         return "-" if value is None else f"{value:.{digits}f}"
 
+    def interval(ci: tuple[float, float] | None, point: float | None, digits: int = 1,
+                 scale: float = 1) -> str:
+        if point is None:
+            return ""
+        if ci is None:
+            return " [n/a]"
+        return f" [{ci[0] * scale:.{digits}f}, {ci[1] * scale:.{digits}f}]"
+
+    def usd(value: str | None) -> str:
+        return "-" if value is None else f"${float(value):.4f}"
+
     for m in receipt.metrics:
-        print(f"{m.strategy:<22} calls {num(m.avg_calls):<6} route {num(m.route_accuracy):<5} "
-              f"over {num(m.over_escalation_rate):<5} under {num(m.under_escalation_rate):<5} "
-              f"quality {num(m.quality_mean, 1)}{' (checks only)' if m.quality_source == 'checks' else ''}",
+        checks = " (checks only)" if m.quality_source == "checks" else ""
+        passed = "-" if m.pass_rate is None else f"{m.pass_rate * 100:.0f}%"
+        print(f"{m.strategy:<22} quality {num(m.quality_mean, 1)}"
+              f"{interval(m.quality_ci, m.quality_mean)}{checks}  pass {passed}"
+              f"{interval(m.pass_ci, m.pass_rate, 0, 100)}  calls {num(m.avg_calls)}  "
+              f"{usd(m.avg_cost_usd)}/run{' (unpriced)' if m.missing_pricing else ''}  "
+              f"p50 {num(m.p50_ms, 0)} ms  p95 {num(m.p95_ms, 0)} ms  "
+              f"route {num(m.route_accuracy)}  over {num(m.over_escalation_rate)}  "
+              f"under {num(m.under_escalation_rate)}", file=sys.stderr)
+    source = receipt.settings.answers
+    if source not in (None, "model"):
+        some = " for some workers" if source.endswith("+model") else ""
+        print(f"note: answers are {source.removesuffix('+model')} by the mock provider{some}, not "
+              "written by a model: the numbers show the pipeline, not model quality",
               file=sys.stderr)
     if receipt.judge is not None:
         j = receipt.judge

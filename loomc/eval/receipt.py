@@ -30,6 +30,10 @@ class EvalSettings(BaseModel):
     judge_model: str | None = None
     policy: str | None = None
     include_answers: bool = False
+    # Where the answers came from, per the policy's providers: "model" (real providers), "mock"
+    # (the mock's prompt-aware defaults), "scripted" (mock rules wrote them: a demo, not a
+    # measurement of any model), or "<kind>+model" when mock and real providers mix.
+    answers: str | None = None
 
 
 class JudgeSummary(BaseModel):

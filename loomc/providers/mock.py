@@ -1,7 +1,9 @@
 """Deterministic, scriptable provider so that tests, CI and demos need no key and no network.
 
-Answers come from the policy's ``MockScript``: the first matching rule wins; otherwise a stable
-role-aware default derived from a SHA-256 of (role, model, task), identical across processes.
+Answers come from the policy's ``MockScript``: the first matching rule wins (a policy scripts a
+suite's answers this way, and eval receipts then say the answers are scripted); otherwise a stable
+role-aware default that responds to the user's task (not the step's instruction), derived from a
+SHA-256 of (role, model, task) so it is identical across processes and differs by model and role.
 Faults fire ``times`` times per (provider, model, role, prompt) key, so a retried call sees the
 fault and then succeeds.
 """
@@ -42,11 +44,11 @@ _ROLE_TEMPLATES: dict[str, str] = {
     "reviewer": "Review: the answer to '{task}' was checked for accuracy and completeness. "
     "Verdict: approved with minor corrections (ref {tag}).",
     "judge": '{{"score": {judge_score}, "passed": {judge_passed}, "reason": "The answer to '
-    '\'{task_json}\' addresses the rubric (ref {tag})."}}',
+    "'{task_json}' addresses the rubric (ref {tag}).\"}}",
 }
 _GENERIC = (
-    "Answer ({role}, {model}): regarding '{task}', here is a careful and complete response "
-    "that covers the main points step by step and concludes clearly (ref {tag})."
+    "Answer ({role}, {model}) to '{task}': the main points in order, each with the reason behind "
+    "it, and a clear conclusion at the end (ref {tag})."
 )
 _ROUTES = ("lean", "balanced", "strict")
 
@@ -60,6 +62,19 @@ def _last_user(request: CompletionRequest) -> str:
         if message.role == "user":
             return message.content
     return request.messages[-1].content if request.messages else ""
+
+
+_USER_TASK = re.compile(r"^User task \(untrusted\):\n((?:> .*(?:\n|$)|>(?:\n|$))+)", re.MULTILINE)
+
+
+def user_task(prompt: str) -> str | None:
+    """The user's task quoted inside a step's user message (loomc.exec.prompting), unquoted;
+    None when the prompt does not carry one (a judge call, a hand-built request)."""
+    found = _USER_TASK.search(prompt)
+    if found is None:
+        return None
+    lines = [line[2:] if line.startswith("> ") else line[1:] for line in found[1].splitlines()]
+    return "\n".join(lines).strip() or None
 
 
 def default_answer(role: str, model: str, task: str, template: str | None = None) -> str:
@@ -142,7 +157,7 @@ class MockProvider:
         if rule is not None and rule.response is not None:
             text = rule.response
         else:
-            task = str(request.metadata.get("task", prompt))
+            task = user_task(prompt) or str(request.metadata.get("task", prompt))
             text = default_answer(role, request.model, task, self.script.default_response)
         words = text.split(" ")
         size = self.script.stream_chunk_words

@@ -18,7 +18,7 @@ def escape(text: str) -> str:
     return _xml_escape(NOT_XML.sub("\ufffd", text))
 
 
-COLOURS = ("#2563eb", "#dc2626", "#16a34a", "#d97706", "#7c3aed", "#0891b2")
+COLOURS = ("#60a5fa", "#f87171", "#4ade80", "#fbbf24", "#a78bfa", "#22d3ee")
 
 
 CHAR_W = 6.2  # approximate advance of an 11px sans-serif character
@@ -77,7 +77,7 @@ def cost_quality_scatter(
         for m in metrics
         if m.avg_cost_usd is not None and m.quality_mean is not None
     ]
-    left, right, top_y, bottom = 40.0, width - 10.0, 16.0, height - 30.0
+    left, right, top_y, bottom = 40.0, width - 10.0, 26.0, height - 30.0
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="{width}" height="{height}" '
         f'viewBox="0 0 {width} {height}" role="img"><title>Cost vs quality</title>',

@@ -101,3 +101,58 @@ def test_dry_run_prints_the_matrix_worst_case(tmp_path: Path, capsys: pytest.Cap
     est = json.loads(capsys.readouterr().out)
     assert est["total_calls"] == 4 * 2 * (4 + 3)
     assert not (tmp_path / "o.json").exists()
+
+
+def test_artifacts_alone_is_enough_and_its_receipt_rerenders(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+    data = tmp_path / "d.jsonl"
+    data.write_text(CASES)
+    prefix = tmp_path / "out" / "eval"
+    assert main(["eval", "--dataset", str(data), "--strategies", "lean,strict",
+                 "--artifacts", str(prefix)]) == 0
+    for ext in (".html", ".svg", ".md", ".json"):
+        assert prefix.with_suffix(ext).exists(), ext
+    assert (tmp_path / "out" / "eval.json.journal.jsonl").exists()
+    capsys.readouterr()
+    assert main(["report", str(prefix.with_suffix(".json")), "-o", str(tmp_path / "again.md")]) == 0
+    assert "| lean |" in (tmp_path / "again.md").read_text()
+
+
+def test_html_only_output_still_writes_the_json_receipt(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+    data = tmp_path / "d.jsonl"
+    data.write_text(CASES)
+    assert main(["eval", "--dataset", str(data), "--strategies", "lean",
+                 "--output", str(tmp_path / "r.html")]) == 0
+    assert (tmp_path / "r.html").exists()
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert [m["strategy"] for m in doc["metrics"]] == ["lean"]
+    assert main(["report", str(tmp_path / "r.json"), "-o", str(tmp_path / "r2.svg")]) == 0
+
+
+def test_no_output_at_all_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+    data = tmp_path / "d.jsonl"
+    data.write_text(CASES)
+    assert main(["eval", "--dataset", str(data), "--strategies", "lean"]) == 2
+    err = capsys.readouterr().err
+    assert "--output" in err and "--artifacts" in err and "Traceback" not in err
+
+
+def test_summary_shows_cost_latency_and_intervals(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+    assert main(["eval", "--dataset", "evals/mixed-routing.jsonl", "--policy", "policies/demo.yaml",
+                 "--strategies", "lean,strict", "--concurrency", "8",
+                 "--output", str(tmp_path / "r.json")]) == 0
+    err = capsys.readouterr().err
+    rows = {line.split()[0]: line for line in err.splitlines()
+            if line.split() and line.split()[0] in ("lean", "strict")}
+    for row in rows.values():
+        assert "/run" in row and "$0.0" in row and " ms" in row and "p95" in row
+        assert "quality" in row and "[" in row and "pass" in row
+    assert "[31.0, 69.0]" in rows["lean"]  # an interval, not a bare point
+    assert "answers are scripted" in err

@@ -89,7 +89,7 @@ def _records(judged: bool, iterations: int) -> list[RunRecord]:
     return [grade(r) for r in out]
 
 
-def make_receipt(judged: bool, iterations: int) -> EvalReceipt:
+def make_receipt(judged: bool, iterations: int, answers: str | None = None) -> EvalReceipt:
     settings = EvalSettings(
         dataset="evals/mixed-routing.jsonl",
         dataset_sha256="0" * 64,
@@ -98,6 +98,7 @@ def make_receipt(judged: bool, iterations: int) -> EvalReceipt:
         concurrency=4,
         judge_model="mock/judge-large" if judged else None,
         policy="default",
+        answers=answers,
     )
     pricing = {"mock/worker-small": {"input_per_million": "1", "output_per_million": "2"}}
     return build_receipt(_records(judged, iterations), settings, pricing,
@@ -106,8 +107,9 @@ def make_receipt(judged: bool, iterations: int) -> EvalReceipt:
 
 @pytest.fixture
 def demo_receipt() -> EvalReceipt:
-    """Demo-like: five strategies, a judge (one judge error), two iterations, one unpriced."""
-    return make_receipt(judged=True, iterations=2)
+    """Demo-like: five strategies, a judge (one judge error), two iterations, one unpriced,
+    scripted answers."""
+    return make_receipt(judged=True, iterations=2, answers="scripted")
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ is pure Python and is itself tested here without a browser."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -192,3 +193,53 @@ def test_report_renders_in_headless_chromium(tmp_path: Path, demo_receipt: EvalR
     for strategy in ("baseline", "lean", "balanced", "strict", "fixed"):
         assert f"<td>{strategy}</td>" in html
     assert not _console_errors(dom.stderr), _console_errors(dom.stderr)
+
+
+def _pixel(data: bytes, x: int, y: int) -> tuple[int, ...]:
+    _, _, bpp, rows = png_pixels(data)
+    return tuple(rows[y][x * bpp : x * bpp + 3])
+
+
+def test_dashboard_is_dark_self_contained_and_escapes_model_text(
+        tmp_path: Path, demo_receipt: EvalReceipt) -> None:
+    """The designed dashboard: dark, one card per strategy, the scripted-answers note, inline
+    SVG only (no script, no external resource), and model text shown as text, never markup.
+    LOOMC_SCREENSHOT_DIR=DIR keeps the screenshots for a person to look at."""
+    exe = chromium()
+    hostile = '<img src=x onerror="document.title=1"><b>bold</b>'
+    demo_receipt.runs[0].answer = hostile
+    page = render(demo_receipt, tmp_path / "dash.html")
+    source = page.read_text(encoding="utf-8")
+    assert "<script" not in source and "<link" not in source and "@import" not in source
+    assert "https://" not in source and "http://" not in source.replace("http://www.w3.org", "")
+    assert "&lt;img src=x" in source and hostile not in source
+
+    shot = tmp_path / "dash.png"
+    _chromium(exe, tmp_path / "profile-dash", "--window-size=1280,1800", f"--screenshot={shot}",
+              page.resolve().as_uri())
+    data = shot.read_bytes()
+    assert png_size(data) == (1280, 1800)
+    assert max(_pixel(data, 5, 5)) < 40, "the page background is not dark"
+    variance, distinct = luminance_stats(data)
+    assert variance > 50 and distinct > 8
+
+    dom = _chromium(exe, tmp_path / "profile-dash-dom", "--dump-dom", page.resolve().as_uri())
+    html = dom.stdout
+    assert len(re.findall(r'class="card(?: top)?"', html)) == len(demo_receipt.metrics)
+    assert 'id="answers-note"' in html and "scripted" in html
+    assert "<img" not in html and "<b>bold" not in html and "&lt;b&gt;bold" in html
+    assert html.count("<svg") >= 2 and 'id="strategies"' in html and 'id="deltas"' in html
+    assert not _console_errors(dom.stderr), _console_errors(dom.stderr)
+
+    card = render(demo_receipt, tmp_path / "card.svg")
+    card_shot = tmp_path / "card.png"
+    _chromium(exe, tmp_path / "profile-card", "--window-size=1216,470",
+              f"--screenshot={card_shot}", card.resolve().as_uri())
+    card_data = card_shot.read_bytes()
+    assert max(_pixel(card_data, 5, 5)) < 40
+    assert luminance_stats(card_data)[1] > 8
+    keep = os.environ.get("LOOMC_SCREENSHOT_DIR")
+    if keep:
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        shutil.copy(shot, Path(keep) / "dashboard-fixture.png")
+        shutil.copy(card_shot, Path(keep) / "card-fixture.png")
