@@ -1,12 +1,18 @@
 """The eval journal: an append-only JSONL next to the output that makes a killed eval resumable
 without overshooting its eval-wide ceiling or paying a finished cell twice.
 
-Three kinds of line, each one ``write`` + ``flush`` (a SIGKILL keeps everything written):
+Four kinds of line, each one ``write`` + ``flush`` (a SIGKILL keeps everything written):
 
 - a **reservation**, written *before* its request is sent: ``{"ledger": "reserve", "id", "cell",
   "amount"}``;
 - its **settlement**, written after the call was reconciled: ``{"ledger": "settle", "id",
   "actual"}``;
+- a **completed step** of a cell still running, written before any step that depends on it
+  starts: ``{"ledger": "step", "id", "cell", "case_hash", "record", "booked"}`` (the step's
+  record, its output text included, and what the ledger booked for it, its settlements
+  already journaled);
+  a resume gives these to the executor as done, so a cell killed mid-run never pays a completed
+  step again;
 - a **finished cell**: the ``RunRecord`` itself, with the ``case_hash`` of the case it ran
   (prompt, checks, rubric, pipeline, expectations) so that a resume re-runs a cell whose case
   was edited instead of reusing a stale result.
@@ -31,6 +37,8 @@ from typing import Any
 from loomc.eval.dataset import Case
 from loomc.eval.records import RunRecord
 from loomc.exec.ledger import Reservation
+from loomc.exec.result import StepRecord, StepStatus
+from loomc.exec.state import CompletedStep
 from loomc.units import Usage
 
 Cell = tuple[str, str, int]  # case id, strategy name, iteration
@@ -60,12 +68,14 @@ class Journal:
     spent: Usage = field(default_factory=Usage)  # what the journal says may have been spent
     in_flight: int = 0  # reservations never settled (calls in flight at a kill)
     hashes: dict[Cell, str | None] = field(default_factory=dict)  # None: an old line, no hash
+    # completed steps of cells not finished, with the case hash they ran under
+    steps: dict[Cell, dict[str, tuple[str, CompletedStep]]] = field(default_factory=dict)
 
     def load(self) -> dict[Cell, RunRecord]:
         """Finished cells (the last line per cell wins; budget-stopped ones are not finished);
-        also sets ``spent``, ``in_flight`` and ``hashes``. Repairs a torn last line first."""
+        also sets ``spent``, ``in_flight``, ``hashes`` and ``steps``. Repairs a torn last line first."""
         self.repair()
-        self.spent, self.in_flight, self.hashes = Usage(), 0, {}
+        self.spent, self.in_flight, self.hashes, self.steps = Usage(), 0, {}, {}
         done: dict[Cell, RunRecord] = {}
         if not self.path.exists():
             return done
@@ -86,6 +96,9 @@ class Journal:
             if kind == "settle" and isinstance(obj.get("id"), str):
                 settled[obj["id"]] = _usage(obj.get("actual"))
                 continue
+            if kind == "step" and isinstance(obj.get("id"), str):
+                self._step(obj)
+                continue
             digest = obj.pop("case_hash", None)
             try:
                 record = RunRecord.model_validate(obj)
@@ -97,10 +110,49 @@ class Journal:
             if record.status != "budget-stopped":
                 done[cell] = record
                 self.hashes[cell] = digest if isinstance(digest, str) else None
+        for cell in done:
+            self.steps.pop(cell, None)
         unsettled = [amount for rid, amount in reserved.items() if rid not in settled]
         self.in_flight = len(unsettled)
         self.spent = sum((*settled.values(), *unsettled), legacy)
         return done
+
+    def completed(self, cell: Cell, digest: str) -> dict[str, CompletedStep]:
+        """The steps of ``cell`` completed before a kill, under the same case (``digest``)."""
+        return {sid: done for sid, (h, done) in self.steps.get(cell, {}).items() if h == digest}
+
+    def _step(self, obj: dict[str, Any]) -> None:
+        cell = obj.get("cell")
+        if not (
+            isinstance(cell, list) and len(cell) == 3 and isinstance(obj.get("case_hash"), str)
+        ):
+            return
+        try:
+            record = StepRecord.model_validate(obj.get("record"))
+            key: Cell = (str(cell[0]), str(cell[1]), int(cell[2]))
+        except (ValueError, TypeError):
+            return
+        if record.status is StepStatus.OK and record.output is not None and record.id == obj["id"]:
+            done = CompletedStep(record, _usage(obj.get("booked")))
+            self.steps.setdefault(key, {})[record.id] = (obj["case_hash"], done)
+
+    def step(self, cell: Cell, done: CompletedStep, case_hash: str) -> None:
+        """Journal a step of ``cell`` that completed (its output included), before its
+        dependents start."""
+        self._write(
+            json.dumps(
+                {
+                    "ledger": "step",
+                    "id": done.record.id,
+                    "cell": list(cell),
+                    "case_hash": case_hash,
+                    "record": done.record.model_dump(mode="json"),
+                    "booked": done.booked.to_json(),
+                },
+                separators=(",", ":"),
+                ensure_ascii=True,
+            )
+        )
 
     def repair(self) -> None:
         """Cut a torn last line (one without its newline) so the next append starts clean."""

@@ -7,6 +7,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
+from functools import partial
 
 import anyio
 
@@ -273,7 +274,10 @@ async def run_matrix(
                 if prior is None:
                     result = await execute(job.pipeline, job.case.prompt, pool=policy_pool,
                                            profiler=profilers[job.strategy.semantic],
-                                           stream=False, parent_ledger=cell_ledger(job))
+                                           stream=False, parent_ledger=cell_ledger(job),
+                                           completed=journal.completed(job.key, job.case_hash),
+                                           on_step=partial(journal.step, job.key,
+                                                           case_hash=job.case_hash))
                     stop = result.stop_reason
                     stopped = result.calls == 0 and (
                         stop.dimension is not None or stop is StopReason.OVER_CEILING)
@@ -315,8 +319,9 @@ async def run_matrix(
 
 
 def _journaled(record: RunRecord) -> RunRecord:
-    """Step outputs never go to the journal; the answer only while it still has to be judged
-    (or with --include-answers)."""
+    """A finished cell's step outputs never go to the journal; the answer only while it still
+    has to be judged (or with --include-answers). Steps of a cell still running are journaled
+    with their outputs (``Journal.step``): a resume needs them to feed the steps left."""
     if record.result is None:
         return record
     steps = [s.model_copy(update={"output": None}) for s in record.result.steps]

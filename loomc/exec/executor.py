@@ -12,8 +12,9 @@ completed outputs are kept.
 
 from __future__ import annotations
 
+import inspect
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from decimal import Decimal
 
 import anyio
@@ -42,7 +43,7 @@ from loomc.exec.result import (
     StepUsage,
     StopReason,
 )
-from loomc.exec.state import RunState
+from loomc.exec.state import CompletedStep, RunState, StepHook
 from loomc.ir.model import Pipeline, StepNode
 from loomc.providers.base import CompletionRequest, ProviderError, estimate_tokens
 from loomc.providers.registry import ProviderPool
@@ -64,17 +65,30 @@ async def execute(
     stream: bool = True,
     parent_ledger: Ledger | None = None,
     temperature: float | None = None,
+    completed: Mapping[str, CompletedStep] | None = None,
+    on_step: StepHook | None = None,
 ) -> RunResult:
     """Execute ``pipeline`` on ``prompt``; ``parent_ledger`` shares ceilings across runs.
 
     ``pipeline.limits`` (run-time limits) are enforced with ``pipeline.budget``; the checker's
     worst case against them is emitted as ``warning`` events and kept on ``result.warnings``.
-    ``temperature`` replaces every step's (its worker's) sampling temperature."""
+    ``temperature`` replaces every step's (its worker's) sampling temperature.
+
+    ``completed`` resumes a run killed mid-way: those steps (by id, status ok) are taken as done,
+    not sent again; their outputs feed later steps and their usage counts on the run's ledger
+    (not on ``parent_ledger``, which counts it already). ``on_step`` hears every step that
+    completes, before any step that depends on it starts (an eval journals it there)."""
     if ledger is None:
         ledger = Ledger(pipeline.enforced, parent=parent_ledger, name="run")
     risk = _profile(profiler, prompt, pipeline.kind)
     order = pipeline.graph.topological_order()
     run = RunState(pipeline, prompt, pool, ledger, sinks, risk, stream, order, temperature)
+    run.completed = {
+        sid: done
+        for sid, done in (completed or {}).items()
+        if sid in order and done.record.status is StepStatus.OK and done.record.output is not None
+    }
+    run.on_step = on_step
     await run.emit(
         EventKind.RUN_STARTED, pipeline=pipeline.name, tier=pipeline.tier, risk=risk.to_json()
     )
@@ -195,6 +209,8 @@ async def _run_step(run: RunState, step: StepNode) -> None:
 async def _attempt_step(run: RunState, step: StepNode) -> None:
     if not await _ready(run, step):
         return
+    if step.id in run.completed:
+        return await _carry(run, step, run.completed[step.id])
     outputs = {sid: o.output for sid, o in run.outcomes.items() if o.status is StepStatus.OK}
     msgs = messages(run.pipeline, step, run.prompt, outputs)
     try:
@@ -346,6 +362,32 @@ async def _finish(run: RunState, step: StepNode, record: StepRecord, out: Metere
         usage=record.usage.model_dump(),
         model=step.model,
     )
+    if run.on_step is not None:
+        booked = sum((c.usage for c in out.charges), Usage())
+        heard = run.on_step(CompletedStep(record.model_copy(deep=True), booked))
+        if inspect.isawaitable(heard):
+            await heard
+
+
+async def _carry(run: RunState, step: StepNode, done: CompletedStep) -> None:
+    """A step completed before the run was killed: its record and output as they were, its
+    booked usage on the run's ledger only; nothing is sent."""
+    record = done.record.model_copy(deep=True)
+    run.records[step.id] = record
+    run.ledger.carry(done.booked)
+    run.outcomes[step.id] = Outcome(StepStatus.OK, record.output or "")
+    await run.emit(
+        EventKind.STEP_FINISHED,
+        step.id,
+        status=StepStatus.OK,
+        elapsed_ms=record.elapsed_ms,
+        usage=record.usage.model_dump(),
+        model=step.model,
+        resumed=True,
+    )
+    over = run.ledger.overshoot()
+    if over is not None:  # it passed the run's ceiling before the kill: nothing more is sent
+        run.stop_reason, run.over = StopReason.OVER_CEILING, f"{step.id}: {over.describe()}"
 
 
 def _skip(run: RunState, step: StepNode, status: StepStatus, reason: str) -> None:

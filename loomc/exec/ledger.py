@@ -125,6 +125,14 @@ class Ledger:
         """What is booked for good: settled actuals (and spend seeded from a journal)."""
         return self.committed - self.outstanding
 
+    def carry(self, usage: Usage) -> None:
+        """Book usage settled by an earlier process on this ledger only: a resumed run's steps
+        that completed before a kill (its parents already count them, from the journal)."""
+        usage = nonnegative(usage)
+        self.committed = self.committed + usage
+        self.actual = self.actual + usage
+        self.peak = _max(self.peak, self.committed)
+
     def chain(self) -> list[Ledger]:
         out: list[Ledger] = []
         node: Ledger | None = self

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import anyio
@@ -17,6 +17,20 @@ from loomc.exec.result import LimitStop, StepRecord, StopReason
 from loomc.ir.model import Pipeline
 from loomc.providers.registry import ProviderPool
 from loomc.risk.base import RiskProfile
+from loomc.units import Usage
+
+
+@dataclass(frozen=True)
+class CompletedStep:
+    """A step that completed (status ok) and what the ledger booked for it, every attempt
+    included: journaled by an eval so that a resumed run takes it as done, never sends it
+    again, and books its usage on the run's own ledger only."""
+
+    record: StepRecord
+    booked: Usage
+
+
+StepHook = Callable[[CompletedStep], Awaitable[None] | None]
 
 
 @dataclass
@@ -44,6 +58,8 @@ class RunState:
     sent: dict[str, tuple[float, int, list[str]]] = field(default_factory=dict)
     started: float = field(default_factory=time.monotonic)
     rng: random.Random = field(default_factory=random.Random)
+    completed: Mapping[str, CompletedStep] = field(default_factory=dict)  # done before a kill
+    on_step: StepHook | None = None  # hears each step that completes, before dependents start
 
     async def emit(self, kind: EventKind, step: str | None = None, **data: object) -> None:
         event = Event(kind, self.run_id, step, dict(data))

@@ -6,6 +6,9 @@ again, with a notice, instead of reusing its stale result."""
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -90,8 +93,12 @@ def test_a_torn_last_line_is_cut_before_the_next_record(tmp_path: Path) -> None:
     journal.write_text(torn)
 
     provider = Counting()
-    ev.run(journal=journal, resume=True, providers={"mock": provider})
-    assert sum(provider.prompts.values()) == 1  # only c5, once
+    first = ev.run(journal=journal, resume=True, providers={"mock": provider})
+    # c5's only step completed (journaled) before the kill: c5 is finished from it, unpaid
+    assert sum(provider.prompts.values()) == 0
+    c5 = next(r for r in first.runs if r.case_id == "c5")
+    assert c5.status == "ok" and c5.result is not None and c5.result.calls == 1
+    assert c5.checks_passed
     again = Counting()
     receipt = ev.run(journal=journal, resume=True, providers={"mock": again})
     assert sum(again.prompts.values()) == 0  # the new c5 record is readable: never paid again
@@ -131,3 +138,166 @@ def test_an_edited_case_is_run_again_and_the_resume_says_so(tmp_path: Path) -> N
         journal=journal, resume=True, providers={"mock": fourth}
     )
     assert sum(fourth.prompts.values()) == 0
+
+
+KILLED_AT_DRAFT = """
+import os, signal, sys
+from pathlib import Path
+import loomc
+from loomc.providers.mock import MockProvider
+
+class KillAtDraft:
+    name = "mock"
+    def __init__(self):
+        self.inner = MockProvider("mock")
+    async def complete(self, request, on_event=None):
+        with open(sys.argv[3], "a") as fh:  # what a counting server would have seen
+            fh.write(request.step_role + "\\n")
+        if request.step_role == "drafter":  # killed with the draft in flight
+            os.kill(os.getpid(), signal.SIGKILL)
+        return await self.inner.complete(request, on_event)
+    async def aclose(self):
+        await self.inner.aclose()
+
+ev = loomc.prepare_eval(Path(sys.argv[1]), "fixed", project=Path(sys.argv[4]))
+ev.run(journal=Path(sys.argv[2]), totals=loomc.Budget(calls=5), providers={"mock": KillAtDraft()})
+"""
+
+
+class ByStep(Counting):
+    """Counts the requests per step role."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.roles: Counter[str] = Counter()
+
+    async def complete(self, request: Any, on_event: Any = None) -> Any:
+        self.roles[request.step_role] += 1
+        return await super().complete(request, on_event)
+
+
+def _killed_at_draft(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """A one-case ``fixed`` eval SIGKILLed (in its own process) while its draft is in flight,
+    the route step answered and paid; returns the dataset, the journal and what was sent."""
+    data = _dataset(tmp_path / "d.jsonl", {"c0": PROMPTS["c0"]})
+    journal, seen = tmp_path / "j.jsonl", tmp_path / "seen.txt"
+    script = tmp_path / "killed.py"
+    script.write_text(KILLED_AT_DRAFT)
+    proc = subprocess.run(
+        [sys.executable, str(script), str(data), str(journal), str(seen), str(ROOT)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
+    assert seen.read_text().split() == ["router", "drafter"]  # route paid, draft in flight
+    return data, journal, seen
+
+
+def test_a_cell_killed_mid_run_resumes_without_paying_its_completed_steps_again(
+    tmp_path: Path,
+) -> None:
+    data, journal, seen = _killed_at_draft(tmp_path)
+
+    provider = ByStep()
+    notices: list[str] = []
+    receipt = loomc.prepare_eval(data, "fixed", project=ROOT).run(
+        journal=journal,
+        resume=True,
+        # route + the draft in flight + the 3 steps left: booking the route again in the
+        # eval-wide ledger would stop the cell short of its final step
+        totals=loomc.Budget(calls=5),
+        providers={"mock": provider},
+        on_notice=notices.append,
+    )
+    assert provider.roles["router"] == 0  # the completed step is never sent again
+    assert dict(provider.roles) == {"drafter": 1, "critic": 1, "finalizer": 1}
+    assert len(seen.read_text().split()) + sum(provider.roles.values()) <= 5  # the ceiling
+    assert any("1 call(s) were in flight" in n for n in notices)
+    (run,) = receipt.runs
+    assert run.status == "ok" and run.result is not None
+    assert run.result.stop_reason == "completed"
+    assert [s.status for s in run.result.steps] == ["ok"] * 4
+    assert run.result.calls == 4 and run.result.budget.used.calls == 4  # route counts for it
+    assert run.checks_passed  # the answer is whole
+    # an uninterrupted run of the same cell hashes the same receipt
+    whole = loomc.prepare_eval(data, "fixed", project=ROOT).run(providers={"mock": ByStep()})
+    assert whole.runs[0].result is not None
+    assert whole.runs[0].result.receipt_hash == run.result.receipt_hash
+
+
+def test_completed_steps_of_an_edited_case_are_not_reused(tmp_path: Path) -> None:
+    data, journal, _ = _killed_at_draft(tmp_path)
+    _dataset(data, {"c0": "Name seven colours, as an answer."})
+    provider = ByStep()
+    receipt = loomc.prepare_eval(data, "fixed", project=ROOT).run(
+        journal=journal, resume=True, providers={"mock": provider}
+    )
+    assert dict(provider.roles) == {"router": 1, "drafter": 1, "critic": 1, "finalizer": 1}
+    (run,) = receipt.runs
+    assert run.result is not None and run.result.calls == 4
+
+
+def test_unreadable_step_lines_are_ignored(tmp_path: Path) -> None:
+    journal = tmp_path / "j.jsonl"
+    good = {"id": "route", "role": "router", "worker": "w", "model": "m", "status": "ok"}
+    lines = [
+        {
+            "ledger": "step",
+            "id": "route",
+            "cell": ["c0", "fixed", 0],
+            "case_hash": "h",
+            "record": {"id": 3},
+        },
+        {
+            "ledger": "step",
+            "id": "route",
+            "cell": ["c0"],
+            "case_hash": "h",
+            "record": {**good, "output": "x"},
+        },
+        {
+            "ledger": "step",
+            "id": "route",
+            "cell": ["c0", "fixed", 0],
+            "case_hash": "h",
+            "record": good,
+        },
+        {
+            "ledger": "step",
+            "id": "other",
+            "cell": ["c0", "fixed", 0],
+            "case_hash": "h",
+            "record": {**good, "output": "x"},
+        },
+        {
+            "ledger": "step",
+            "id": "route",
+            "cell": ["c0", "fixed", 0],
+            "case_hash": "h",
+            "record": {**good, "status": "failed", "output": "x"},
+        },
+        {
+            "ledger": "step",
+            "id": "route",
+            "cell": ["c1", "fixed", "zero"],
+            "case_hash": "h",
+            "record": {**good, "output": "x"},
+        },
+    ]
+    journal.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    book = Journal(journal)
+    assert book.load() == {} and book.steps == {} and book.spent == Usage()
+    ok = {
+        "ledger": "step",
+        "id": "route",
+        "cell": ["c0", "fixed", 0],
+        "case_hash": "h",
+        "record": {**good, "output": "x"},
+        "booked": {"calls": 1, "tokens": -5},
+    }
+    journal.write_text(journal.read_text() + json.dumps(ok) + "\n")
+    book.load()
+    (done,) = book.completed(("c0", "fixed", 0), "h").values()
+    assert done.record.output == "x" and done.booked == Usage(calls=1)
+    assert book.completed(("c0", "fixed", 0), "other") == {}

@@ -39,14 +39,15 @@ def _untimed(value: Any) -> Any:
     return value
 
 
-def _journal_rows(path: Path) -> list[dict[str, Any]]:
+def _journal_rows(path: Path, kind: str | None = None) -> list[dict[str, Any]]:
+    """Finished cells (``kind`` None), or the ledger lines of one kind ("step", ...)."""
     rows = []
     for line in path.read_text(encoding="utf-8").splitlines() if path.exists() else []:
         try:
             row = json.loads(line)
         except ValueError:
             continue  # a torn last line
-        if "ledger" not in row:  # cells only, not reservations and settlements
+        if row.get("ledger") == kind:  # cells have no "ledger"
             rows.append(row)
     return rows
 
@@ -95,6 +96,12 @@ def test_sigkill_then_resume_matches_an_uninterrupted_run(
     before = _journal_rows(journal)
     assert 4 <= len(before) < cells, len(before)
     paid_before = sum(r["result"]["calls"] for r in before)
+    finished = {(r["case_id"], r["strategy"], r["iteration"]) for r in before}
+    # steps that completed in cells still running at the kill are paid, and journaled
+    paid_before += sum(
+        r["record"]["attempts"] for r in _journal_rows(journal, "step")
+        if tuple(r["cell"]) not in finished
+    )
 
     roles: Counter[str] = Counter()
     original = MockProvider.complete
