@@ -19,14 +19,18 @@ SIZES = (10, 100, 1000)
 
 def chain(n: int) -> str:
     steps = ['  step s0 : writer(drafter) { task "t" max_tokens 10 }']
-    steps += [f'  step s{i} : writer(drafter) sees s{i - 1} {{ task "t" max_tokens 10 }}' for i in range(1, n)]
+    steps += [
+        f'  step s{i} : writer(drafter) sees s{i - 1} {{ task "t" max_tokens 10 }}'
+        for i in range(1, n)
+    ]
     return "pipeline big {\n" + "\n".join(steps) + f"\n  answer s{n - 1}\n}}\n"
 
 
 def yaml_doc(n: int) -> str:
     return "steps:\n" + "".join(
         f"  - {{id: s{i}, role: writer, worker: drafter, task: t, max_tokens: 10, sees: [s{max(i - 1, 0)}]}}\n"
-        for i in range(n))
+        for i in range(n)
+    )
 
 
 def check_text(text: str) -> int:

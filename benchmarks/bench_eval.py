@@ -24,11 +24,33 @@ LATENCY_MS = 50
 
 
 def _pipeline() -> Pipeline:
-    step = StepNode(id="a", role="writer", worker="w", model="mock/m", provider="mock",
-                    provider_type="mock", group="g", task="t", max_tokens=50, timeout_ms=5000,
-                    retries=0, credits=Decimal(0), p95_ms=None, pricing=None)
-    return Pipeline(name="one", tier=None, policy="bench", instruction="", graph=StepGraph({"a": step}),
-                    answer=("a",), budget=Budget(), pipeline_budget=Budget(), tier_budget=Budget())
+    step = StepNode(
+        id="a",
+        role="writer",
+        worker="w",
+        model="mock/m",
+        provider="mock",
+        provider_type="mock",
+        group="g",
+        task="t",
+        max_tokens=50,
+        timeout_ms=5000,
+        retries=0,
+        credits=Decimal(0),
+        p95_ms=None,
+        pricing=None,
+    )
+    return Pipeline(
+        name="one",
+        tier=None,
+        policy="bench",
+        instruction="",
+        graph=StepGraph({"a": step}),
+        answer=("a",),
+        budget=Budget(),
+        pipeline_budget=Budget(),
+        tier_budget=Budget(),
+    )
 
 
 @pytest.mark.parametrize("concurrency", [1, 8, 32, 128])
@@ -43,11 +65,19 @@ def test_eval_throughput(benchmark, tmp_path: Path, concurrency: int) -> None:  
         journal = Journal(tmp_path / f"j{time.monotonic_ns()}.jsonl")
 
         async def go() -> None:
-            pool = ProviderPool({"mock": ProviderConfig(type="mock", mock=MockScript(latency_ms=LATENCY_MS))})
+            pool = ProviderPool(
+                {"mock": ProviderConfig(type="mock", mock=MockScript(latency_ms=LATENCY_MS))}
+            )
             async with pool:
-                await run_matrix(jobs, policy_pool=pool, profilers={False: profiler, True: profiler},
-                                 concurrency=concurrency, journal=journal, total=Budget(),
-                                 include_answers=False)
+                await run_matrix(
+                    jobs,
+                    policy_pool=pool,
+                    profilers={False: profiler, True: profiler},
+                    concurrency=concurrency,
+                    journal=journal,
+                    total=Budget(),
+                    include_answers=False,
+                )
 
         start = time.perf_counter()
         anyio.run(go)
@@ -56,6 +86,9 @@ def test_eval_throughput(benchmark, tmp_path: Path, concurrency: int) -> None:  
     elapsed = benchmark.pedantic(once, rounds=3, iterations=1)
     achieved = runs / elapsed
     ideal = concurrency / (LATENCY_MS / 1000)
-    benchmark.extra_info.update(runs=runs, achieved_rps=achieved, ideal_rps=ideal,
-                                ratio=achieved / ideal)
-    print(f"\nconcurrency {concurrency}: {achieved:.1f} runs/s vs ideal {ideal:.1f} ({achieved / ideal:.0%})")
+    benchmark.extra_info.update(
+        runs=runs, achieved_rps=achieved, ideal_rps=ideal, ratio=achieved / ideal
+    )
+    print(
+        f"\nconcurrency {concurrency}: {achieved:.1f} runs/s vs ideal {ideal:.1f} ({achieved / ideal:.0%})"
+    )

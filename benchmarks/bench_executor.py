@@ -43,14 +43,35 @@ def _pipeline(steps: int) -> Pipeline:
     prev: tuple[str, ...] = ()
     for i in range(steps):
         sid = f"s{i}"
-        nodes[sid] = StepNode(id=sid, role="writer", worker="w", model="gw/zero", provider="gw",
-                              provider_type="openai-compatible", group="g", task="t",
-                              max_tokens=50, timeout_ms=5000, retries=0, credits=Decimal(1),
-                              p95_ms=None, pricing=None, sees=prev)
+        nodes[sid] = StepNode(
+            id=sid,
+            role="writer",
+            worker="w",
+            model="gw/zero",
+            provider="gw",
+            provider_type="openai-compatible",
+            group="g",
+            task="t",
+            max_tokens=50,
+            timeout_ms=5000,
+            retries=0,
+            credits=Decimal(1),
+            p95_ms=None,
+            pricing=None,
+            sees=prev,
+        )
         prev = (sid,)
-    return Pipeline(name=f"p{steps}", tier=None, policy="bench", instruction="",
-                    graph=StepGraph(nodes), answer=(f"s{steps - 1}",), budget=Budget(calls=steps),
-                    pipeline_budget=Budget(), tier_budget=Budget())
+    return Pipeline(
+        name=f"p{steps}",
+        tier=None,
+        policy="bench",
+        instruction="",
+        graph=StepGraph(nodes),
+        answer=(f"s{steps - 1}",),
+        budget=Budget(calls=steps),
+        pipeline_budget=Budget(),
+        tier_budget=Budget(),
+    )
 
 
 def _time(fn: object, rounds: int = ROUNDS) -> float:
@@ -65,8 +86,7 @@ def _time(fn: object, rounds: int = ROUNDS) -> float:
 
 def _plain(server: ReplayServer, steps: int) -> float:
     """One client per run (as loomc opens one pool per run), `steps` sequential requests."""
-    body = {"model": "zero", "stream": True,
-            "messages": [{"role": "user", "content": "hello"}]}
+    body = {"model": "zero", "stream": True, "messages": [{"role": "user", "content": "hello"}]}
 
     async def once() -> None:
         async with httpx.AsyncClient(base_url=server.base_url) as client:
@@ -102,8 +122,13 @@ def test_executor_overhead(benchmark, server: ReplayServer, steps: int) -> None:
     baseline = _baseline.get(f"plain{steps}") or _plain(server, steps)
     overhead = (per_run - baseline) / steps
     benchmark.extra_info.update(
-        steps=steps, per_run_ms=per_run * 1000, plain_httpx_ms=baseline * 1000,
-        overhead_per_step_ms=overhead * 1000, ratio_vs_plain=per_run / baseline,
+        steps=steps,
+        per_run_ms=per_run * 1000,
+        plain_httpx_ms=baseline * 1000,
+        overhead_per_step_ms=overhead * 1000,
+        ratio_vs_plain=per_run / baseline,
     )
-    print(f"\n{steps}-step: loomc {per_run * 1000:.2f} ms, plain httpx {baseline * 1000:.2f} ms, "
-          f"overhead {overhead * 1000:.2f} ms/step ({per_run / baseline:.2f}x)")
+    print(
+        f"\n{steps}-step: loomc {per_run * 1000:.2f} ms, plain httpx {baseline * 1000:.2f} ms, "
+        f"overhead {overhead * 1000:.2f} ms/step ({per_run / baseline:.2f}x)"
+    )

@@ -58,8 +58,14 @@ def planner(tmp_path_factory: pytest.TempPathFactory) -> LearnedPlanner:
 def _search_per_decision_ms(rows: list[dict[str, Any]], repeats: int = 20) -> float:
     """The baseline, the way `loomc conductor predict --planner search` calls it."""
     search = SearchPlanner()
-    args = [(TaskProfile.from_dict(r["task"]), [WorkerProfile.from_dict(w) for w in r["workers"]],
-             Constraints.from_dict(r["constraints"])) for r in rows]
+    args = [
+        (
+            TaskProfile.from_dict(r["task"]),
+            [WorkerProfile.from_dict(w) for w in r["workers"]],
+            Constraints.from_dict(r["constraints"]),
+        )
+        for r in rows
+    ]
     started = time.perf_counter()
     for _ in range(repeats):
         for a in args:
@@ -68,28 +74,42 @@ def _search_per_decision_ms(rows: list[dict[str, Any]], repeats: int = 20) -> fl
 
 
 @pytest.mark.parametrize("batch", [1, 8])
-def test_learned_planner_per_decision(benchmark, planner: LearnedPlanner,  # type: ignore[no-untyped-def]
-                                      rows: list[dict[str, Any]], batch: int) -> None:
+def test_learned_planner_per_decision(
+    benchmark,
+    planner: LearnedPlanner,  # type: ignore[no-untyped-def]
+    rows: list[dict[str, Any]],
+    batch: int,
+) -> None:
     prompts = [r["prompt"] for r in rows[:batch]]
     benchmark.group = "per decision"
-    result = benchmark.pedantic(planner.generate_detailed, args=(prompts, batch), rounds=3,
-                                iterations=1, warmup_rounds=1)
+    result = benchmark.pedantic(
+        planner.generate_detailed, args=(prompts, batch), rounds=3, iterations=1, warmup_rounds=1
+    )
     per_decision_ms = benchmark.stats.stats.mean * 1000 / batch
     baseline_ms = _search_per_decision_ms(rows)
     tokens = sum(g.output_tokens for g in result) / len(result)
-    benchmark.extra_info.update({
-        "batch": batch, "per_decision_ms": round(per_decision_ms, 3),
-        "mean_output_tokens": tokens, "search_per_decision_ms": round(baseline_ms, 4),
-        "slowdown_vs_search": round(per_decision_ms / baseline_ms, 1),
-    })
-    print(f"\nlearned batch {batch}: {per_decision_ms:.1f} ms/decision ({tokens:.0f} tokens), "
-          f"search: {baseline_ms:.3f} ms/decision, ratio {per_decision_ms / baseline_ms:.0f}x")
+    benchmark.extra_info.update(
+        {
+            "batch": batch,
+            "per_decision_ms": round(per_decision_ms, 3),
+            "mean_output_tokens": tokens,
+            "search_per_decision_ms": round(baseline_ms, 4),
+            "slowdown_vs_search": round(per_decision_ms / baseline_ms, 1),
+        }
+    )
+    print(
+        f"\nlearned batch {batch}: {per_decision_ms:.1f} ms/decision ({tokens:.0f} tokens), "
+        f"search: {baseline_ms:.3f} ms/decision, ratio {per_decision_ms / baseline_ms:.0f}x"
+    )
 
 
 def test_search_planner_per_decision(benchmark, rows: list[dict[str, Any]]) -> None:  # type: ignore[no-untyped-def]
     search = SearchPlanner()
     r = rows[0]
-    args = (TaskProfile.from_dict(r["task"]), [WorkerProfile.from_dict(w) for w in r["workers"]],
-            Constraints.from_dict(r["constraints"]))
+    args = (
+        TaskProfile.from_dict(r["task"]),
+        [WorkerProfile.from_dict(w) for w in r["workers"]],
+        Constraints.from_dict(r["constraints"]),
+    )
     benchmark.group = "per decision"
     benchmark(lambda: search.plan(*args).to_json())

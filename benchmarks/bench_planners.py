@@ -76,8 +76,13 @@ def test_planning_latency_per_decision(benchmark, lines: list[str], name: str) -
 
     benchmark.pedantic(run_all, rounds=5, iterations=1, warmup_rounds=1)
     per_decision_ms = benchmark.stats.stats.min * 1000 / len(lines)
-    benchmark.extra_info.update(rows=len(lines), per_decision_ms=per_decision_ms,
-                                baseline_json_loads_ms=baseline_ms,
-                                ratio_to_baseline=per_decision_ms / baseline_ms)
-    print(f"\n{name}: {per_decision_ms * 1000:.1f} µs/decision over {len(lines)} rows; "
-          f"json.loads baseline {baseline_ms * 1000:.1f} µs ({per_decision_ms / baseline_ms:.1f}x)")
+    benchmark.extra_info.update(
+        rows=len(lines),
+        per_decision_ms=per_decision_ms,
+        baseline_json_loads_ms=baseline_ms,
+        ratio_to_baseline=per_decision_ms / baseline_ms,
+    )
+    print(
+        f"\n{name}: {per_decision_ms * 1000:.1f} µs/decision over {len(lines)} rows; "
+        f"json.loads baseline {baseline_ms * 1000:.1f} µs ({per_decision_ms / baseline_ms:.1f}x)"
+    )

@@ -64,8 +64,14 @@ def test_every_name_resolves_and_is_documented() -> None:
 
 
 def test_errors_are_exceptions() -> None:
-    for name in ("DiagnosticError", "PlanRejected", "BudgetRefused", "DatasetError",
-                 "StrategyError", "EvalAborted"):
+    for name in (
+        "DiagnosticError",
+        "PlanRejected",
+        "BudgetRefused",
+        "DatasetError",
+        "StrategyError",
+        "EvalAborted",
+    ):
         assert issubclass(getattr(loomc, name), loomc.LoomcError), name
 
 

@@ -104,8 +104,13 @@ def attach_random_lora(base_dir: str | Path, adapter_dir: str | Path, *, seed: i
 
     torch.manual_seed(seed)
     model = AutoModelForCausalLM.from_pretrained(str(base_dir), local_files_only=True)
-    config = LoraConfig(r=4, lora_alpha=8, lora_dropout=0.0, target_modules=list(LORA_TARGETS),
-                        task_type="CAUSAL_LM")
+    config = LoraConfig(
+        r=4,
+        lora_alpha=8,
+        lora_dropout=0.0,
+        target_modules=list(LORA_TARGETS),
+        task_type="CAUSAL_LM",
+    )
     peft_model = get_peft_model(model, config)
     with torch.no_grad():
         for name, param in peft_model.named_parameters():

@@ -54,9 +54,7 @@ class BudgetRefused(LoomcError, RuntimeError):
 
     def __init__(self, over: list[tuple[str, object, object]]) -> None:
         self.over = over
-        super().__init__(
-            "; ".join(f"worst-case {n} {w} exceeds the total {c}" for n, w, c in over)
-        )
+        super().__init__("; ".join(f"worst-case {n} {w} exceeds the total {c}" for n, w, c in over))
 
 
 @dataclass
@@ -120,8 +118,9 @@ class Evaluation:
             import tempfile
 
             with tempfile.TemporaryDirectory(prefix="loomc-eval-") as tmp:
-                return await self._arun(Journal(Path(tmp) / "journal.jsonl"), totals,
-                                        providers, on_done, on_notice)
+                return await self._arun(
+                    Journal(Path(tmp) / "journal.jsonl"), totals, providers, on_done, on_notice
+                )
         return await self._arun(book, totals, providers, on_done, on_notice)
 
     async def _arun(
@@ -134,9 +133,15 @@ class Evaluation:
     ) -> EvalReceipt:
         async def matrix(pool: ProviderPool) -> list[RunRecord]:
             return await run_matrix(
-                self.jobs, policy_pool=pool, profilers=self.profilers,
-                concurrency=self.concurrency, journal=journal, total=totals or Budget(),
-                include_answers=self.include_answers, on_done=on_done, judge=self.judge,
+                self.jobs,
+                policy_pool=pool,
+                profilers=self.profilers,
+                concurrency=self.concurrency,
+                journal=journal,
+                total=totals or Budget(),
+                include_answers=self.include_answers,
+                on_done=on_done,
+                judge=self.judge,
                 on_notice=on_notice,
             )
 
@@ -163,14 +168,24 @@ class Evaluation:
 
         pol = self.project.policy
         settings = EvalSettings(
-            dataset=str(self.dataset), dataset_sha256=sha256_file(self.dataset),
-            strategies=[s.name for s in self.strategies], iterations=self.iterations,
-            concurrency=self.concurrency, judge_model=None if self.judge is None else self.judge.model,
-            policy=pol.name, include_answers=self.include_answers, answers=answer_source(pol),
+            dataset=str(self.dataset),
+            dataset_sha256=sha256_file(self.dataset),
+            strategies=[s.name for s in self.strategies],
+            iterations=self.iterations,
+            concurrency=self.concurrency,
+            judge_model=None if self.judge is None else self.judge.model,
+            policy=pol.name,
+            include_answers=self.include_answers,
+            answers=answer_source(pol),
         )
         pricing = {k: v.model_dump(mode="json") for k, v in pol.pricing.items()}
-        return build_receipt(records, settings, pricing, loomc_version=__version__,
-                             created_at=datetime.now(UTC).isoformat(timespec="seconds"))
+        return build_receipt(
+            records,
+            settings,
+            pricing,
+            loomc_version=__version__,
+            created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        )
 
 
 def answer_source(policy: Policy) -> str:
@@ -212,16 +227,28 @@ def prepare_eval(
     chosen = parse_strategies(strategies, set(proj.pipeline_names()), tiers=proj.tiers())
     runs = len(cases) * len(chosen) * iterations
     if runs > MAX_RUNS:
-        raise ValueError(f"{len(cases)} cases x {len(chosen)} strategies x {iterations} "
-                         f"iterations is {runs:,} runs; one eval plans at most {MAX_RUNS:,}")
+        raise ValueError(
+            f"{len(cases)} cases x {len(chosen)} strategies x {iterations} "
+            f"iterations is {runs:,} runs; one eval plans at most {MAX_RUNS:,}"
+        )
     spec = resolve_judge(proj.policy, judge) if judge else None
     jobs = plan_jobs(proj, cases, chosen, iterations)
     if profilers is None:
         settings = proj.policy.risk
         semantic = RiskSettings(**{**settings.model_dump(), "profiler": "semantic"})
         profilers = {False: make_profiler(settings), True: make_profiler(semantic)}
-    return Evaluation(proj, path, cases, chosen, jobs, iterations, concurrency, spec,
-                      include_answers, dict(profilers))
+    return Evaluation(
+        proj,
+        path,
+        cases,
+        chosen,
+        jobs,
+        iterations,
+        concurrency,
+        spec,
+        include_answers,
+        dict(profilers),
+    )
 
 
 def evaluate(
@@ -246,11 +273,20 @@ def evaluate(
 
     Refuses to start (``BudgetRefused``) when the worst case passes ``totals``, unless
     ``run_until_budget``: then the totals stop it, never overshot."""
-    ev = prepare_eval(dataset, strategies, project=project, policy=policy,
-                      iterations=iterations, concurrency=concurrency, limit=limit, judge=judge,
-                      include_answers=include_answers)
+    ev = prepare_eval(
+        dataset,
+        strategies,
+        project=project,
+        policy=policy,
+        iterations=iterations,
+        concurrency=concurrency,
+        limit=limit,
+        judge=judge,
+        include_answers=include_answers,
+    )
     over = ev.over(totals or Budget())
     if over and not run_until_budget:
         raise BudgetRefused(over)
-    return ev.run(journal=journal, resume=resume, totals=totals, providers=providers,
-                  on_done=on_done)
+    return ev.run(
+        journal=journal, resume=resume, totals=totals, providers=providers, on_done=on_done
+    )

@@ -24,7 +24,9 @@ def run(args: argparse.Namespace) -> int:
         artifact = loomc.compile(args.paths, policy=args.policy)
     except loomc.DiagnosticError as exc:
         print(render_text(exc.diagnostics), file=sys.stderr)
-        print(f"loomc compile: {len(exc.diagnostics)} error(s); no artifact written", file=sys.stderr)
+        print(
+            f"loomc compile: {len(exc.diagnostics)} error(s); no artifact written", file=sys.stderr
+        )
         return 1
     text = dump_artifact(artifact)
     if args.output:

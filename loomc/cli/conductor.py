@@ -39,15 +39,23 @@ def _positive(text: str) -> int:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("conductor", help="conductor research: generate, predict, guard, score, stats")
+    p = sub.add_parser(
+        "conductor", help="conductor research: generate, predict, guard, score, stats"
+    )
     cmds = p.add_subparsers(dest="conductor_command", metavar="COMMAND")
 
-    g = cmds.add_parser("generate", help="write the loom-conductor-v2 corpus (byte-exact by default)")
+    g = cmds.add_parser(
+        "generate", help="write the loom-conductor-v2 corpus (byte-exact by default)"
+    )
     g.add_argument("--out", type=Path, required=True)
     g.add_argument("--seed", type=int)
     g.add_argument("--anchors", type=Path, help="JSON list of 3 measured worker anchors")
-    g.add_argument("--corpus", choices=("v2", "v3"), default="v2",
-                   help="v3: the corpus without v2's label leaks (loomc_research.v3)")
+    g.add_argument(
+        "--corpus",
+        choices=("v2", "v3"),
+        default="v2",
+        help="v3: the corpus without v2's label leaks (loomc_research.v3)",
+    )
     g.set_defaults(handler=_generate)
 
     pr = cmds.add_parser("predict", help="write prediction rows {id, prediction} for a planner")
@@ -56,8 +64,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     pr.add_argument("--output", type=Path, required=True)
     lg = pr.add_argument_group("learned planner (--planner learned; needs the conductor extra)")
     lg.add_argument("--base-model", type=Path, metavar="DIR", help="local base-model directory")
-    lg.add_argument("--adapter", type=Path, metavar="DIR",
-                    help="local LoRA adapter directory (omit for the base lane)")
+    lg.add_argument(
+        "--adapter",
+        type=Path,
+        metavar="DIR",
+        help="local LoRA adapter directory (omit for the base lane)",
+    )
     lg.add_argument("--revision", metavar="REV", help="base-model revision to record")
     lg.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     lg.add_argument("--dtype", choices=("auto", "float32", "bfloat16", "float16"), default="auto")
@@ -68,8 +80,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     gd = cmds.add_parser("guard", help="apply the reference runtime guard to raw predictions")
     gd.add_argument("--data", type=Path, required=True)
     gd.add_argument("--predictions", type=Path, required=True)
-    gd.add_argument("--output", type=Path, required=True,
-                    help="guarded rows; the summary goes to <output>.guard.json")
+    gd.add_argument(
+        "--output",
+        type=Path,
+        required=True,
+        help="guarded rows; the summary goes to <output>.guard.json",
+    )
     gd.set_defaults(handler=_guard)
 
     sc = cmds.add_parser("score", help="score predictions against corpus rows (§5)")
@@ -132,8 +148,10 @@ def _call(command: str, work: Callable[[Any], Any]) -> int:
 
 
 def _generate(args: argparse.Namespace) -> int:
-    return _call("generate", lambda r: r.generate(
-        args.out, seed=args.seed, anchors=args.anchors, corpus=args.corpus))
+    return _call(
+        "generate",
+        lambda r: r.generate(args.out, seed=args.seed, anchors=args.anchors, corpus=args.corpus),
+    )
 
 
 def _predict(args: argparse.Namespace) -> int:
@@ -142,9 +160,15 @@ def _predict(args: argparse.Namespace) -> int:
         if args.base_model is None:
             print(f"{_PROG} predict: --planner learned needs --base-model DIR", file=sys.stderr)
             return 2
-        learned = {"base_model": args.base_model, "adapter": args.adapter,
-                   "revision": args.revision, "device": args.device, "dtype": args.dtype,
-                   "max_new_tokens": args.max_new_tokens, "batch_size": args.batch_size}
+        learned = {
+            "base_model": args.base_model,
+            "adapter": args.adapter,
+            "revision": args.revision,
+            "device": args.device,
+            "dtype": args.dtype,
+            "max_new_tokens": args.max_new_tokens,
+            "batch_size": args.batch_size,
+        }
     return _call("predict", lambda r: r.predict(args.planner, args.data, args.output, **learned))
 
 
@@ -153,10 +177,18 @@ def _guard(args: argparse.Namespace) -> int:
 
 
 def _score(args: argparse.Namespace) -> int:
-    return _call("score", lambda r: r.score(
-        args.data, args.predictions, args.output, lane=args.lane, records=args.records))
+    return _call(
+        "score",
+        lambda r: r.score(
+            args.data, args.predictions, args.output, lane=args.lane, records=args.records
+        ),
+    )
 
 
 def _stats(args: argparse.Namespace) -> int:
-    return _call("stats", lambda r: r.stats(
-        args.deterministic, args.base, args.trained, args.output, iterations=args.iterations))
+    return _call(
+        "stats",
+        lambda r: r.stats(
+            args.deterministic, args.base, args.trained, args.output, iterations=args.iterations
+        ),
+    )

@@ -21,20 +21,29 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--iterations", type=int, default=1)
     p.add_argument("--concurrency", type=int, default=4)
     p.add_argument("--limit", type=int)
-    p.add_argument("--judge-model", metavar="REF",
-                   help="blinded judge: a worker name or provider/model of the policy; it sees "
-                        "only task, rubric and answer, and its cost is reported separately")
+    p.add_argument(
+        "--judge-model",
+        metavar="REF",
+        help="blinded judge: a worker name or provider/model of the policy; it sees "
+        "only task, rubric and answer, and its cost is reported separately",
+    )
     p.add_argument("--include-answers", action="store_true")
-    p.add_argument("--output", type=Path,
-                   help=".json/.html/.md/.svg; the JSON receipt is always written beside it")
+    p.add_argument(
+        "--output",
+        type=Path,
+        help=".json/.html/.md/.svg; the JSON receipt is always written beside it",
+    )
     p.add_argument("--artifacts", metavar="PREFIX", help="write PREFIX.{html,svg,md,json}")
     p.add_argument("--resume", action="store_true", help="reuse finished cells from the journal")
     p.add_argument("--dry-run", action="store_true", help="print the worst-case estimate and exit")
     p.add_argument("--max-total-calls", type=int)
     p.add_argument("--max-total-credits", type=_decimal)
     p.add_argument("--max-total-cost", type=_decimal)
-    p.add_argument("--run-until-budget", action="store_true",
-                   help="start even if the worst case exceeds the totals; stop when they are hit")
+    p.add_argument(
+        "--run-until-budget",
+        action="store_true",
+        help="start even if the worst case exceeds the totals; stop when they are hit",
+    )
     p.add_argument("--policy", type=Path)
     add_reference_flags(p, adaptive=False)
     p.add_argument("--project", type=Path, default=Path("."))
@@ -73,14 +82,21 @@ def run(args: argparse.Namespace) -> int:
         for path in [journal, *dict.fromkeys(outputs)]:
             problem = _unwritable(path)
             if problem is not None:
-                print(f"loomc eval: cannot write {path}: {problem}; nothing was run",
-                      file=sys.stderr)
+                print(
+                    f"loomc eval: cannot write {path}: {problem}; nothing was run", file=sys.stderr
+                )
                 return 2
     try:
         ev = loomc.prepare_eval(
-            args.dataset, args.strategies, project=args.project, policy=args.policy,
-            iterations=args.iterations, concurrency=args.concurrency, limit=args.limit,
-            judge=args.judge_model, include_answers=args.include_answers,
+            args.dataset,
+            args.strategies,
+            project=args.project,
+            policy=args.policy,
+            iterations=args.iterations,
+            concurrency=args.concurrency,
+            limit=args.limit,
+            judge=args.judge_model,
+            include_answers=args.include_answers,
         )
     except loomc.DatasetError as exc:
         print("\n".join(exc.messages), file=sys.stderr)
@@ -95,13 +111,17 @@ def run(args: argparse.Namespace) -> int:
     if args.dry_run:
         print(ev.estimate_json())
         return 0
-    totals = loomc.Budget(calls=args.max_total_calls, credits=args.max_total_credits,
-                          cost=args.max_total_cost)
+    totals = loomc.Budget(
+        calls=args.max_total_calls, credits=args.max_total_credits, cost=args.max_total_cost
+    )
     over = ev.over(totals)
     if over and not args.run_until_budget:
         for n, w, c in over:
-            print(f"loomc eval: worst-case {n} {w} exceeds --max-total-{n} {c}; refusing to start "
-                  "(pass --run-until-budget to run until the budget stops it)", file=sys.stderr)
+            print(
+                f"loomc eval: worst-case {n} {w} exceeds --max-total-{n} {c}; refusing to start "
+                "(pass --run-until-budget to run until the budget stops it)",
+                file=sys.stderr,
+            )
         return 1
     receipt, code = _run_with_progress(ev, journal, args.resume, totals)
     if receipt is None:
@@ -111,17 +131,24 @@ def run(args: argparse.Namespace) -> int:
             out.parent.mkdir(parents=True, exist_ok=True)
             loomc.render(receipt, out)
         except OSError as exc:  # e.g. the disk filled up during the eval
-            print(f"loomc eval: cannot write {out}: {exc.strerror or exc}; the results are kept "
-                  f"in {journal}: rerun with --resume to write the reports without paying again",
-                  file=sys.stderr)
+            print(
+                f"loomc eval: cannot write {out}: {exc.strerror or exc}; the results are kept "
+                f"in {journal}: rerun with --resume to write the reports without paying again",
+                file=sys.stderr,
+            )
             return 1
         print(f"wrote {out}", file=sys.stderr)
     _print_summary(receipt)
-    passed = [(r, r.result) for r in receipt.runs if r.result is not None
-              and r.result.stop_reason == "over-ceiling"]
+    passed = [
+        (r, r.result)
+        for r in receipt.runs
+        if r.result is not None and r.result.stop_reason == "over-ceiling"
+    ]
     for r, res in passed[:5]:  # a provider reported more than a ceiling allowed: say so, exit 1
-        print(f"loomc eval: case {r.case_id!r} x {r.strategy} #{r.iteration}: {res.error}",
-              file=sys.stderr)
+        print(
+            f"loomc eval: case {r.case_id!r} x {r.strategy} #{r.iteration}: {res.error}",
+            file=sys.stderr,
+        )
     return 1 if passed else 0
 
 
@@ -161,41 +188,59 @@ def _run_with_progress(ev: Any, journal: Path, resume: bool, totals: Any) -> tup
     with Progress(transient=True, disable=not sys.stderr.isatty()) as progress:
         task = progress.add_task("eval", total=len(ev.jobs))
         try:
-            return ev.run(journal=journal, resume=resume, totals=totals,
-                          on_done=lambda _r: progress.advance(task),
-                          on_notice=lambda line: print(f"loomc eval: {line}", file=sys.stderr)), 0
+            return ev.run(
+                journal=journal,
+                resume=resume,
+                totals=totals,
+                on_done=lambda _r: progress.advance(task),
+                on_notice=lambda line: print(f"loomc eval: {line}", file=sys.stderr),
+            ), 0
         except loomc.EvalAborted as exc:
-            print(f"loomc eval: aborted: {exc} ({journal}); fix the cause and rerun with "
-                  "--resume to finish", file=sys.stderr)
+            print(
+                f"loomc eval: aborted: {exc} ({journal}); fix the cause and rerun with "
+                "--resume to finish",
+                file=sys.stderr,
+            )
         except KeyboardInterrupt:
-            print(f"loomc eval: interrupted; finished runs are kept in {journal}; rerun with "
-                  "--resume to finish", file=sys.stderr)
+            print(
+                f"loomc eval: interrupted; finished runs are kept in {journal}; rerun with "
+                "--resume to finish",
+                file=sys.stderr,
+            )
             return None, 130
     return None, 1
 
 
 def _print_estimate(ev: Any) -> None:
     est, judge = ev.estimate, ev.judge
-    print(f"pre-flight worst case for {len(ev.jobs)} runs: {est.total_calls} calls, "
-          f"{est.total_tokens if est.total_tokens is not None else 'unbounded'} tokens, "
-          f"{est.total_credits} credits, "
-          f"{'$' + str(est.total_cost) if est.total_cost is not None else 'USD unknown'}",
-          file=sys.stderr)
+    print(
+        f"pre-flight worst case for {len(ev.jobs)} runs: {est.total_calls} calls, "
+        f"{est.total_tokens if est.total_tokens is not None else 'unbounded'} tokens, "
+        f"{est.total_credits} credits, "
+        f"{'$' + str(est.total_cost) if est.total_cost is not None else 'USD unknown'}",
+        file=sys.stderr,
+    )
     for name, row in est.per_strategy.items():
-        print(f"  {name:<22} {row['runs']} runs  {row['calls']} calls  {row['credits']} credits",
-              file=sys.stderr)
+        print(
+            f"  {name:<22} {row['runs']} runs  {row['calls']} calls  {row['credits']} credits",
+            file=sys.stderr,
+        )
     if judge is not None:
-        print(f"  {'judge ' + judge.model:<22} {est.judge_calls} calls  {est.judge_credits} "
-              f"credits  {'$' + str(est.judge_cost) if est.judge_cost is not None else 'USD unknown'}"
-              " (included above)", file=sys.stderr)
+        print(
+            f"  {'judge ' + judge.model:<22} {est.judge_calls} calls  {est.judge_credits} "
+            f"credits  {'$' + str(est.judge_cost) if est.judge_cost is not None else 'USD unknown'}"
+            " (included above)",
+            file=sys.stderr,
+        )
 
 
 def _print_summary(receipt: Any) -> None:
     def num(value: float | None, digits: int = 2) -> str:
         return "-" if value is None else f"{value:.{digits}f}"
 
-    def interval(ci: tuple[float, float] | None, point: float | None, digits: int = 1,
-                 scale: float = 1) -> str:
+    def interval(
+        ci: tuple[float, float] | None, point: float | None, digits: int = 1, scale: float = 1
+    ) -> str:
         if point is None:
             return ""
         if ci is None:
@@ -208,28 +253,42 @@ def _print_summary(receipt: Any) -> None:
     for m in receipt.metrics:
         checks = " (checks only)" if m.quality_source == "checks" else ""
         passed = "-" if m.pass_rate is None else f"{m.pass_rate * 100:.0f}%"
-        print(f"{m.strategy:<22} quality {num(m.quality_mean, 1)}"
-              f"{interval(m.quality_ci, m.quality_mean)}{checks}  pass {passed}"
-              f"{interval(m.pass_ci, m.pass_rate, 0, 100)}  calls {num(m.avg_calls)}  "
-              f"{usd(m.avg_cost_usd)}/run{' (unpriced)' if m.missing_pricing else ''}  "
-              f"p50 {num(m.p50_ms, 0)} ms  p95 {num(m.p95_ms, 0)} ms  "
-              f"route {num(m.route_accuracy)}  over {num(m.over_escalation_rate)}  "
-              f"under {num(m.under_escalation_rate)}", file=sys.stderr)
+        print(
+            f"{m.strategy:<22} quality {num(m.quality_mean, 1)}"
+            f"{interval(m.quality_ci, m.quality_mean)}{checks}  pass {passed}"
+            f"{interval(m.pass_ci, m.pass_rate, 0, 100)}  calls {num(m.avg_calls)}  "
+            f"{usd(m.avg_cost_usd)}/run{' (unpriced)' if m.missing_pricing else ''}  "
+            f"p50 {num(m.p50_ms, 0)} ms  p95 {num(m.p95_ms, 0)} ms  "
+            f"route {num(m.route_accuracy)}  over {num(m.over_escalation_rate)}  "
+            f"under {num(m.under_escalation_rate)}",
+            file=sys.stderr,
+        )
     source = receipt.settings.answers
     if source not in (None, "model"):
         some = " for some workers" if source.endswith("+model") else ""
-        print(f"note: answers are {source.removesuffix('+model')} by the mock provider{some}, not "
-              "written by a model: the numbers show the pipeline, not model quality",
-              file=sys.stderr)
+        print(
+            f"note: answers are {source.removesuffix('+model')} by the mock provider{some}, not "
+            "written by a model: the numbers show the pipeline, not model quality",
+            file=sys.stderr,
+        )
     if receipt.judge is not None:
         j = receipt.judge
-        print(f"judge {j.model}: {j.calls} calls, {j.tokens} tokens, "
-              f"{'$' + j.cost_usd if j.cost_usd is not None else 'USD unknown'} (not in workflow "
-              f"cost); {j.judged} judged, {j.errors} judge error(s)", file=sys.stderr)
+        print(
+            f"judge {j.model}: {j.calls} calls, {j.tokens} tokens, "
+            f"{'$' + j.cost_usd if j.cost_usd is not None else 'USD unknown'} (not in workflow "
+            f"cost); {j.judged} judged, {j.errors} judge error(s)",
+            file=sys.stderr,
+        )
         if j.pending:
-            print(f"loomc eval: {j.pending} run(s) not judged within the eval-wide budget; rerun "
-                  "with --resume and a larger budget to judge them", file=sys.stderr)
+            print(
+                f"loomc eval: {j.pending} run(s) not judged within the eval-wide budget; rerun "
+                "with --resume and a larger budget to judge them",
+                file=sys.stderr,
+            )
     stopped = sum(r.status == "budget-stopped" for r in receipt.runs)
     if stopped:
-        print(f"loomc eval: {stopped} run(s) stopped by the eval-wide budget; rerun with --resume "
-              "and a larger budget to finish them", file=sys.stderr)
+        print(
+            f"loomc eval: {stopped} run(s) stopped by the eval-wide budget; rerun with --resume "
+            "and a larger budget to finish them",
+            file=sys.stderr,
+        )

@@ -98,8 +98,14 @@ def resolve_device(device: str = "auto") -> str:
     return device
 
 
-_DTYPES = {"float32": "float32", "fp32": "float32", "bfloat16": "bfloat16", "bf16": "bfloat16",
-           "float16": "float16", "fp16": "float16"}
+_DTYPES = {
+    "float32": "float32",
+    "fp32": "float32",
+    "bfloat16": "bfloat16",
+    "bf16": "bfloat16",
+    "float16": "float16",
+    "fp16": "float16",
+}
 
 
 def resolve_dtype(dtype: str, device: str) -> Any:
@@ -227,7 +233,9 @@ class LearnedPlanner:
             raise LearnedPlannerError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
         base = _check_dir(base_model, "base model", ("config.json",))
         adapter_dir = (
-            _check_dir(adapter, "adapter", ("adapter_config.json",)) if adapter is not None else None
+            _check_dir(adapter, "adapter", ("adapter_config.json",))
+            if adapter is not None
+            else None
         )
         _check_revision(base, revision)
         torch = _require("torch")
@@ -344,4 +352,3 @@ class LearnedPlanner:
             bos_token_id=self.tokenizer.bos_token_id,
             use_cache=True,
         )
-

@@ -101,8 +101,9 @@ def _label(
     table: Mapping[str, WorkerProfile],
     codes: Sequence[str],
 ) -> dict[str, Any]:
-    return label_record(constraints, candidate, outcome(task, candidate, table),
-                        sorted(set(codes))[:4])
+    return label_record(
+        constraints, candidate, outcome(task, candidate, table), sorted(set(codes))[:4]
+    )
 
 
 class RiskPlanner:

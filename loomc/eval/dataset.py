@@ -178,4 +178,3 @@ def read_text(path: Path) -> str:
                 "save it as UTF-8"
             ]
         ) from None
-

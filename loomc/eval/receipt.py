@@ -83,8 +83,9 @@ def judge_summary(records: Sequence[RunRecord]) -> JudgeSummary | None:
         pending=sum(v.status == "budget-stopped" for v in verdicts),
         calls=sum(v.calls for v in verdicts),
         tokens=sum(int(v.usage.get("total_tokens", 0)) for v in verdicts),
-        cost_usd=None if unpriced else str(sum((v.cost for v in paid if v.cost is not None),
-                                                Decimal(0))),
+        cost_usd=None
+        if unpriced
+        else str(sum((v.cost for v in paid if v.cost is not None), Decimal(0))),
         credits=str(sum(credits, Decimal(0))) if credits else None,
         missing_pricing=unpriced,
     )

@@ -50,8 +50,9 @@ class Job:
         return case_hash(self.case, self.pipeline.key)
 
 
-def plan_jobs(project: Project, cases: Sequence[Case], strategies: Sequence[Strategy],
-              iterations: int) -> list[Job]:
+def plan_jobs(
+    project: Project, cases: Sequence[Case], strategies: Sequence[Strategy], iterations: int
+) -> list[Job]:
     """Compile every (pipeline, tier) once; raises DiagnosticError before any call."""
     compiled: dict[tuple[str, str | None], Pipeline] = {}
     jobs = []
@@ -93,8 +94,10 @@ def preflight(jobs: Sequence[Job], judge: JudgeSpec | None = None) -> Estimate:
     est = Estimate(per, 0, 0, Decimal(0), Decimal(0))
     for job in jobs:
         wc = cache.setdefault(job.pipeline.key, worst_case(job.pipeline))
-        row = per.setdefault(job.strategy.name, {"runs": 0, "calls": 0, "tokens": 0,
-                                                 "credits": Decimal(0), "cost": Decimal(0)})
+        row = per.setdefault(
+            job.strategy.name,
+            {"runs": 0, "calls": 0, "tokens": 0, "credits": Decimal(0), "cost": Decimal(0)},
+        )
         row["runs"] = int(str(row["runs"])) + 1
         row["calls"] = int(str(row["calls"])) + wc.calls
         row["tokens"] = _add_int(row["tokens"], wc.tokens)
@@ -144,8 +147,9 @@ def with_checks(job: Job, record: RunRecord) -> RunRecord:
     if record.result is None or record.status != "ok" or not job.case.checks:
         return record
     checks = run_checks(list(job.case.checks), record.result.answer)
-    return record.model_copy(update={"checks": checks,
-                                     "checks_passed": all(c.passed for c in checks)})
+    return record.model_copy(
+        update={"checks": checks, "checks_passed": all(c.passed for c in checks)}
+    )
 
 
 def grade(record: RunRecord) -> RunRecord:
@@ -172,8 +176,9 @@ def grade(record: RunRecord) -> RunRecord:
         passed, quality = None, None
     else:
         passed, quality = False, None
-    return record.model_copy(update={"passed": passed, "quality": quality,
-                                     "quality_source": source})
+    return record.model_copy(
+        update={"passed": passed, "quality": quality, "quality_source": source}
+    )
 
 
 def score(job: Job, record: RunRecord) -> RunRecord:
@@ -181,20 +186,32 @@ def score(job: Job, record: RunRecord) -> RunRecord:
 
 
 def needs_judging(record: RunRecord) -> bool:
-    return record.status == "ok" and record.result is not None and (
-        record.judge is None or record.judge.status == "budget-stopped")
+    return (
+        record.status == "ok"
+        and record.result is not None
+        and (record.judge is None or record.judge.status == "budget-stopped")
+    )
 
 
 def _verdict(spec: JudgeSpec, v: Verdict) -> JudgeVerdict:
     return JudgeVerdict(
-        status=v.status, score=v.score, passed=v.passed, reason=v.reason, model=spec.model,
+        status=v.status,
+        score=v.score,
+        passed=v.passed,
+        reason=v.reason,
+        model=spec.model,
         calls=v.calls,
-        usage={"prompt_tokens": v.prompt_tokens, "completion_tokens": v.completion_tokens,
-               "total_tokens": v.prompt_tokens + v.completion_tokens,
-               "estimated_credits": str(spec.credits * v.calls)},
+        usage={
+            "prompt_tokens": v.prompt_tokens,
+            "completion_tokens": v.completion_tokens,
+            "total_tokens": v.prompt_tokens + v.completion_tokens,
+            "estimated_credits": str(spec.credits * v.calls),
+        },
         cost=v.cost,
         credits=v.credits,
-        elapsed_ms=v.elapsed_ms, error=v.error, reply=v.reply,
+        elapsed_ms=v.elapsed_ms,
+        error=v.error,
+        reply=v.reply,
     )
 
 
@@ -224,18 +241,23 @@ async def run_matrix(
         del done[cell]
     if stale and on_notice is not None:
         cases = sorted({c for c, _, _ in stale})
-        on_notice(f"{len(cases)} case(s) changed since they were journaled "
-                  f"({', '.join(map(repr, cases[:5]))}{', ...' if len(cases) > 5 else ''}): "
-                  f"re-running {len(stale)} cell(s)")
+        on_notice(
+            f"{len(cases)} case(s) changed since they were journaled "
+            f"({', '.join(map(repr, cases[:5]))}{', ...' if len(cases) > 5 else ''}): "
+            f"re-running {len(stale)} cell(s)"
+        )
     eval_ledger = Ledger(total, name="eval")
     # resumed work, and calls in flight at an interruption, count against the eval-wide budget
     eval_ledger.committed = eval_ledger.peak = journal.spent
     if journal.in_flight and on_notice is not None:
-        on_notice(f"{journal.in_flight} call(s) were in flight when the eval was interrupted; "
-                  "they count as spent at their worst case")
+        on_notice(
+            f"{journal.in_flight} call(s) were in flight when the eval was interrupted; "
+            "they count as spent at their worst case"
+        )
     limiter = anyio.CapacityLimiter(max(1, concurrency))
     results: dict[Cell, RunRecord] = {
-        k: _public(grade(r), include_answers) for k, r in done.items()
+        k: _public(grade(r), include_answers)
+        for k, r in done.items()
         if judge is None or not needs_judging(r)
     }
     running: set[Cell] = set()
@@ -243,24 +265,44 @@ async def run_matrix(
 
     async def judged(job: Job, record: RunRecord, fresh: bool) -> RunRecord:
         assert judge is not None and record.result is not None
-        answer = record.answer if record.answer is not None else (
-            record.result.answer if fresh else None)
+        answer = (
+            record.answer
+            if record.answer is not None
+            else (record.result.answer if fresh else None)
+        )
         if answer is None:
-            return record.model_copy(update={"judge": JudgeVerdict(
-                status="error", model=judge.model,
-                error="the answer was not kept in the journal (it was journaled before judging "
-                      "was requested); rerun without --resume to judge it")})
+            return record.model_copy(
+                update={
+                    "judge": JudgeVerdict(
+                        status="error",
+                        model=judge.model,
+                        error="the answer was not kept in the journal (it was journaled before judging "
+                        "was requested); rerun without --resume to judge it",
+                    )
+                }
+            )
         if not answer.strip():
-            return record.model_copy(update={"judge": JudgeVerdict(
-                status="skipped", model=judge.model, passed=False,
-                reason="the run produced no answer")})
+            return record.model_copy(
+                update={
+                    "judge": JudgeVerdict(
+                        status="skipped",
+                        model=judge.model,
+                        passed=False,
+                        reason="the run produced no answer",
+                    )
+                }
+            )
         if fresh:  # the workflow is paid: journal it first so a kill never re-pays it
-            journal.append(_journaled(record.model_copy(update={"answer": answer})),
-                           job.case_hash)
-        v = await run_judge(judge, pool=policy_pool, ledger=cell_ledger(job),
-                            task=job.case.prompt,
-                            rubric=job.case.rubric, answer=answer,
-                            bound=judge_input_bound(job.pipeline, job.case.rubric))
+            journal.append(_journaled(record.model_copy(update={"answer": answer})), job.case_hash)
+        v = await run_judge(
+            judge,
+            pool=policy_pool,
+            ledger=cell_ledger(job),
+            task=job.case.prompt,
+            rubric=job.case.rubric,
+            answer=answer,
+            bound=judge_input_bound(job.pipeline, job.case.rubric),
+        )
         return record.model_copy(update={"judge": _verdict(judge, v), "answer": answer})
 
     def cell_ledger(job: Job) -> Ledger:
@@ -272,20 +314,29 @@ async def run_matrix(
         try:
             async with limiter:
                 if prior is None:
-                    result = await execute(job.pipeline, job.case.prompt, pool=policy_pool,
-                                           profiler=profilers[job.strategy.semantic],
-                                           stream=False, parent_ledger=cell_ledger(job),
-                                           completed=journal.completed(job.key, job.case_hash),
-                                           on_step=partial(journal.step, job.key,
-                                                           case_hash=job.case_hash))
+                    result = await execute(
+                        job.pipeline,
+                        job.case.prompt,
+                        pool=policy_pool,
+                        profiler=profilers[job.strategy.semantic],
+                        stream=False,
+                        parent_ledger=cell_ledger(job),
+                        completed=journal.completed(job.key, job.case_hash),
+                        on_step=partial(journal.step, job.key, case_hash=job.case_hash),
+                    )
                     stop = result.stop_reason
                     stopped = result.calls == 0 and (
-                        stop.dimension is not None or stop is StopReason.OVER_CEILING)
+                        stop.dimension is not None or stop is StopReason.OVER_CEILING
+                    )
                     record = RunRecord(
-                        case_id=job.case.id, strategy=job.strategy.name,
-                        iteration=job.iteration, difficulty=job.case.difficulty,
-                        expected_escalation=job.case.expected_escalation, result=result,
-                        status="budget-stopped" if stopped else "ok", error=result.error,
+                        case_id=job.case.id,
+                        strategy=job.strategy.name,
+                        iteration=job.iteration,
+                        difficulty=job.case.difficulty,
+                        expected_escalation=job.case.expected_escalation,
+                        result=result,
+                        status="budget-stopped" if stopped else "ok",
+                        error=result.error,
                         answer=result.answer if include_answers else None,
                     )
                     record = with_checks(job, record)
@@ -294,8 +345,13 @@ async def run_matrix(
                 if judge is not None and needs_judging(record):
                     record = await judged(job, record, fresh=prior is None)
                 record = grade(record)
-            final = record if judge is not None and needs_judging(record) else (
-                record.model_copy(update={"answer": record.answer if include_answers else None}))
+            final = (
+                record
+                if judge is not None and needs_judging(record)
+                else (
+                    record.model_copy(update={"answer": record.answer if include_answers else None})
+                )
+            )
             journal.append(_journaled(final), job.case_hash)
             results[job.key] = _public(record, include_answers)
             running.discard(job.key)
@@ -325,8 +381,9 @@ def _journaled(record: RunRecord) -> RunRecord:
     if record.result is None:
         return record
     steps = [s.model_copy(update={"output": None}) for s in record.result.steps]
-    return record.model_copy(update={"result": record.result.model_copy(
-        update={"steps": steps, "answer": ""})})
+    return record.model_copy(
+        update={"result": record.result.model_copy(update={"steps": steps, "answer": ""})}
+    )
 
 
 def _public(record: RunRecord, include_answers: bool) -> RunRecord:
@@ -349,14 +406,31 @@ def _stale(jobs: Sequence[Job], done: dict[Cell, RunRecord], journal: Journal) -
 
 
 def estimate_json(est: Estimate) -> str:
-    return json.dumps({"per_strategy": est.per_strategy, "total_calls": est.total_calls,
-                       "total_tokens": est.total_tokens, "total_credits": str(est.total_credits),
-                       "total_cost": None if est.total_cost is None else str(est.total_cost),
-                       "judge": {"calls": est.judge_calls, "tokens": est.judge_tokens,
-                                 "credits": str(est.judge_credits),
-                                 "cost": None if est.judge_cost is None else str(est.judge_cost)}},
-                      default=str, indent=2)
+    return json.dumps(
+        {
+            "per_strategy": est.per_strategy,
+            "total_calls": est.total_calls,
+            "total_tokens": est.total_tokens,
+            "total_credits": str(est.total_credits),
+            "total_cost": None if est.total_cost is None else str(est.total_cost),
+            "judge": {
+                "calls": est.judge_calls,
+                "tokens": est.judge_tokens,
+                "credits": str(est.judge_credits),
+                "cost": None if est.judge_cost is None else str(est.judge_cost),
+            },
+        },
+        default=str,
+        indent=2,
+    )
 
 
-__all__ = ["DiagnosticError", "EvalAborted", "Job", "Journal", "plan_jobs", "preflight",
-           "run_matrix"]
+__all__ = [
+    "DiagnosticError",
+    "EvalAborted",
+    "Job",
+    "Journal",
+    "plan_jobs",
+    "preflight",
+    "run_matrix",
+]

@@ -85,7 +85,9 @@ _AMOUNT_SCHEMA = {
 DurationMs = Annotated[
     int, BeforeValidator(_duration), Field(ge=0, le=MAX_AMOUNT), WithJsonSchema(_DURATION_SCHEMA)
 ]
-Amount = Annotated[Decimal, BeforeValidator(_decimal), Field(ge=0, le=MAX_AMOUNT), WithJsonSchema(_AMOUNT_SCHEMA)]
+Amount = Annotated[
+    Decimal, BeforeValidator(_decimal), Field(ge=0, le=MAX_AMOUNT), WithJsonSchema(_AMOUNT_SCHEMA)
+]
 
 
 class _Model(BaseModel):

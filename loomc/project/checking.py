@@ -105,9 +105,7 @@ def check_paths(
         variants: dict[str, list[tuple[str | None, list[Diagnostic]]]] = {}
         for pipeline in compiled:
             result.pipelines.append((str(pol_path), pipeline))
-            variants.setdefault(pipeline.name, []).append(
-                (pipeline.tier, check_pipeline(pipeline))
-            )
+            variants.setdefault(pipeline.name, []).append((pipeline.tier, check_pipeline(pipeline)))
         for found in variants.values():
             result.diagnostics += merge_tiers(found)
     result.diagnostics = _dedupe(result.diagnostics)

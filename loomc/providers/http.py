@@ -230,8 +230,13 @@ class HTTPProvider:
                 if text:
                     await sink(StreamEvent(kind="token", text=text))
             else:
-                await sink(StreamEvent(kind=event.kind, text=redact_secrets(event.text),
-                                       frame=redact_data(event.frame)))
+                await sink(
+                    StreamEvent(
+                        kind=event.kind,
+                        text=redact_secrets(event.text),
+                        frame=redact_data(event.frame),
+                    )
+                )
 
         try:
             completion = await self._complete(request, forward if sink is not None else None)
@@ -248,7 +253,8 @@ class HTTPProvider:
         return dataclasses.replace(
             completion,
             content=redact_secrets(completion.content),
-            finish_reason=None if completion.finish_reason is None
+            finish_reason=None
+            if completion.finish_reason is None
             else redact_secrets(completion.finish_reason),
             receipt=receipt,
             frames=tuple(redact_data(f) for f in completion.frames),
@@ -263,8 +269,11 @@ class HTTPProvider:
     def client(self) -> httpx.AsyncClient:
         if self._client is None:
             self._client = build_client(
-                self.name, self.cfg, self._env,
-                default_base_url=self.default_base_url, default_headers=self.default_headers,
+                self.name,
+                self.cfg,
+                self._env,
+                default_base_url=self.default_base_url,
+                default_headers=self.default_headers,
             )
         return self._client
 
@@ -283,7 +292,10 @@ def failure(exc: httpx.HTTPError, partial: str, *, provider: str, model: str) ->
     if partial and isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError)):
         return StreamDropped(
             f"{provider}: connection dropped mid-stream after {len(partial)} chars "
-            f"({type(exc).__name__})", partial=partial, provider=provider, model=model,
+            f"({type(exc).__name__})",
+            partial=partial,
+            provider=provider,
+            model=model,
         )
     return transport_error(exc, provider=provider, model=model)
 

@@ -66,7 +66,9 @@ class OllamaProvider(HTTPProvider):
         final: Mapping[str, Any] | None = None
         try:
             async with client.stream(
-                "POST", "api/chat", json=self.body(request),
+                "POST",
+                "api/chat",
+                json=self.body(request),
                 timeout=request_timeout(request, client),
             ) as response:
                 if response.status_code >= 400:
@@ -95,7 +97,8 @@ class OllamaProvider(HTTPProvider):
         if final is None:
             raise StreamDropped(
                 f"{self.name}: stream closed before its done line ({len(content)} chars)",
-                partial=content, **ids,
+                partial=content,
+                **ids,
             )
         pt, ct = _count(final.get("prompt_eval_count")), _count(final.get("eval_count"))
         usage = TokenUsage(
@@ -117,15 +120,16 @@ class OllamaProvider(HTTPProvider):
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
             raise MalformedResponse(
-                f"{self.name}: malformed NDJSON line {lineno} ({exc.msg}): "
-                f"{excerpt(line, 120)!r}", **ids,
+                f"{self.name}: malformed NDJSON line {lineno} ({exc.msg}): {excerpt(line, 120)!r}",
+                **ids,
             ) from exc
         if not isinstance(obj, Mapping):
             raise MalformedResponse(f"{self.name}: NDJSON line {lineno} is not an object", **ids)
         if "error" in obj:
             raise HTTPStatusError(
                 f"{self.name}: error in stream: {excerpt(str(obj['error']))}",
-                status=502, **ids,
+                status=502,
+                **ids,
             )
         return obj
 

@@ -116,8 +116,10 @@ def _absorb_meta(chunk: Mapping[str, Any], state: _State) -> list[dict[str, Any]
         if cost is not None:
             state.cost_usd = cost
             state.receipt_raw["usage.cost"] = str(cost)
-    for path in (("dot_parameters", "agent_api_payment", "spent_credits"),
-                 ("payment", "spent_credits")):
+    for path in (
+        ("dot_parameters", "agent_api_payment", "spent_credits"),
+        ("payment", "spent_credits"),
+    ):
         spent = _decimal(_dig(chunk, *path))
         if spent is not None:
             state.spent_credits = spent
@@ -158,7 +160,9 @@ def _error_in_body(chunk: Mapping[str, Any], provider: str, model: str) -> Provi
     status = code if isinstance(code, int) and 400 <= code < 600 else 502
     return HTTPStatusError(
         f"{provider}: error in response: {excerpt(str(message))}",
-        status=status, provider=provider, model=model,
+        status=status,
+        provider=provider,
+        model=model,
     )
 
 
@@ -239,11 +243,14 @@ class OpenAICompatProvider(HTTPProvider):
         except json.JSONDecodeError as exc:
             raise MalformedResponse(
                 f"{self.name}: response is not JSON ({exc.msg} at char {exc.pos}): "
-                f"{excerpt(text, 120)!r}", provider=self.name, model=request.model,
+                f"{excerpt(text, 120)!r}",
+                provider=self.name,
+                model=request.model,
             ) from exc
         if not isinstance(body, Mapping):
             raise MalformedResponse(
-                f"{self.name}: response is JSON but not an object", provider=self.name,
+                f"{self.name}: response is JSON but not an object",
+                provider=self.name,
                 model=request.model,
             )
         err = _error_in_body(body, self.name, request.model)
@@ -269,7 +276,9 @@ class OpenAICompatProvider(HTTPProvider):
     ) -> None:
         ids = {"provider": self.name, "model": request.model}
         async with client.stream(
-            "POST", "chat/completions", json=self.body(request),
+            "POST",
+            "chat/completions",
+            json=self.body(request),
             timeout=request_timeout(request, client),
         ) as response:
             if response.status_code >= 400:
@@ -278,8 +287,9 @@ class OpenAICompatProvider(HTTPProvider):
             ctype = response.headers.get("content-type", "")
             if "text/event-stream" not in ctype and "json" in ctype:
                 # A server that ignores `stream: true` answers with one JSON body.
-                self._absorb_body((await response.aread()).decode("utf-8", "replace"),
-                                  request, state)
+                self._absorb_body(
+                    (await response.aread()).decode("utf-8", "replace"), request, state
+                )
                 if on_event is not None:
                     if state.text:
                         await on_event(StreamEvent(kind="token", text=state.text))
@@ -297,16 +307,20 @@ class OpenAICompatProvider(HTTPProvider):
                     if not event.terminated:
                         raise StreamDropped(
                             f"{self.name}: stream ended inside an event after "
-                            f"{len(state.text)} chars", partial=state.text, **ids,
+                            f"{len(state.text)} chars",
+                            partial=state.text,
+                            **ids,
                         ) from exc
                     raise MalformedResponse(
                         f"{self.name}: malformed SSE frame ({exc.msg}): "
-                        f"{excerpt(event.data, 120)!r}", **ids,
+                        f"{excerpt(event.data, 120)!r}",
+                        **ids,
                     ) from exc
                 if not isinstance(chunk, Mapping):
                     raise MalformedResponse(
                         f"{self.name}: SSE frame is not a JSON object: "
-                        f"{excerpt(event.data, 120)!r}", **ids,
+                        f"{excerpt(event.data, 120)!r}",
+                        **ids,
                     )
                 err = _error_in_body(chunk, self.name, request.model)
                 if err is not None:
@@ -315,7 +329,9 @@ class OpenAICompatProvider(HTTPProvider):
             if not done and state.finish_reason is None:
                 raise StreamDropped(
                     f"{self.name}: stream closed before the answer finished "
-                    f"({len(state.text)} chars, no finish_reason)", partial=state.text, **ids,
+                    f"({len(state.text)} chars, no finish_reason)",
+                    partial=state.text,
+                    **ids,
                 )
 
     async def _absorb_chunk(
@@ -347,4 +363,3 @@ class OpenAICompatProvider(HTTPProvider):
         if on_event is not None:
             for frame in frames:
                 await on_event(StreamEvent(kind="frame", frame=frame))
-

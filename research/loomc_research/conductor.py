@@ -52,15 +52,24 @@ def _anchors(path: Path) -> tuple[Any, ...]:
 
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
-        return tuple(Anchor(a["anchor"], float(a["quality"]), float(a["pass_rate"]),
-                            float(a["credits"]), int(a["latency_ms"]),
-                            tuple(a["strengths"])) for a in raw)
+        return tuple(
+            Anchor(
+                a["anchor"],
+                float(a["quality"]),
+                float(a["pass_rate"]),
+                float(a["credits"]),
+                int(a["latency_ms"]),
+                tuple(a["strengths"]),
+            )
+            for a in raw
+        )
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise CommandError(f"{path}: bad anchors file: {exc}") from None
 
 
-def generate(out: Path, *, seed: int | None = None, anchors: Path | None = None,
-             corpus: str = "v2") -> Done:
+def generate(
+    out: Path, *, seed: int | None = None, anchors: Path | None = None, corpus: str = "v2"
+) -> Done:
     """Write a corpus; stdout gets one `split: sha256` line per file."""
     if corpus == "v3":
         if anchors:
@@ -76,8 +85,10 @@ def generate(out: Path, *, seed: int | None = None, anchors: Path | None = None,
     except GenerationError as exc:
         raise CommandError(str(exc)) from None
     manifest = write_corpus(out, rows)
-    lines = [f"{name}: {entry.get('sha256', '')}" if isinstance(entry, dict) else name
-             for name, entry in manifest.get("files", manifest.get("splits", {})).items()]
+    lines = [
+        f"{name}: {entry.get('sha256', '')}" if isinstance(entry, dict) else name
+        for name, entry in manifest.get("files", manifest.get("splits", {})).items()
+    ]
     return Done(f"wrote {out}", lines)
 
 
@@ -149,8 +160,10 @@ def _load_learned(base_model: Path, adapter: Path | None, options: dict[str, Any
     try:
         from loomc.conductor.learned import LearnedPlanner
     except ImportError as exc:
-        raise CommandError(f"the learned planner is unavailable ({exc}); install the "
-                           "'conductor' extra: pip install -e '.[conductor]'") from None
+        raise CommandError(
+            f"the learned planner is unavailable ({exc}); install the "
+            "'conductor' extra: pip install -e '.[conductor]'"
+        ) from None
     try:
         return LearnedPlanner(base_model, adapter, **options)
     except ImportError as exc:
@@ -159,8 +172,15 @@ def _load_learned(base_model: Path, adapter: Path | None, options: dict[str, Any
         raise CommandError(f"cannot load the learned planner: {exc}") from None
 
 
-def _predict_learned(data: Path, output: Path, *, base_model: Path, adapter: Path | None = None,
-                     batch_size: int = 8, **options: Any) -> Done:
+def _predict_learned(
+    data: Path,
+    output: Path,
+    *,
+    base_model: Path,
+    adapter: Path | None = None,
+    batch_size: int = 8,
+    **options: Any,
+) -> Done:
     """Batched greedy decoding of the rows' v2 prompts; each row records its batch wall time."""
     rows = _load_rows(data, ("id",))
     prompts = [prompt_of(row) for row in rows]
@@ -207,12 +227,20 @@ def guard(data: Path, predictions: Path, output: Path) -> Done:
     summary = guard_summary(rows)
     write_jsonl(output, rows)
     _write_json(Path(f"{output}.guard.json"), summary)
-    return Done(f"guarded {summary['examples']} predictions: {summary['fallback_count']} "
-                f"fallbacks {summary['reasons']}; wrote {output}")
+    return Done(
+        f"guarded {summary['examples']} predictions: {summary['fallback_count']} "
+        f"fallbacks {summary['reasons']}; wrote {output}"
+    )
 
 
-def score(data: Path, predictions: Path, output: Path, *, lane: str | None = None,
-          records: Path | None = None) -> Done:
+def score(
+    data: Path,
+    predictions: Path,
+    output: Path,
+    *,
+    lane: str | None = None,
+    records: Path | None = None,
+) -> Done:
     """The §5 summary to `output`; per-example records to `records` when given."""
     from loomc_research.v2.score import load_examples, load_predictions, score_file, summarize
 
@@ -233,8 +261,7 @@ def score(data: Path, predictions: Path, output: Path, *, lane: str | None = Non
     )
 
 
-def stats(deterministic: Path, base: Path, trained: Path, output: Path, *,
-          iterations: int) -> Done:
+def stats(deterministic: Path, base: Path, trained: Path, output: Path, *, iterations: int) -> Done:
     """Paired statistics (§5.7) over three scored record files."""
     from loomc_research.v2.stats import load_scored, paired_statistics
 

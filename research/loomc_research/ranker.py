@@ -28,16 +28,39 @@ if TYPE_CHECKING:
 
 POLICIES = ("lean", "balanced", "strict")
 FEATURES = (
-    "lean", "balanced", "strict", "v2_quality", "v2_pass", "v2_utility", "v2_target_met",
-    "credit_share", "latency_share", "fit_lean", "fit_balanced", "fit_strict", "independent",
-    "independent_x_risk", "shared_review_x_risk", "risk_balanced", "risk_strict",
-    "complexity_balanced", "complexity_strict", "evidence_balanced", "evidence_strict",
-    "writer_quality", "reviewer_quality", "finalizer_quality",
+    "lean",
+    "balanced",
+    "strict",
+    "v2_quality",
+    "v2_pass",
+    "v2_utility",
+    "v2_target_met",
+    "credit_share",
+    "latency_share",
+    "fit_lean",
+    "fit_balanced",
+    "fit_strict",
+    "independent",
+    "independent_x_risk",
+    "shared_review_x_risk",
+    "risk_balanced",
+    "risk_strict",
+    "complexity_balanced",
+    "complexity_strict",
+    "evidence_balanced",
+    "evidence_strict",
+    "writer_quality",
+    "reviewer_quality",
+    "finalizer_quality",
 )
 
 
-def features(task: TaskProfile, constraints: Constraints, candidate: Candidate,
-             workers: Mapping[str, WorkerProfile]) -> list[float]:
+def features(
+    task: TaskProfile,
+    constraints: Constraints,
+    candidate: Candidate,
+    workers: Mapping[str, WorkerProfile],
+) -> list[float]:
     model = V2OutcomeModel()
     est = model.outcome(task, candidate, workers)
     util = model.utility(task, constraints, candidate, est, workers)
@@ -50,25 +73,42 @@ def features(task: TaskProfile, constraints: Constraints, candidate: Candidate,
         return workers[wid].quality if wid is not None else 0.0
 
     return [
-        *pol, est.quality, est.pass_rate, util / 100.0,
+        *pol,
+        est.quality,
+        est.pass_rate,
+        util / 100.0,
         1.0 if est.quality >= constraints.minimum_quality else 0.0,
         candidate.estimated_credits / max(constraints.max_credits, 0.1),
         candidate.estimated_latency_ms / max(constraints.max_latency_ms, 1),
-        fit * pol[0], fit * pol[1], fit * pol[2], indep, indep * task.risk,
+        fit * pol[0],
+        fit * pol[1],
+        fit * pol[2],
+        indep,
+        indep * task.risk,
         (1.0 - indep) * task.risk if reviewed else 0.0,
-        task.risk * pol[1], task.risk * pol[2], task.complexity * pol[1],
-        task.complexity * pol[2], task.evidence_need * pol[1], task.evidence_need * pol[2],
-        q(candidate.writer), q(candidate.reviewer), q(candidate.finalizer),
+        task.risk * pol[1],
+        task.risk * pol[2],
+        task.complexity * pol[1],
+        task.complexity * pol[2],
+        task.evidence_need * pol[1],
+        task.evidence_need * pol[2],
+        q(candidate.writer),
+        q(candidate.reviewer),
+        q(candidate.finalizer),
     ]
 
 
 def _row_parts(row: Mapping[str, Any]) -> tuple[TaskProfile, Constraints, list[WorkerProfile]]:
-    return (TaskProfile.from_dict(row["task"]), Constraints.from_dict(row["constraints"]),
-            [WorkerProfile.from_dict(w) for w in row["workers"]])
+    return (
+        TaskProfile.from_dict(row["task"]),
+        Constraints.from_dict(row["constraints"]),
+        [WorkerProfile.from_dict(w) for w in row["workers"]],
+    )
 
 
-def _feasible(task: TaskProfile, constraints: Constraints,
-              workers: Sequence[WorkerProfile]) -> list[Candidate]:
+def _feasible(
+    task: TaskProfile, constraints: Constraints, workers: Sequence[WorkerProfile]
+) -> list[Candidate]:
     return [c for c in enumerate_candidates(workers) if feasible(c, constraints)]
 
 
@@ -78,8 +118,15 @@ class RankerPlanner:
     def __init__(self, weights: Sequence[float] | None = None) -> None:
         self.weights = list(weights) if weights is not None else [0.0] * len(FEATURES)
 
-    def fit(self, rows: Sequence[Mapping[str, Any]], *, epochs: int = 300, lr: float = 0.05,
-            l2: float = 1e-3, seed: int = 0) -> RankerPlanner:
+    def fit(
+        self,
+        rows: Sequence[Mapping[str, Any]],
+        *,
+        epochs: int = 300,
+        lr: float = 0.05,
+        l2: float = 1e-3,
+        seed: int = 0,
+    ) -> RankerPlanner:
         import numpy as np
 
         blocks: list[np.ndarray] = []
@@ -90,8 +137,10 @@ class RankerPlanner:
             cands = _feasible(task, constraints, workers)
             label = row["label"]
             want = (label["policy"], label["writer"], label.get("reviewer"), label.get("finalizer"))
-            index = next((i for i, c in enumerate(cands) if c.policy == want[0]
-                          and c.roles == want[1:]), None)
+            index = next(
+                (i for i, c in enumerate(cands) if c.policy == want[0] and c.roles == want[1:]),
+                None,
+            )
             if index is None or len(cands) < 2:
                 continue
             blocks.append(np.array([features(task, constraints, c, table) for c in cands]))
@@ -99,8 +148,16 @@ class RankerPlanner:
         self._train(blocks, targets, epochs=epochs, lr=lr, l2=l2, seed=seed)
         return self
 
-    def _train(self, blocks: list[np.ndarray], targets: list[int], *, epochs: int, lr: float,
-               l2: float, seed: int) -> None:
+    def _train(
+        self,
+        blocks: list[np.ndarray],
+        targets: list[int],
+        *,
+        epochs: int,
+        lr: float,
+        l2: float,
+        seed: int,
+    ) -> None:
         import numpy as np
 
         if not blocks:
@@ -131,8 +188,9 @@ class RankerPlanner:
     def score(self, feats: Sequence[float]) -> float:
         return sum(a * b for a, b in zip(self.weights, feats, strict=True))
 
-    def plan(self, task: TaskProfile, workers: Sequence[WorkerProfile],
-             constraints: Constraints) -> Plan:
+    def plan(
+        self, task: TaskProfile, workers: Sequence[WorkerProfile], constraints: Constraints
+    ) -> Plan:
         table = {w.id: w for w in workers}
         cands = _feasible(task, constraints, workers)
         if not cands:
@@ -143,8 +201,10 @@ class RankerPlanner:
         return Plan.from_json(label_record(constraints, best, est, codes))
 
     def save(self, path: Path) -> None:
-        path.write_text(json.dumps({"features": list(FEATURES), "weights": self.weights},
-                                   indent=2) + "\n", encoding="utf-8")
+        path.write_text(
+            json.dumps({"features": list(FEATURES), "weights": self.weights}, indent=2) + "\n",
+            encoding="utf-8",
+        )
 
     @classmethod
     def load(cls, path: Path) -> RankerPlanner:

@@ -8,8 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-__all__ = ["FRONT_KEEP", "IGNORE_INDEX", "MAX_LENGTH", "PAD_MULTIPLE", "build_example",
-           "pad_examples"]
+__all__ = [
+    "FRONT_KEEP",
+    "IGNORE_INDEX",
+    "MAX_LENGTH",
+    "PAD_MULTIPLE",
+    "build_example",
+    "pad_examples",
+]
 
 IGNORE_INDEX = -100
 MAX_LENGTH = 1536  # §6.2 training max length (prompt + target + EOS)

@@ -63,7 +63,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--base-model", type=Path, required=True, help="local model directory")
     p.add_argument("--revision", help="base model revision, recorded in the receipt only")
-    p.add_argument("--train", type=Path, required=True, help="train JSONL (rows with prompt/target)")
+    p.add_argument(
+        "--train", type=Path, required=True, help="train JSONL (rows with prompt/target)"
+    )
     p.add_argument("--eval", type=Path, help="eval JSONL; enables eval/best-checkpoint selection")
     p.add_argument("--output", type=Path, required=True, help="run directory")
     p.add_argument("--resume", action="store_true", help="continue from the newest checkpoint")
@@ -75,8 +77,12 @@ def build_parser() -> argparse.ArgumentParser:
     # optimisation (§6.3)
     p.add_argument("--learning-rate", "--lr", type=float, default=1.5e-4)
     p.add_argument("--scheduler", default="cosine")
-    p.add_argument("--warmup-ratio", type=float, default=0.05,
-                   help="warmup_steps = max(1, round(ratio x total steps))")
+    p.add_argument(
+        "--warmup-ratio",
+        type=float,
+        default=0.05,
+        help="warmup_steps = max(1, round(ratio x total steps))",
+    )
     p.add_argument("--weight-decay", type=float, default=0.01)
     p.add_argument("--max-grad-norm", type=float, default=1.0)
     p.add_argument("--optim", default="adamw_torch_fused")
@@ -90,10 +96,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--save-total-limit", type=int, default=3)
     p.add_argument("--eval-batch-size", type=int, default=1)
     p.add_argument("--logging-steps", type=int, default=1)
-    p.add_argument("--workers", type=int, default=min(8, os.cpu_count() or 1),
-                   help="dataloader workers (default min(8, CPUs))")
-    p.add_argument("--no-gradient-checkpointing", dest="gradient_checkpointing",
-                   action="store_false", help="faster, more memory")
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=min(8, os.cpu_count() or 1),
+        help="dataloader workers (default min(8, CPUs))",
+    )
+    p.add_argument(
+        "--no-gradient-checkpointing",
+        dest="gradient_checkpointing",
+        action="store_false",
+        help="faster, more memory",
+    )
     # device
     p.add_argument("--device", default="auto", help="auto (cuda if available), cuda, cpu")
     p.add_argument("--dtype", default="auto", help="auto (bf16 on GPU, fp32 on CPU), ...")
@@ -101,8 +115,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-steps", type=int, default=-1, help="stop after N optimizer steps")
     p.add_argument("--limit", type=int, help="use only the first N train rows")
     p.add_argument("--eval-limit", type=int, help="use only the first N eval rows")
-    p.add_argument("--hash-base", choices=("full", "config"), default="full",
-                   help="receipt: sha256 of every base-model file, or of the small files only")
+    p.add_argument(
+        "--hash-base",
+        choices=("full", "config"),
+        default="full",
+        help="receipt: sha256 of every base-model file, or of the small files only",
+    )
     return p
 
 
@@ -181,7 +199,9 @@ def hash_directory(path: Path, mode: str = "full") -> dict[str, Any]:
             files[rel] = {"sha256": sha256_file(f), "bytes": f.stat().st_size}
         else:
             files[rel] = {"sha256": None, "bytes": f.stat().st_size}
-    listing = "".join(f"{name}  {entry['sha256'] or entry['bytes']}\n" for name, entry in files.items())
+    listing = "".join(
+        f"{name}  {entry['sha256'] or entry['bytes']}\n" for name, entry in files.items()
+    )
     return {"mode": mode, "sha256": hashlib.sha256(listing.encode()).hexdigest(), "files": files}
 
 
@@ -354,19 +374,34 @@ def main(argv: Sequence[str] | None = None) -> int:
         "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "script_sha256": sha256_file(Path(__file__)),
         "inputs": {
-            "train": {"path": str(args.train), "sha256": sha256_file(args.train),
-                      "rows": len(train_ds), "truncated_prompts": train_trunc},
-            "eval": ({"path": str(args.eval), "sha256": sha256_file(args.eval),
-                      "rows": len(eval_ds)} if args.eval else None),
+            "train": {
+                "path": str(args.train),
+                "sha256": sha256_file(args.train),
+                "rows": len(train_ds),
+                "truncated_prompts": train_trunc,
+            },
+            "eval": (
+                {"path": str(args.eval), "sha256": sha256_file(args.eval), "rows": len(eval_ds)}
+                if args.eval
+                else None
+            ),
         },
-        "base_model": {"path": str(args.base_model), "revision": args.revision,
-                       "class": type(model.get_base_model()).__name__, **base_hash},
+        "base_model": {
+            "path": str(args.base_model),
+            "revision": args.revision,
+            "class": type(model.get_base_model()).__name__,
+            **base_hash,
+        },
         "adapter": {"path": str(adapter_dir), **hash_directory(adapter_dir)},
-        "hyperparameters": {k: (str(v) if isinstance(v, Path) else v)
-                            for k, v in sorted(vars(args).items())},
-        "schedule": {"steps_per_epoch": steps_per_epoch, "total_steps": steps_total,
-                     "warmup_steps": warmup,
-                     "effective_batch": args.batch_size * args.grad_accum},
+        "hyperparameters": {
+            k: (str(v) if isinstance(v, Path) else v) for k, v in sorted(vars(args).items())
+        },
+        "schedule": {
+            "steps_per_epoch": steps_per_epoch,
+            "total_steps": steps_total,
+            "warmup_steps": warmup,
+            "effective_batch": args.batch_size * args.grad_accum,
+        },
         "parameters": {"trainable": trainable, "total": total_params},
         "steps": state.global_step,
         "epoch": state.epoch,
@@ -379,13 +414,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         },
         "eval_history": evals,
         "timings_s": {
-            "data": round(t_data, 3), "model": round(t_model, 3), "train": round(t_train, 3),
-            "save": round(t_save, 3), "hash_base": round(t_hash, 3),
+            "data": round(t_data, 3),
+            "model": round(t_model, 3),
+            "train": round(t_train, 3),
+            "save": round(t_save, 3),
+            "hash_base": round(t_hash, 3),
             "wall": round(time.perf_counter() - t_start, 3),
             "train_runtime": result.metrics.get("train_runtime"),
         },
         "device": {
-            "device": device, "dtype": str(dtype).removeprefix("torch."),
+            "device": device,
+            "dtype": str(dtype).removeprefix("torch."),
             "gpu": torch.cuda.get_device_name(0) if cuda else None,
             "peak_memory_bytes": torch.cuda.max_memory_allocated() if cuda else None,
         },
@@ -400,12 +439,26 @@ def main(argv: Sequence[str] | None = None) -> int:
             previous = {}
         sessions = list(previous.get("previous_sessions", []))
         if previous:
-            sessions.append({k: previous.get(k) for k in (
-                "created_at", "steps", "resumed_from", "final_loss", "timings_s", "adapter")})
+            sessions.append(
+                {
+                    k: previous.get(k)
+                    for k in (
+                        "created_at",
+                        "steps",
+                        "resumed_from",
+                        "final_loss",
+                        "timings_s",
+                        "adapter",
+                    )
+                }
+            )
         receipt["previous_sessions"] = sessions
     receipt_path.write_text(json.dumps(receipt, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    print(f"train_conductor: {state.global_step} steps, adapter {adapter_dir}, receipt "
-          f"{receipt_path}", file=sys.stderr)
+    print(
+        f"train_conductor: {state.global_step} steps, adapter {adapter_dir}, receipt "
+        f"{receipt_path}",
+        file=sys.stderr,
+    )
     return 0
 
 

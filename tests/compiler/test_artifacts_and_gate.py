@@ -29,8 +29,9 @@ def _out(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int, str]
     return code, capsys.readouterr().out
 
 
-def test_ir_artifact_is_deterministic_and_golden(capsys: pytest.CaptureFixture[str],
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_ir_artifact_is_deterministic_and_golden(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(ROOT)
     argv = ["compile", ".", "--policy", "policies/default.yaml"]
     code1, first = _out(capsys, argv)
@@ -42,7 +43,9 @@ def test_ir_artifact_is_deterministic_and_golden(capsys: pytest.CaptureFixture[s
     assert {p["key"] for p in doc["plans"]} >= {"general@balanced", "fixed", "baseline", "fanout"}
 
 
-def test_content_hash_changes_with_the_pipeline(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_content_hash_changes_with_the_pipeline(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     shutil.copytree(ROOT / "pipelines", tmp_path / "pipelines")
     shutil.copytree(ROOT / "policies", tmp_path / "policies")
     pol = str(tmp_path / "policies" / "default.yaml")
@@ -53,7 +56,9 @@ def test_content_hash_changes_with_the_pipeline(tmp_path: Path, capsys: pytest.C
     assert json.loads(before)["content_hash"] != json.loads(after)["content_hash"]
 
 
-def test_plan_table_golden(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_plan_table_golden(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(ROOT)
     code, text = _out(capsys, ["plan", ".", "--policy", "policies/default.yaml"])
     assert code == 0
@@ -65,8 +70,9 @@ def test_plan_table_golden(capsys: pytest.CaptureFixture[str], monkeypatch: pyte
     _golden("plan-default.json", js)
 
 
-def test_import_reference_configs(shared_dir: Path, tmp_path: Path,
-                                  capsys: pytest.CaptureFixture[str]) -> None:
+def test_import_reference_configs(
+    shared_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     configs = sorted((shared_dir / "reference" / "seed-configs").glob("*.json"))
     assert configs
     for cfg in configs:
@@ -75,21 +81,34 @@ def test_import_reference_configs(shared_dir: Path, tmp_path: Path,
         source, diags = load_policy(out)
         assert source is not None and not diags, (cfg, diags)
     bad = tmp_path / "bad.json"
-    bad.write_text(json.dumps({"providers": {"x": {"type": "openai", "apiKey": "sk-live-123456789"}},
-                               "models": {}}))
+    bad.write_text(
+        json.dumps(
+            {"providers": {"x": {"type": "openai", "apiKey": "sk-live-123456789"}}, "models": {}}
+        )
+    )
     assert main(["import", str(bad)]) == 1
     err = capsys.readouterr().err
     assert "literal API key" in err and "sk-live" not in err
 
 
 def _git(repo: Path, *args: str) -> None:
-    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
-                   env={**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
-                        "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"})
+    subprocess.run(
+        ["git", "-C", str(repo), *args],
+        check=True,
+        capture_output=True,
+        env={
+            **os.environ,
+            "GIT_AUTHOR_NAME": "t",
+            "GIT_AUTHOR_EMAIL": "t@t",
+            "GIT_COMMITTER_NAME": "t",
+            "GIT_COMMITTER_EMAIL": "t@t",
+        },
+    )
 
 
-def test_against_ref_reports_moves_and_fails_past_a_ceiling(tmp_path: Path,
-                                                            capsys: pytest.CaptureFixture[str]) -> None:
+def test_against_ref_reports_moves_and_fails_past_a_ceiling(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     repo = tmp_path / "proj"
     (repo / "pipelines").mkdir(parents=True)
     shutil.copytree(ROOT / "policies", repo / "policies")

@@ -15,8 +15,14 @@ POLICY = ROOT / "policies" / "default.yaml"
 A = "  step a : writer(drafter) { max_tokens 100 }\n"
 CASES = {
     # an unknown name in `sees` was LOOM203 + LOOM301 (reads a step that never runs) + LOOM208
-    "sees-unknown": ("  step a : writer(drafter) sees ghst { max_tokens 100 }\n  answer a", ["LOOM203"]),
-    "after-unknown": ("  step a : writer(drafter) after ghst { max_tokens 100 }\n  answer a", ["LOOM203"]),
+    "sees-unknown": (
+        "  step a : writer(drafter) sees ghst { max_tokens 100 }\n  answer a",
+        ["LOOM203"],
+    ),
+    "after-unknown": (
+        "  step a : writer(drafter) after ghst { max_tokens 100 }\n  answer a",
+        ["LOOM203"],
+    ),
     # an unknown answer was LOOM208 twice + LOOM207 on every step
     "answer-unknown": (A + "  answer b", ["LOOM208"]),
     "answer-missing": (A, ["LOOM208"]),
@@ -65,7 +71,11 @@ def test_one_mistake_one_diagnostic(name: str, tmp_path: Path) -> None:
 
 def test_did_you_mean_is_kept(tmp_path: Path) -> None:
     f = tmp_path / "p.loom"
-    f.write_text("pipeline p {\n" + A + "  step b : writer(critic) sees aa { max_tokens 100 }\n  answer b\n}\n")
+    f.write_text(
+        "pipeline p {\n"
+        + A
+        + "  step b : writer(critic) sees aa { max_tokens 100 }\n  answer b\n}\n"
+    )
     (d,) = check_paths([f], POLICY).diagnostics
     assert d.code == "LOOM203" and d.hint == "did you mean 'a'?"
 
@@ -78,7 +88,9 @@ def test_same_finding_at_several_tiers_is_reported_once(tmp_path: Path) -> None:
     )
     (d,) = check_paths([f], POLICY).diagnostics
     assert d.code == "LOOM301"
-    assert d.message == "step 'b' reads 'a', which never runs in pipeline 'p' at tiers lean, balanced"
+    assert (
+        d.message == "step 'b' reads 'a', which never runs in pipeline 'p' at tiers lean, balanced"
+    )
 
 
 def test_reference_pipelines_stay_clean() -> None:

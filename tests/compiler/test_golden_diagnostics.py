@@ -97,9 +97,7 @@ def _lay_over(src: Path, dst: Path) -> None:
 
 
 @pytest.mark.parametrize("code", DIR_FIXTURES)
-def test_project_fixture_golden(
-    code: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_project_fixture_golden(code: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     src = FIXTURES / code
     work = tmp_path / code
     work.mkdir()

@@ -83,7 +83,9 @@ def test_truncated_and_mutated_pipelines(
     source: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The policy never changes here: load it once (YAML parsing would dominate the run time).
-    monkeypatch.setattr(loomc.project.checking, "load_policy", functools.cache(loomc.project.checking.load_policy))
+    monkeypatch.setattr(
+        loomc.project.checking, "load_policy", functools.cache(loomc.project.checking.load_policy)
+    )
     text = source.read_text(encoding="utf-8")
     variants = [text[:n] for n in range(0, len(text), STRIDE)]
     variants += _mutants(text, seed=sum(map(ord, source.name)))

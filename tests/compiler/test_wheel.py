@@ -61,11 +61,23 @@ def venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
         [str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], env_dir
     ).stdout.strip()
     Path(purelib, "_host_site.pth").write_text(
-        "\n".join(dict.fromkeys([sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]]))
+        "\n".join(
+            dict.fromkeys([sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]])
+        )
         + "\n"
     )
     done = _run(
-        [sys.executable, "-m", "pip", "--python", str(py), "install", "--no-deps", "-q", str(wheel)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(py),
+            "install",
+            "--no-deps",
+            "-q",
+            str(wheel),
+        ],
         env_dir,
     )
     assert done.returncode == 0, done.stdout + done.stderr
@@ -112,7 +124,11 @@ def test_installed_wheel_runs_anywhere_and_inits_a_project(
     import zipfile
 
     names = zipfile.ZipFile(wheel).namelist()
-    for packaged in ("pipelines/general.loom", "policies/default.yaml", "evals/mixed-routing.jsonl"):
+    for packaged in (
+        "pipelines/general.loom",
+        "policies/default.yaml",
+        "evals/mixed-routing.jsonl",
+    ):
         assert f"loomc/defaults/{packaged}" in names, packaged
     assert not any(n.startswith("loomc/defaults/policies/") and "dot" in n for n in names)
     loomc = str(venv / "bin" / "loomc")

@@ -25,16 +25,35 @@ def pipelines(draw: st.DrawFn) -> Pipeline:
         sees = tuple(sorted(draw(st.sets(st.sampled_from(earlier), max_size=2)))) if earlier else ()
         priced = draw(st.booleans())
         steps[sid] = StepNode(
-            id=sid, role="writer", worker="w", model=f"p/m{i}", provider="p", provider_type="mock",
-            group=f"g{i % 2}", task="t", max_tokens=draw(st.integers(1, 500)),
-            timeout_ms=draw(st.integers(1, 5000)), retries=draw(st.integers(0, 2)),
-            credits=Decimal(draw(st.integers(0, 20))) / 4, p95_ms=None,
+            id=sid,
+            role="writer",
+            worker="w",
+            model=f"p/m{i}",
+            provider="p",
+            provider_type="mock",
+            group=f"g{i % 2}",
+            task="t",
+            max_tokens=draw(st.integers(1, 500)),
+            timeout_ms=draw(st.integers(1, 5000)),
+            retries=draw(st.integers(0, 2)),
+            credits=Decimal(draw(st.integers(0, 20))) / 4,
+            p95_ms=None,
             pricing=Pricing(Decimal("0.5"), Decimal("1.5")) if priced else None,
-            guard=GUARD if draw(st.booleans()) else None, sees=sees,
+            guard=GUARD if draw(st.booleans()) else None,
+            sees=sees,
         )
-    return Pipeline(name="p", tier=None, policy="x", instruction="", graph=StepGraph(steps),
-                    answer=(f"s{n - 1}",), budget=Budget(), pipeline_budget=Budget(),
-                    tier_budget=Budget(), input_tokens=draw(st.integers(1, 1000)))
+    return Pipeline(
+        name="p",
+        tier=None,
+        policy="x",
+        instruction="",
+        graph=StepGraph(steps),
+        answer=(f"s{n - 1}",),
+        budget=Budget(),
+        pipeline_budget=Budget(),
+        tier_budget=Budget(),
+        input_tokens=draw(st.integers(1, 1000)),
+    )
 
 
 def brute_force(p: Pipeline) -> tuple[int, int, Decimal, Decimal | None, int]:
@@ -55,8 +74,14 @@ def brute_force(p: Pipeline) -> tuple[int, int, Decimal, Decimal | None, int]:
         cost: Decimal | None = Decimal(0)
         for s in ran:
             one = step_attempt_cost(p, p.graph.step(s))
-            tokens += ((one.input_tokens or 0) + (one.output_tokens or 0)) * p.graph.step(s).attempts
-            cost = None if cost is None or one.cost is None else cost + one.cost * p.graph.step(s).attempts
+            tokens += ((one.input_tokens or 0) + (one.output_tokens or 0)) * p.graph.step(
+                s
+            ).attempts
+            cost = (
+                None
+                if cost is None or one.cost is None
+                else cost + one.cost * p.graph.step(s).attempts
+            )
         # longest path over the steps that ran
         finish: dict[str, int] = {}
         for sid in ids:
@@ -64,8 +89,13 @@ def brute_force(p: Pipeline) -> tuple[int, int, Decimal, Decimal | None, int]:
                 deps = [finish[d] for d in p.graph.predecessors(sid) if d in finish]
                 finish[sid] = max(deps, default=0) + step_latency_ms(p, p.graph.step(sid))
         latency = max(finish.values(), default=0)
-        best = (max(best[0], calls), max(best[1], tokens), max(best[2], credits), Decimal(0),
-                max(best[4], latency))
+        best = (
+            max(best[0], calls),
+            max(best[1], tokens),
+            max(best[2], credits),
+            Decimal(0),
+            max(best[4], latency),
+        )
         if cost is None or best_cost is None:
             if ran and any(p.graph.step(s).pricing is None for s in ran):
                 best_cost = None

@@ -78,7 +78,9 @@ def test_adapter_saves_and_reloads_with_peft(tiny: tuple[Path, Path]) -> None:
     assert any(float(v.abs().sum()) > 0 for k, v in saved.items() if "lora_B" in k)
 
 
-def test_prompt_is_the_exact_v2_row_prompt(planner: LearnedPlanner, rows: list[dict[str, Any]]) -> None:
+def test_prompt_is_the_exact_v2_row_prompt(
+    planner: LearnedPlanner, rows: list[dict[str, Any]]
+) -> None:
     for row in rows:
         assert prompt_of(row) == row["prompt"]
         rebuilt = {k: v for k, v in row.items() if k != "prompt"}
@@ -88,7 +90,9 @@ def test_prompt_is_the_exact_v2_row_prompt(planner: LearnedPlanner, rows: list[d
         assert planner.tokenizer.decode(ids) == row["prompt"]  # byte-level: lossless, no BOS
         assert ids[0] != planner.tokenizer.bos_token_id
     gens = planner.generate_detailed([r["prompt"] for r in rows], batch_size=3)
-    assert [g.input_tokens for g in gens] == [len(encode_text(planner.tokenizer, r["prompt"])) for r in rows]
+    assert [g.input_tokens for g in gens] == [
+        len(encode_text(planner.tokenizer, r["prompt"])) for r in rows
+    ]
 
 
 def test_generate_is_deterministic(planner: LearnedPlanner, rows: list[dict[str, Any]]) -> None:
@@ -101,7 +105,9 @@ def test_generate_is_deterministic(planner: LearnedPlanner, rows: list[dict[str,
     assert len({g.token_ids for g in first}) > 1  # not one degenerate output for every prompt
 
 
-def test_batch_size_one_equals_batch_size_three(planner: LearnedPlanner, rows: list[dict[str, Any]]) -> None:
+def test_batch_size_one_equals_batch_size_three(
+    planner: LearnedPlanner, rows: list[dict[str, Any]]
+) -> None:
     prompts = [r["prompt"] for r in rows]
     one = planner.generate_detailed(prompts, batch_size=1)
     three = planner.generate_detailed(prompts, batch_size=3)
@@ -111,8 +117,9 @@ def test_batch_size_one_equals_batch_size_three(planner: LearnedPlanner, rows: l
     assert planner.propose(rows, batch_size=2) == [g.text for g in one]
 
 
-def test_adapter_changes_the_output(tiny: tuple[Path, Path], planner: LearnedPlanner,
-                                    rows: list[dict[str, Any]]) -> None:
+def test_adapter_changes_the_output(
+    tiny: tuple[Path, Path], planner: LearnedPlanner, rows: list[dict[str, Any]]
+) -> None:
     bare = LearnedPlanner(tiny[0], None, device="cpu", max_new_tokens=MAX_NEW)
     assert bare.info["lane"] == "base_model" and planner.info["lane"] == "trained_conductor"
     prompts = [r["prompt"] for r in rows]
@@ -121,7 +128,9 @@ def test_adapter_changes_the_output(tiny: tuple[Path, Path], planner: LearnedPla
     assert with_adapter != without
 
 
-def test_random_model_plans_never_parse(planner: LearnedPlanner, rows: list[dict[str, Any]]) -> None:
+def test_random_model_plans_never_parse(
+    planner: LearnedPlanner, rows: list[dict[str, Any]]
+) -> None:
     reasons = []
     for row, text in zip(rows, planner.propose(rows), strict=True):
         plan, reason = parse_proposal(text, [w["id"] for w in row["workers"]])
@@ -130,13 +139,24 @@ def test_random_model_plans_never_parse(planner: LearnedPlanner, rows: list[dict
         with pytest.raises(PlanParseError) as info:
             Plan.from_json(text)
         assert info.value.reason in {"invalid_json", "not_object"} or info.value.reason == reason
-    assert set(reasons) <= {"no_json", "not_object", "missing_key", "wrong_type", "invalid_policy",
-                            "unknown_worker", "role_count", "duplicate_role", "out_of_range"}
+    assert set(reasons) <= {
+        "no_json",
+        "not_object",
+        "missing_key",
+        "wrong_type",
+        "invalid_policy",
+        "unknown_worker",
+        "role_count",
+        "duplicate_role",
+        "out_of_range",
+    }
 
 
 def test_parse_proposal_accepts_a_real_target(rows: list[dict[str, Any]]) -> None:
     row = rows[0]
-    plan, reason = parse_proposal("noise " + row["target"] + " trailing", ["worker_a", "worker_b", "worker_c"])
+    plan, reason = parse_proposal(
+        "noise " + row["target"] + " trailing", ["worker_a", "worker_b", "worker_c"]
+    )
     assert reason is None and plan is not None and plan.to_json() == row["target"]
 
 
@@ -152,7 +172,9 @@ def test_bad_paths_name_the_path(tmp_path: Path, tiny: tuple[Path, Path]) -> Non
         LearnedPlanner(tiny[0], None, device="cpu", max_new_tokens=2).generate(["x"], 0)
 
 
-def test_revision_is_recorded_and_a_wrong_snapshot_refused(tiny: tuple[Path, Path], tmp_path: Path) -> None:
+def test_revision_is_recorded_and_a_wrong_snapshot_refused(
+    tiny: tuple[Path, Path], tmp_path: Path
+) -> None:
     import shutil
 
     sha = "5b0ceedbb42dff466ae60b258ba296f32da51384"
@@ -164,15 +186,20 @@ def test_revision_is_recorded_and_a_wrong_snapshot_refused(tiny: tuple[Path, Pat
     assert ok.info["revision"] == "0" * 40
 
 
-def test_missing_extra_is_a_clear_error(tiny: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_extra_is_a_clear_error(
+    tiny: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setitem(sys.modules, "torch", None)  # makes `import torch` raise ImportError
     with pytest.raises(LearnedPlannerUnavailable, match="install the 'conductor' extra"):
         LearnedPlanner(tiny[0], tiny[1])
 
 
 def test_importing_loomc_does_not_import_torch(project_root: Path) -> None:
-    code = ("import sys, loomc, loomc.conductor.learned, loomc.cli.main; "
-            "print(sorted(m for m in ('torch', 'transformers', 'peft') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], cwd=project_root, capture_output=True,
-                         text=True, check=True)
+    code = (
+        "import sys, loomc, loomc.conductor.learned, loomc.cli.main; "
+        "print(sorted(m for m in ('torch', 'transformers', 'peft') if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=project_root, capture_output=True, text=True, check=True
+    )
     assert out.stdout.strip() == "[]"

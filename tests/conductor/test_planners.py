@@ -203,7 +203,9 @@ def test_learned_prompt_uses_v2_format_with_aliases(project: Project) -> None:
     assert '"worker_' not in raw  # mapped back to the policy's worker ids
     decision = Guard(ctx).decide("learned", learned)
     assert decision.accepted
-    assert decision.plan == make_planner("search").plan(ctx.task, ctx.workers, ctx.limits.constraints)
+    assert decision.plan == make_planner("search").plan(
+        ctx.task, ctx.workers, ctx.limits.constraints
+    )
 
 
 def test_learned_garbage_falls_back(project: Project) -> None:

@@ -40,7 +40,11 @@ def test_help_and_check_import_neither_torch_nor_research() -> None:
     )
     out = subprocess.run(
         [sys.executable, "-c", PROBE, str(ROOT / "pipelines"), ",".join(HEAVY)],
-        capture_output=True, text=True, check=True, env=env, cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
+        cwd=ROOT,
     )
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert result == {"rc": 0, "loaded": [], "research": True}

@@ -33,8 +33,11 @@ class Faulty:
 
     async def complete(self, request: Any, on_event: Any = None) -> Any:
         text = request.messages[-1].content
-        name = next(w.rstrip(".") for w in text.split() if w.rstrip(".").startswith(
-            ("fast", "slow", "boom")))
+        name = next(
+            w.rstrip(".")
+            for w in text.split()
+            if w.rstrip(".").startswith(("fast", "slow", "boom"))
+        )
         if name == "boom":
             await anyio.sleep(0.2)
             raise ZeroDivisionError("division by zero in a profiler")

@@ -70,8 +70,9 @@ def test_quality_follows_the_steps_that_ran(receipt: EvalReceipt) -> None:
         assert r.answer and "Answer the task" not in r.answer
 
 
-@pytest.mark.parametrize(("name", "expected"), [("demo", "scripted"), ("default", "mock"),
-                                                 ("openrouter", "model")])
+@pytest.mark.parametrize(
+    ("name", "expected"), [("demo", "scripted"), ("default", "mock"), ("openrouter", "model")]
+)
 def test_answer_source_of_each_kind_of_policy(name: str, expected: str) -> None:
     from loomc.api.evaluating import answer_source
     from loomc.policy.load import load_policy
@@ -88,8 +89,10 @@ def test_a_policy_mixing_mock_and_real_workers_says_so() -> None:
     src, _ = load_policy(ROOT / "policies" / "openrouter.yaml")
     demo, _ = load_policy(ROOT / "policies" / "demo.yaml")
     assert src is not None and demo is not None
-    mixed = src.policy.model_copy(update={
-        "providers": {**src.policy.providers, **demo.policy.providers},
-        "workers": {**src.policy.workers, "scripted": demo.policy.workers["drafter"]},
-    })
+    mixed = src.policy.model_copy(
+        update={
+            "providers": {**src.policy.providers, **demo.policy.providers},
+            "workers": {**src.policy.workers, "scripted": demo.policy.workers["drafter"]},
+        }
+    )
     assert answer_source(mixed) == "scripted+model"

@@ -227,8 +227,10 @@ def test_a_nested_judge_reply_is_a_judge_error_and_the_eval_finishes(
 
 @pytest.mark.parametrize(
     "line,expect",
-    [(b"[" * 100_000 + b"]" * 100_000, ":2: nested too deeply"),
-     (b'{"n": ' + b"9" * 5_000 + b"}", ":2: a number too long to read")],
+    [
+        (b"[" * 100_000 + b"]" * 100_000, ":2: nested too deeply"),
+        (b'{"n": ' + b"9" * 5_000 + b"}", ":2: a number too long to read"),
+    ],
 )
 def test_the_strict_jsonl_reader_names_the_line(tmp_path: Path, line: bytes, expect: str) -> None:
     path = tmp_path / "rows.jsonl"

@@ -22,11 +22,16 @@ from loomc.providers.mock import MockProvider
 
 ROOT = Path(__file__).resolve().parents[2]
 PROMPTS = [
-    ("Define a mutex.", False), ("Audit the refund flow for double-spend.", True),
-    ("Name three colours.", False), ("Review OAuth token storage for leaks.", True),
-    ("Convert 3 miles to kilometres.", False), ("Investigate why payments are charged twice.", True),
-    ("Write a haiku about rain.", False), ("Review the admin endpoint's authorization check.", True),
-    ("Spell 'necessary'.", False), ("Audit the password reset flow.", True),
+    ("Define a mutex.", False),
+    ("Audit the refund flow for double-spend.", True),
+    ("Name three colours.", False),
+    ("Review OAuth token storage for leaks.", True),
+    ("Convert 3 miles to kilometres.", False),
+    ("Investigate why payments are charged twice.", True),
+    ("Write a haiku about rain.", False),
+    ("Review the admin endpoint's authorization check.", True),
+    ("Spell 'necessary'.", False),
+    ("Audit the password reset flow.", True),
 ]
 TIMING = {"elapsed_ms", "latency_ms"}
 
@@ -61,12 +66,31 @@ def test_sigkill_then_resume_matches_an_uninterrupted_run(
     policy_path = tmp_path / "slow.yaml"
     policy_path.write_text(yaml.safe_dump(policy))
     data = tmp_path / "d.jsonl"
-    data.write_text("".join(
-        json.dumps({"id": f"c{i}", "prompt": p, "expectedEscalation": e,
-                    "checks": [{"type": "contains", "value": "answer"}]}) + "\n"
-        for i, (p, e) in enumerate(PROMPTS)))
-    args = ["eval", "--dataset", str(data), "--policy", str(policy_path), "--strategies",
-            "lean,balanced,strict", "--concurrency", "2"]
+    data.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "id": f"c{i}",
+                    "prompt": p,
+                    "expectedEscalation": e,
+                    "checks": [{"type": "contains", "value": "answer"}],
+                }
+            )
+            + "\n"
+            for i, (p, e) in enumerate(PROMPTS)
+        )
+    )
+    args = [
+        "eval",
+        "--dataset",
+        str(data),
+        "--policy",
+        str(policy_path),
+        "--strategies",
+        "lean,balanced,strict",
+        "--concurrency",
+        "2",
+    ]
 
     full = tmp_path / "full.json"
     assert main([*args, "--output", str(full)]) == 0
@@ -78,9 +102,13 @@ def test_sigkill_then_resume_matches_an_uninterrupted_run(
     out = tmp_path / "killed.json"
     journal = out.with_name(out.name + ".journal.jsonl")
     with open(tmp_path / "child.log", "wb") as log:
-        child = subprocess.Popen([sys.executable, "-m", "loomc", *args, "--output", str(out)],
-                                 cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-                                 env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        child = subprocess.Popen(
+            [sys.executable, "-m", "loomc", *args, "--output", str(out)],
+            cwd=ROOT,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
         try:
             deadline = time.monotonic() + 120
             while time.monotonic() < deadline and child.poll() is None:
@@ -99,15 +127,17 @@ def test_sigkill_then_resume_matches_an_uninterrupted_run(
     finished = {(r["case_id"], r["strategy"], r["iteration"]) for r in before}
     # steps that completed in cells still running at the kill are paid, and journaled
     paid_before += sum(
-        r["record"]["attempts"] for r in _journal_rows(journal, "step")
+        r["record"]["attempts"]
+        for r in _journal_rows(journal, "step")
         if tuple(r["cell"]) not in finished
     )
 
     roles: Counter[str] = Counter()
     original = MockProvider.complete
 
-    async def counting(provider: MockProvider, request: CompletionRequest,
-                       on_event: Any = None) -> Any:
+    async def counting(
+        provider: MockProvider, request: CompletionRequest, on_event: Any = None
+    ) -> Any:
         roles[request.step_role or "?"] += 1
         return await original(provider, request, on_event)
 
@@ -122,4 +152,5 @@ def test_sigkill_then_resume_matches_an_uninterrupted_run(
     assert _untimed(resumed["runs"]) == _untimed(full_doc["runs"])
     strip = ("p50_ms", "p95_ms")
     assert [{k: v for k, v in m.items() if k not in strip} for m in resumed["metrics"]] == [
-        {k: v for k, v in m.items() if k not in strip} for m in full_doc["metrics"]]
+        {k: v for k, v in m.items() if k not in strip} for m in full_doc["metrics"]
+    ]

@@ -25,7 +25,10 @@ def test_an_old_journal_loads_typed_and_rewrites_byte_for_byte() -> None:
     assert stopped is not None and direct is not None
     assert stopped.stop_reason is StopReason.MAX_CALLS and stopped.budget.limited
     assert [s.status for s in stopped.steps] == [
-        StepStatus.OK, StepStatus.OK, StepStatus.BUDGET_STOPPED]
+        StepStatus.OK,
+        StepStatus.OK,
+        StepStatus.BUDGET_STOPPED,
+    ]
     assert isinstance(stopped.budget.limits, Budget) and stopped.budget.limits.calls == 3
     assert isinstance(stopped.budget.used, Usage) and stopped.budget.used.calls == 2
     assert stopped.cost == sum((s.cost for s in stopped.steps if s.cost is not None), Decimal(0))
@@ -49,7 +52,9 @@ def test_the_journal_reads_old_lines(tmp_path: Path) -> None:
 
 
 def test_partial_budgets_keep_their_axes() -> None:
-    text = '{"limits":{"calls":4},"used":{"calls":1,"tokens":150},"reserved_peak":{},"limited":false}'
+    text = (
+        '{"limits":{"calls":4},"used":{"calls":1,"tokens":150},"reserved_peak":{},"limited":false}'
+    )
     report = BudgetReport.model_validate_json(text)
     assert report.limits == Budget(calls=4) and report.used == Usage(calls=1, tokens=150)
     assert report.reserved_peak is None
@@ -60,30 +65,64 @@ def test_partial_budgets_keep_their_axes() -> None:
 def test_stop_reasons_say_what_limited_the_run() -> None:
     limited = {r for r in StopReason if r.limited}
     assert {str(r) for r in limited} == {
-        "input-too-large", "max-calls-reached", "max-tokens-reached", "max-credits-reached",
-        "max-cost-reached", "max-latency-reached", "over-ceiling"}
+        "input-too-large",
+        "max-calls-reached",
+        "max-tokens-reached",
+        "max-credits-reached",
+        "max-cost-reached",
+        "max-latency-reached",
+        "over-ceiling",
+    }
     assert StopReason.OVER_CEILING.dimension is None
     assert StopReason.MAX_CREDITS.dimension is Dimension.CREDITS
     assert StopReason.INPUT_TOO_LARGE.dimension is None
     assert all(StopReason.ceiling(d).dimension is d for d in Dimension)
     assert {str(r) for r in StopReason} - {str(r) for r in limited} == {
-        "completed", "direct-answer-accepted", "error"}
+        "completed",
+        "direct-answer-accepted",
+        "error",
+    }
 
 
 def test_enum_values_are_the_wire_words() -> None:
     assert [str(k) for k in EventKind] == [
-        "run-started", "step-started", "token", "provider-frame", "step-finished",
-        "step-skipped", "step-retry", "budget-stop", "run-finished", "reasoning", "warning"]
+        "run-started",
+        "step-started",
+        "token",
+        "provider-frame",
+        "step-finished",
+        "step-skipped",
+        "step-retry",
+        "budget-stop",
+        "run-finished",
+        "reasoning",
+        "warning",
+    ]
     assert [str(s) for s in StepStatus] == [
-        "running", "ok", "failed", "skipped", "budget-stopped", "cancelled"]
+        "running",
+        "ok",
+        "failed",
+        "skipped",
+        "budget-stopped",
+        "cancelled",
+    ]
 
 
 def test_money_is_written_as_the_exact_decimal_string() -> None:
     result = RunResult(
-        answer="", pipeline="p", tier=None, calls=0, escalated=False, escalation_reason=None,
-        stop_reason=StopReason.COMPLETED, receipt_hash="h", steps=[],
+        answer="",
+        pipeline="p",
+        tier=None,
+        calls=0,
+        escalated=False,
+        escalation_reason=None,
+        stop_reason=StopReason.COMPLETED,
+        receipt_hash="h",
+        steps=[],
         budget=BudgetReport(limits=Budget(cost=Decimal("0.50")), used=Usage()),
-        cost=Decimal("0.0010"), credits=None, estimated_credits=Decimal("1.50"),
+        cost=Decimal("0.0010"),
+        credits=None,
+        estimated_credits=Decimal("1.50"),
     )
     doc = result.model_dump(mode="json")
     assert (doc["cost"], doc["credits"], doc["estimated_credits"]) == ("0.0010", None, "1.50")

@@ -58,6 +58,9 @@ def test_tree_in_the_docstring_names_every_subclass() -> None:
     for module in MODULES:
         importlib.import_module(module)
     doc = loomc.errors.__doc__ or ""
-    missing = sorted(c.__name__ for c in _subclasses(LoomcError)
-                     if c.__module__.startswith("loomc.") and c.__name__ not in doc)
+    missing = sorted(
+        c.__name__
+        for c in _subclasses(LoomcError)
+        if c.__module__.startswith("loomc.") and c.__name__ not in doc
+    )
     assert missing == []

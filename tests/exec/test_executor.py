@@ -34,8 +34,9 @@ def _run(name: str, tier: str | None, prompt: str) -> object:
 
     async def go() -> object:
         async with ProviderPool(project.policy) as pool:
-            return await execute(pipeline, prompt, pool=pool,
-                                 profiler=make_profiler(project.policy.risk))
+            return await execute(
+                pipeline, prompt, pool=pool, profiler=make_profiler(project.policy.risk)
+            )
 
     return anyio.run(go)
 
@@ -67,18 +68,50 @@ def test_balanced_escalation_records_reason_and_uses_editor_answer() -> None:
     assert low.stop_reason == "direct-answer-accepted"  # type: ignore[attr-defined]
 
 
-def _step(sid: str, *, sees: tuple[str, ...] = (), retries: int = 0, timeout_ms: int = 5000,
-          credits: str = "1", guard: object = None) -> StepNode:
-    return StepNode(id=sid, role="writer", worker="w", model="mock/m", provider="mock",
-                    provider_type="mock", group="g", task=f"task {sid}", max_tokens=50,
-                    timeout_ms=timeout_ms, retries=retries, credits=Decimal(credits), p95_ms=None,
-                    pricing=Pricing(Decimal("1"), Decimal("2")), guard=guard, sees=sees)  # type: ignore[arg-type]
+def _step(
+    sid: str,
+    *,
+    sees: tuple[str, ...] = (),
+    retries: int = 0,
+    timeout_ms: int = 5000,
+    credits: str = "1",
+    guard: object = None,
+) -> StepNode:
+    return StepNode(
+        id=sid,
+        role="writer",
+        worker="w",
+        model="mock/m",
+        provider="mock",
+        provider_type="mock",
+        group="g",
+        task=f"task {sid}",
+        max_tokens=50,
+        timeout_ms=timeout_ms,
+        retries=retries,
+        credits=Decimal(credits),
+        p95_ms=None,
+        pricing=Pricing(Decimal("1"), Decimal("2")),
+        guard=guard,
+        sees=sees,
+    )  # type: ignore[arg-type]
 
 
 def _pipeline(steps: list[StepNode], budget: Budget) -> Pipeline:
-    return Pipeline(name="t", tier=None, policy="test", instruction="", graph=StepGraph({s.id: s for s in steps}),
-                    answer=(steps[-1].id,), budget=budget, pipeline_budget=budget, tier_budget=Budget(),
-                    input_tokens=500, backoff_base_ms=1, backoff_max_ms=5)
+    return Pipeline(
+        name="t",
+        tier=None,
+        policy="test",
+        instruction="",
+        graph=StepGraph({s.id: s for s in steps}),
+        answer=(steps[-1].id,),
+        budget=budget,
+        pipeline_budget=budget,
+        tier_budget=Budget(),
+        input_tokens=500,
+        backoff_base_ms=1,
+        backoff_max_ms=5,
+    )
 
 
 def _pool(script: MockScript) -> ProviderPool:
@@ -174,7 +207,9 @@ def test_unreported_usage_is_estimated_not_free() -> None:
 
     result = anyio.run(go)
     step = result.steps[0]  # type: ignore[attr-defined]
-    assert step.usage.estimated and step.usage.completion_tokens > 0 and step.usage.prompt_tokens > 0
+    assert (
+        step.usage.estimated and step.usage.completion_tokens > 0 and step.usage.prompt_tokens > 0
+    )
 
 
 def test_deadline_cancels_in_flight_calls() -> None:
@@ -201,15 +236,29 @@ def test_deadline_cancels_in_flight_calls() -> None:
     fault=st.sampled_from([None, "status", "stream-cut", "timeout"]),
     edges=st.lists(st.tuples(st.integers(0, 4), st.integers(0, 4)), max_size=6),
 )
-def test_ceilings_hold_under_random_graphs(n: int, max_calls: int, max_credits: int, latency: int,
-                                           deadline_ms: int, fault: str | None,
-                                           edges: list[tuple[int, int]]) -> None:
+def test_ceilings_hold_under_random_graphs(
+    n: int,
+    max_calls: int,
+    max_credits: int,
+    latency: int,
+    deadline_ms: int,
+    fault: str | None,
+    edges: list[tuple[int, int]],
+) -> None:
     sees: dict[int, set[str]] = {i: set() for i in range(n)}
     for a, b in edges:
         if a < b < n:
             sees[b].add(f"s{a}")
-    steps = [_step(f"s{i}", sees=tuple(sorted(sees[i])), retries=1, timeout_ms=100,
-                   guard=Fact(("risk",)) if i % 2 else None) for i in range(n)]
+    steps = [
+        _step(
+            f"s{i}",
+            sees=tuple(sorted(sees[i])),
+            retries=1,
+            timeout_ms=100,
+            guard=Fact(("risk",)) if i % 2 else None,
+        )
+        for i in range(n)
+    ]
     budget = Budget(calls=max_calls, credits=Decimal(max_credits), latency_ms=deadline_ms)
     rules = [MockRule(fault=MockFault(kind=fault, status=503, times=1))] if fault else []
     pipeline = _pipeline(steps, budget)
@@ -229,15 +278,26 @@ def test_ceilings_hold_under_random_graphs(n: int, max_calls: int, max_credits: 
     assert elapsed <= deadline_ms / 1000 + 0.5
 
 
-def test_run_cli_json_and_trace(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_run_cli_json_and_trace(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(ROOT)
     trace = tmp_path / "trace.jsonl"
     code = main(["run", "--json", "--tier", "strict", "--trace", str(trace), HIGH])
     assert code == 0
     doc = json.loads(capsys.readouterr().out)
-    for key in ("answer", "pipeline", "tier", "calls", "escalated", "escalation_reason",
-                "stop_reason", "budget", "steps", "receipt_hash"):
+    for key in (
+        "answer",
+        "pipeline",
+        "tier",
+        "calls",
+        "escalated",
+        "escalation_reason",
+        "stop_reason",
+        "budget",
+        "steps",
+        "receipt_hash",
+    ):
         assert key in doc
     assert doc["calls"] == 3 and doc["tier"] == "strict"
     assert {"limits", "used"} <= set(doc["budget"])
@@ -248,7 +308,8 @@ def test_run_cli_json_and_trace(tmp_path: Path, capsys: pytest.CaptureFixture[st
 
 
 def test_run_cli_limit_below_the_worst_case_runs_and_warns(
-        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     # A command-line ceiling is a run-time limit, not a promise (DESIGN "Two kinds of
     # ceiling"): the run is admitted, the worst case above it is a warning, and the run stops
     # budget-limited before the step that would not fit.
@@ -259,19 +320,34 @@ def test_run_cli_limit_below_the_worst_case_runs_and_warns(
     assert "no model was called" not in err
 
 
-def test_api_key_never_in_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                 capsys: pytest.CaptureFixture[str]) -> None:
+def test_api_key_never_in_errors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     key = "sk-test-SECRET-0123456789abcdef"
     monkeypatch.setenv("LOOMC_TEST_KEY", key)
     (tmp_path / "pipelines").mkdir()
     (tmp_path / "policies").mkdir()
     (tmp_path / "pipelines" / "p.loom").write_text(
-        'pipeline p { step a : writer(w) { task "t" max_tokens 10 timeout 2s } answer a }')
+        'pipeline p { step a : writer(w) { task "t" max_tokens 10 timeout 2s } answer a }'
+    )
     (tmp_path / "policies" / "default.yaml").write_text(
         "providers:\n  gw: {type: openai-compatible, base_url: 'http://127.0.0.1:9/v1', api_key: env:LOOMC_TEST_KEY}\n"
-        "workers:\n  w: {model: gw/m}\n")
+        "workers:\n  w: {model: gw/m}\n"
+    )
     trace = tmp_path / "t.jsonl"
-    code = main(["run", "--project", str(tmp_path), "--pipeline", "p", "--json", "--trace", str(trace), "hi"])
+    code = main(
+        [
+            "run",
+            "--project",
+            str(tmp_path),
+            "--pipeline",
+            "p",
+            "--json",
+            "--trace",
+            str(trace),
+            "hi",
+        ]
+    )
     out = capsys.readouterr()
     assert code == 1
     assert key not in out.out + out.err + trace.read_text()

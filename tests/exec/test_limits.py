@@ -38,9 +38,22 @@ def _json_run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int,
 
 
 def test_the_reference_usage_runs_and_stops_budget_limited(
-        capsys: pytest.CaptureFixture[str]) -> None:
-    code, doc, err = _json_run([HIGH, "--tier", "balanced", "--max-calls", "2", "--max-credits",
-                                "2", "--max-latency-ms", "30000"], capsys)
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, doc, err = _json_run(
+        [
+            HIGH,
+            "--tier",
+            "balanced",
+            "--max-calls",
+            "2",
+            "--max-credits",
+            "2",
+            "--max-latency-ms",
+            "30000",
+        ],
+        capsys,
+    )
     assert code == 0, err
     # the worst cases above the limits are warnings, on stderr and in the JSON
     assert "warning[LOOM403]" in err and "warning[LOOM405]" in err
@@ -49,9 +62,15 @@ def test_the_reference_usage_runs_and_stops_budget_limited(
     # the draft (1.5 credits) ran; the verifier (1 credit) would not fit in the 0.5 left
     assert doc["calls"] == 1 and doc["answer"]
     assert doc["stop_reason"] == "max-credits-reached" and doc["budget"]["limited"] is True
-    assert doc["limited_by"] == {"outcome": "budget-limited", "dimension": "credits",
-                                 "step": "verify", "needed": "1", "left": "0.5", "ceiling": "2",
-                                 "source": "limit"}
+    assert doc["limited_by"] == {
+        "outcome": "budget-limited",
+        "dimension": "credits",
+        "step": "verify",
+        "needed": "1",
+        "left": "0.5",
+        "ceiling": "2",
+        "source": "limit",
+    }
     assert "budget-limited: step 'verify' needs 1 credits, 0.5 left of the limit 2" in err
     assert Decimal(doc["budget"]["used"]["credits"]) <= 2
 
@@ -102,10 +121,12 @@ def test_the_answer_chain_not_reached_keeps_the_best_answer_so_far() -> None:
 
 
 def test_receipt_credits_and_estimates_are_labelled_apart(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     policy = (ROOT / "policies" / "default.yaml").read_text()
-    policy = policy.replace("      rules: []", "      rules:\n        - role: critic\n"
-                            "          spent_credits: 0.25")
+    policy = policy.replace(
+        "      rules: []", "      rules:\n        - role: critic\n          spent_credits: 0.25"
+    )
     path = tmp_path / "receipts.yaml"
     path.write_text(policy)
     code = main(["run", HIGH, "--tier", "strict", "--project", str(ROOT), "--policy", str(path)])
@@ -128,8 +149,11 @@ def test_receipt_credits_and_estimates_are_labelled_apart(
 def test_a_workers_max_tokens_caps_its_steps(tmp_path: Path) -> None:
     policy = (ROOT / "policies" / "default.yaml").read_text()
     path = tmp_path / "capped.yaml"
-    path.write_text(policy.replace("    max_tokens: 900", "    max_tokens: 300")
-                    .replace("    p95_latency: 8s", "    p95_latency: 8s\n    temperature: 0.4"))
+    path.write_text(
+        policy.replace("    max_tokens: 900", "    max_tokens: 300").replace(
+            "    p95_latency: 8s", "    p95_latency: 8s\n    temperature: 0.4"
+        )
+    )
     project = load_project(ROOT, path)
     pipeline = project.compile("general", "strict")
     steps = {s.id: s for s in pipeline.graph.steps()}
@@ -142,19 +166,43 @@ def test_a_workers_max_tokens_caps_its_steps(tmp_path: Path) -> None:
     assert drafter_steps and all(s.temperature == 0.4 for s in drafter_steps)
 
 
-def _step(sid: str, *, sees: tuple[str, ...] = (), credits: str = "1",
-          max_tokens: int = 40) -> StepNode:
-    return StepNode(id=sid, role="writer", worker="w", model="mock/m", provider="mock",
-                    provider_type="mock", group="g", task=f"task {sid}", max_tokens=max_tokens,
-                    timeout_ms=5000, retries=0, credits=Decimal(credits), p95_ms=None,
-                    pricing=Pricing(Decimal("1"), Decimal("2")), sees=sees)
+def _step(
+    sid: str, *, sees: tuple[str, ...] = (), credits: str = "1", max_tokens: int = 40
+) -> StepNode:
+    return StepNode(
+        id=sid,
+        role="writer",
+        worker="w",
+        model="mock/m",
+        provider="mock",
+        provider_type="mock",
+        group="g",
+        task=f"task {sid}",
+        max_tokens=max_tokens,
+        timeout_ms=5000,
+        retries=0,
+        credits=Decimal(credits),
+        p95_ms=None,
+        pricing=Pricing(Decimal("1"), Decimal("2")),
+        sees=sees,
+    )
 
 
 def _pipeline(steps: list[StepNode], budget: Budget) -> Pipeline:
-    return Pipeline(name="t", tier=None, policy="test", instruction="",
-                    graph=StepGraph({s.id: s for s in steps}), answer=(steps[-1].id,),
-                    budget=budget, pipeline_budget=budget, tier_budget=Budget(),
-                    input_tokens=200, backoff_base_ms=1, backoff_max_ms=5)
+    return Pipeline(
+        name="t",
+        tier=None,
+        policy="test",
+        instruction="",
+        graph=StepGraph({s.id: s for s in steps}),
+        answer=(steps[-1].id,),
+        budget=budget,
+        pipeline_budget=budget,
+        tier_budget=Budget(),
+        input_tokens=200,
+        backoff_base_ms=1,
+        backoff_max_ms=5,
+    )
 
 
 def _pool(script: MockScript) -> ProviderPool:
@@ -176,14 +224,27 @@ OVERSHOOTS: list[float] = []
     step_credits=st.lists(st.sampled_from(["0", "0.5", "1", "2"]), min_size=5, max_size=5),
     usage=st.booleans(),
 )
-def test_no_call_is_sent_past_a_run_limit(n: int, chain: bool, calls: int | None,
-                                          credits: int | None, tokens: int | None,
-                                          deadline_ms: int | None, latencies: list[int],
-                                          step_credits: list[str], usage: bool) -> None:
-    steps = [_step(f"s{i}", sees=(f"s{i - 1}",) if chain and i else (), credits=step_credits[i])
-             for i in range(n)]
-    limits = Budget(calls=calls, tokens=tokens, latency_ms=deadline_ms,
-                    credits=None if credits is None else Decimal(credits))
+def test_no_call_is_sent_past_a_run_limit(
+    n: int,
+    chain: bool,
+    calls: int | None,
+    credits: int | None,
+    tokens: int | None,
+    deadline_ms: int | None,
+    latencies: list[int],
+    step_credits: list[str],
+    usage: bool,
+) -> None:
+    steps = [
+        _step(f"s{i}", sees=(f"s{i - 1}",) if chain and i else (), credits=step_credits[i])
+        for i in range(n)
+    ]
+    limits = Budget(
+        calls=calls,
+        tokens=tokens,
+        latency_ms=deadline_ms,
+        credits=None if credits is None else Decimal(credits),
+    )
     pipeline = replace(_pipeline(steps, Budget()), limits=limits)
     rules = [MockRule(pattern=f"task s{i}\\b", latency_ms=latencies[i]) for i in range(n)]
     script = MockScript(rules=rules, report_usage=usage, stream_chunk_words=2)

@@ -31,15 +31,22 @@ def _feed(trace: LiveTrace, events: list[Event]) -> None:
 def test_reasoning_and_frames_are_shown_apart_from_the_answer() -> None:
     out = io.StringIO()
     trace = LiveTrace(stream=out)
-    _feed(trace, [
-        Event(EventKind.STEP_STARTED, "r", "verify", {"role": "critic", "model": "dot/m"}),
-        Event(EventKind.REASONING, "r", "verify", {"text": "Thinking about "}),
-        Event(EventKind.REASONING, "r", "verify", {"text": "[bold]races[/]."}),
-        Event(EventKind.TOKEN, "r", "verify", {"text": "Use a lock."}),
-        Event(EventKind.PROVIDER_FRAME, "r", "verify",
-              {"frame": {"type": "privacy", "mode": "zero-retention", "pii_redacted": 1}}),
-        Event(EventKind.WARNING, "r", None, {"code": "LOOM401", "message": "worst case 3 > 1"}),
-    ])
+    _feed(
+        trace,
+        [
+            Event(EventKind.STEP_STARTED, "r", "verify", {"role": "critic", "model": "dot/m"}),
+            Event(EventKind.REASONING, "r", "verify", {"text": "Thinking about "}),
+            Event(EventKind.REASONING, "r", "verify", {"text": "[bold]races[/]."}),
+            Event(EventKind.TOKEN, "r", "verify", {"text": "Use a lock."}),
+            Event(
+                EventKind.PROVIDER_FRAME,
+                "r",
+                "verify",
+                {"frame": {"type": "privacy", "mode": "zero-retention", "pii_redacted": 1}},
+            ),
+            Event(EventKind.WARNING, "r", None, {"code": "LOOM401", "message": "worst case 3 > 1"}),
+        ],
+    )
     assert trace.close(5)
     lines = out.getvalue().splitlines()
     assert lines[1] == "Thinking about [bold]races[/]."  # its own line, markup not interpreted
@@ -91,12 +98,31 @@ def test_a_stderr_pipe_nobody_reads_does_not_stall_the_run(tmp_path: Path) -> No
     policy = policy.replace("      rules: []", f"      rules: []\n      default_response: {flood}")
     path = tmp_path / "flood.yaml"
     path.write_text(policy)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    }
     started = time.monotonic()
     with subprocess.Popen(
-        [sys.executable, "-m", "loomc", "run", "hello", "--tier", "strict", "--policy", str(path),
-         "--project", str(ROOT), "--max-latency-ms", "3000"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=tmp_path,
+        [
+            sys.executable,
+            "-m",
+            "loomc",
+            "run",
+            "hello",
+            "--tier",
+            "strict",
+            "--policy",
+            str(path),
+            "--project",
+            str(ROOT),
+            "--max-latency-ms",
+            "3000",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=tmp_path,
     ) as proc:
         try:
             assert proc.stdout is not None

@@ -92,8 +92,11 @@ def test_success_reconciles_actual_usage_money_and_receipt_credits() -> None:
     assert out.completion is not None and out.attempts == 1 and out.error is None
     assert out.cost == Decimal(40 * 1 + 10 * 2) / 1_000_000
     assert out.credits == Decimal("0.7")
-    assert ledger.actual == out.usage == Usage(calls=1, tokens=50, credits=Decimal("0.7"),
-                                                cost=out.cost)
+    assert (
+        ledger.actual
+        == out.usage
+        == Usage(calls=1, tokens=50, credits=Decimal("0.7"), cost=out.cost)
+    )
     assert ledger.committed == ledger.actual  # nothing left reserved
     assert ledger.peak == RESERVE  # the worst case was reserved before sending
     assert events[0] == AttemptStarted(1)
@@ -118,9 +121,12 @@ def test_a_refusal_after_a_failed_attempt_stops_the_retries() -> None:
 
 
 def test_failed_attempts_are_reconciled_conservatively() -> None:
-    provider = _mock(MockFault(kind="stream-cut", after_tokens=2, times=1),
-                     response="one two three four five six", prompt_tokens=40,
-                     completion_tokens=6)
+    provider = _mock(
+        MockFault(kind="stream-cut", after_tokens=2, times=1),
+        response="one two three four five six",
+        prompt_tokens=40,
+        completion_tokens=6,
+    )
     ledger = Ledger(Budget())
     out, events = _call(provider, ledger)
     assert out.completion is not None and out.attempts == 2 and provider.calls == 2
@@ -129,8 +135,9 @@ def test_failed_attempts_are_reconciled_conservatively() -> None:
     # the failed attempt: the prompt and what streamed, its credit estimate, its reserved money
     streamed = estimate_tokens(failed.error.partial)
     assert streamed > 0
-    assert failed.usage == Usage(calls=1, tokens=PROMPT + streamed, credits=Decimal("1.5"),
-                                 cost=RESERVE.cost)
+    assert failed.usage == Usage(
+        calls=1, tokens=PROMPT + streamed, credits=Decimal("1.5"), cost=RESERVE.cost
+    )
     assert ledger.actual == failed.usage + ok.usage == out.usage
     assert ledger.committed == ledger.actual
     assert [e.attempt for e in events if isinstance(e, AttemptStarted)] == [1, 2]
@@ -142,8 +149,9 @@ def test_a_timed_out_attempt_is_charged_and_retried() -> None:
     out, events = _call(provider, ledger, attempts=2, timeout_ms=20)
     assert out.completion is None and out.attempts == 2
     assert str(out.error) == "call timeout after 20 ms"
-    assert ledger.actual == Usage(calls=2, tokens=2 * PROMPT, credits=Decimal(3),
-                                  cost=2 * RESERVE.cost)
+    assert ledger.actual == Usage(
+        calls=2, tokens=2 * PROMPT, credits=Decimal(3), cost=2 * RESERVE.cost
+    )
     assert sum(isinstance(e, Retrying) for e in events) == 1
 
 
@@ -181,19 +189,30 @@ def test_the_judge_honours_retry_after() -> None:
     """The judge's retries used to ignore Retry-After and retry at once."""
     fault = MockFault(kind="status", status=429, retry_after_s=0.3, times=1)
     reply = '{"score": 90, "passed": true, "reason": "fine"}'
-    provider = MockProvider("mock", MockScript(rules=[MockRule(role="judge", response=reply,
-                                                                fault=fault)]))
+    provider = MockProvider(
+        "mock", MockScript(rules=[MockRule(role="judge", response=reply, fault=fault)])
+    )
     pool = ProviderPool({})
     pool.put("mock", provider)
-    spec = JudgeSpec(ref="mock/judge", model="mock/judge", worker=None, max_tokens=100,
-                     timeout_ms=5000, attempts=2, credits=Decimal(1),
-                     input_per_million=Decimal(1), output_per_million=Decimal(1),
-                     backoff_base_ms=1, backoff_max_ms=10_000)
+    spec = JudgeSpec(
+        ref="mock/judge",
+        model="mock/judge",
+        worker=None,
+        max_tokens=100,
+        timeout_ms=5000,
+        attempts=2,
+        credits=Decimal(1),
+        input_per_million=Decimal(1),
+        output_per_million=Decimal(1),
+        backoff_base_ms=1,
+        backoff_max_ms=10_000,
+    )
     ledger = Ledger(Budget())
 
     async def go() -> Any:
-        return await judge(spec, pool=pool, ledger=ledger, task="t", rubric=None, answer="a",
-                           bound=None)
+        return await judge(
+            spec, pool=pool, ledger=ledger, task="t", rubric=None, answer="a", bound=None
+        )
 
     started = time.monotonic()
     verdict = anyio.run(go)
@@ -206,13 +225,28 @@ def test_the_judge_is_refused_before_sending() -> None:
     provider = MockProvider("mock", MockScript())
     pool = ProviderPool({})
     pool.put("mock", provider)
-    spec = JudgeSpec(ref="mock/judge", model="mock/judge", worker=None, max_tokens=100,
-                     timeout_ms=5000, attempts=2, credits=Decimal(1),
-                     input_per_million=None, output_per_million=None)
+    spec = JudgeSpec(
+        ref="mock/judge",
+        model="mock/judge",
+        worker=None,
+        max_tokens=100,
+        timeout_ms=5000,
+        attempts=2,
+        credits=Decimal(1),
+        input_per_million=None,
+        output_per_million=None,
+    )
 
     async def go() -> Any:
-        return await judge(spec, pool=pool, ledger=Ledger(Budget(calls=0)), task="t",
-                           rubric=None, answer="a", bound=None)
+        return await judge(
+            spec,
+            pool=pool,
+            ledger=Ledger(Budget(calls=0)),
+            task="t",
+            rubric=None,
+            answer="a",
+            bound=None,
+        )
 
     verdict = anyio.run(go)
     assert verdict.status == "budget-stopped" and verdict.calls == 0 and provider.calls == 0

@@ -20,8 +20,9 @@ def _mock() -> MockProvider:
 
 def test_a_lone_surrogate_becomes_a_replacement_character() -> None:
     sink = loomc.MemorySink()
-    result = loomc.run("hello there", project=ROOT, tier="lean", providers={"mock": _mock()},
-                       sinks=[sink])
+    result = loomc.run(
+        "hello there", project=ROOT, tier="lean", providers={"mock": _mock()}, sinks=[sink]
+    )
     assert result.stop_reason == "completed"
     assert result.answer == "bad \ufffd answer."
     assert result.model_dump_json()  # encodable

@@ -16,6 +16,8 @@ from litellm_config import LITELLM_CONFIG
 from replay import ReplayServer
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
 @pytest.fixture(scope="session")
 def replay() -> Iterator[ReplayServer]:
     server = ReplayServer().start()
@@ -30,8 +32,11 @@ def _free_port() -> int:
 
 
 def _litellm_binary() -> str | None:
-    for candidate in (os.environ.get("LOOMC_LITELLM"), str(ROOT / ".venv-litellm/bin/litellm"),
-                      shutil.which("litellm")):
+    for candidate in (
+        os.environ.get("LOOMC_LITELLM"),
+        str(ROOT / ".venv-litellm/bin/litellm"),
+        shutil.which("litellm"),
+    ):
         if candidate and Path(candidate).exists():
             return candidate
     return None
@@ -50,11 +55,18 @@ def litellm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     config.write_text(LITELLM_CONFIG, encoding="utf-8")
     port = _free_port()
     log = (workdir / "server.log").open("wb")
-    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "NO_PROXY": "*",
-           "LITELLM_LOG": "ERROR"}
+    env = {
+        **os.environ,
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        "NO_PROXY": "*",
+        "LITELLM_LOG": "ERROR",
+    }
     proc = subprocess.Popen(
         [binary, "--config", str(config), "--host", "127.0.0.1", "--port", str(port)],
-        stdout=log, stderr=subprocess.STDOUT, cwd=workdir, env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        cwd=workdir,
+        env=env,
     )
     base = f"http://127.0.0.1:{port}"
     # ~5 s on an idle machine; a first start on a busy 2-core CI box can take far longer.

@@ -54,35 +54,54 @@ SCENARIOS: dict[str, Scenario] = {
     "dot": Scenario(stream_file="dot-stream.sse", whole_file="dot-whole.json"),
     "malformed": _sse("malformed.sse"),
     "drop": Scenario(stream_file="litellm-stream-usage.sse", drop_after=1400),
-    "drop-ollama": Scenario(stream_file="ollama-stream.ndjson", drop_after=500,
-                            content_type="application/x-ndjson"),
-    "rate-limited": Scenario(status=429, body='{"error":{"message":"slow down","code":429}}',
-                             headers={"retry-after": "2"}),
-    "rate-limited-date": Scenario(status=429, body="{}",
-                                  headers={"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}),
+    "drop-ollama": Scenario(
+        stream_file="ollama-stream.ndjson", drop_after=500, content_type="application/x-ndjson"
+    ),
+    "rate-limited": Scenario(
+        status=429,
+        body='{"error":{"message":"slow down","code":429}}',
+        headers={"retry-after": "2"},
+    ),
+    "rate-limited-date": Scenario(
+        status=429, body="{}", headers={"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}
+    ),
     "rate-limited-ms": Scenario(status=429, body="{}", headers={"retry-after-ms": "1500"}),
     "unavailable": Scenario(status=503, body="upstream overloaded"),
     "bad-request": Scenario(status=400, body='{"error":{"message":"max_tokens too large"}}'),
     "echo-auth": Scenario(status=401, body=""),  # body filled with the request's auth header
     "stall": Scenario(stream_file="llamacpp-stream.sse", stall_s=3.0),
-    "flaky": Scenario(stream_file="litellm-stream-usage.sse",
-                      whole_file=None, fail_times=1, fail_status=503,
-                      headers={"retry-after": "0"}),
+    "flaky": Scenario(
+        stream_file="litellm-stream-usage.sse",
+        whole_file=None,
+        fail_times=1,
+        fail_status=503,
+        headers={"retry-after": "0"},
+    ),
     "not-json": Scenario(status=200, body="<html>gateway</html>", content_type="text/html"),
-    "ollama": Scenario(stream_file="ollama-stream.ndjson", whole_file="ollama-whole.json",
-                       content_type="application/x-ndjson"),
-    "ollama-cached": Scenario(stream_file="ollama-stream-cached.ndjson",
-                              content_type="application/x-ndjson"),
-    "ollama-missing": Scenario(status=404, body='{"error":"model \\"nope\\" not found"}',
-                               content_type="application/json"),
-    "ollama-malformed": Scenario(status=200, body='{"message":{"content":"a"},"done":false}\n{oops\n',
-                                 content_type="application/x-ndjson"),
+    "ollama": Scenario(
+        stream_file="ollama-stream.ndjson",
+        whole_file="ollama-whole.json",
+        content_type="application/x-ndjson",
+    ),
+    "ollama-cached": Scenario(
+        stream_file="ollama-stream-cached.ndjson", content_type="application/x-ndjson"
+    ),
+    "ollama-missing": Scenario(
+        status=404, body='{"error":"model \\"nope\\" not found"}', content_type="application/json"
+    ),
+    "ollama-malformed": Scenario(
+        status=200,
+        body='{"message":{"content":"a"},"done":false}\n{oops\n',
+        content_type="application/x-ndjson",
+    ),
     "reasoning": _sse("reasoning-stream.sse"),
-    "ollama-thinking": Scenario(stream_file="ollama-thinking.ndjson",
-                                content_type="application/x-ndjson"),
+    "ollama-thinking": Scenario(
+        stream_file="ollama-thinking.ndjson", content_type="application/x-ndjson"
+    ),
     "slow": Scenario(stream_file="llamacpp-stream.sse", frame_delay_s=0.4),
-    "zero": Scenario(stream_file="transformers-serve-stream.sse",
-                     whole_file=None),  # benchmark: no latency at all
+    "zero": Scenario(
+        stream_file="transformers-serve-stream.sse", whole_file=None
+    ),  # benchmark: no latency at all
 }
 
 
@@ -125,14 +144,20 @@ class ReplayServer:
         name = str(body.get("model", ""))
         scenario = SCENARIOS.get(name)
         if scenario is None:
-            await self._respond(send, 404, b'{"error":{"message":"unknown scenario"}}',
-                                "application/json", {})
+            await self._respond(
+                send, 404, b'{"error":{"message":"unknown scenario"}}', "application/json", {}
+            )
             return
         count = self.counts.get(name, 0) + 1
         self.counts[name] = count
         if count <= scenario.fail_times:
-            await self._respond(send, scenario.fail_status, b"temporarily unavailable",
-                                "text/plain", scenario.headers)
+            await self._respond(
+                send,
+                scenario.fail_status,
+                b"temporarily unavailable",
+                "text/plain",
+                scenario.headers,
+            )
             return
         if scenario.stall_s:
             await anyio.sleep(scenario.stall_s)
@@ -144,14 +169,20 @@ class ReplayServer:
             return
         if file is None:
             ctype = scenario.content_type if scenario.body else "application/json"
-            await self._respond(send, scenario.status, scenario.body.encode(), ctype,
-                                scenario.headers)
+            await self._respond(
+                send, scenario.status, scenario.body.encode(), ctype, scenario.headers
+            )
             return
         data = (WIRE / file).read_bytes()
         ndjson = file.endswith(".ndjson")
         ctype = "application/json" if file.endswith(".json") else scenario.content_type
-        await send({"type": "http.response.start", "status": scenario.status,
-                    "headers": [(b"content-type", ctype.encode())]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": scenario.status,
+                "headers": [(b"content-type", ctype.encode())],
+            }
+        )
         sent = 0
         for frame in _split_frames(data, ndjson):
             if scenario.drop_after is not None and sent + len(frame) > scenario.drop_after:
@@ -168,16 +199,18 @@ class ReplayServer:
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     @staticmethod
-    async def _respond(send: Send, status: int, body: bytes, ctype: str,
-                       headers: dict[str, str]) -> None:
+    async def _respond(
+        send: Send, status: int, body: bytes, ctype: str, headers: dict[str, str]
+    ) -> None:
         hdrs = [(b"content-type", ctype.encode())]
         hdrs += [(k.encode(), v.encode()) for k, v in headers.items()]
         await send({"type": "http.response.start", "status": status, "headers": hdrs})
         await send({"type": "http.response.body", "body": body})
 
     def start(self) -> ReplayServer:
-        config = uvicorn.Config(self, host="127.0.0.1", port=0, log_level="critical",
-                                lifespan="off", access_log=False)
+        config = uvicorn.Config(
+            self, host="127.0.0.1", port=0, log_level="critical", lifespan="off", access_log=False
+        )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, daemon=True)
         self._thread.start()

@@ -18,12 +18,18 @@ HIGH = "Review this payment webhook handler for double-spend races and missing a
 LOW = "What is the capital of Poland? Return only the city."
 
 
-def _policy(tmp_path: Path, base_url: str, models: dict[str, str], *,
-            provider_type: str = "openai-compatible") -> Path:
+def _policy(
+    tmp_path: Path,
+    base_url: str,
+    models: dict[str, str],
+    *,
+    provider_type: str = "openai-compatible",
+) -> Path:
     policy: dict[str, Any] = yaml.safe_load((ROOT / "policies/default.yaml").read_text())
     policy["name"] = "http-test"
-    policy["providers"] = {"gw": {"type": provider_type, "base_url": base_url,
-                                  "api_key": "env:LOOMC_TEST_GATEWAY_KEY"}}
+    policy["providers"] = {
+        "gw": {"type": provider_type, "base_url": base_url, "api_key": "env:LOOMC_TEST_GATEWAY_KEY"}
+    }
     for worker, spec in policy["workers"].items():
         spec["model"] = f"gw/{models.get(worker, 'llamacpp')}"
     policy.pop("pricing", None)
@@ -39,15 +45,19 @@ def _run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, dict
 
 
 def test_run_over_http_records_exact_usage_receipts_and_no_key(
-    replay: ReplayServer, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    replay: ReplayServer,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("LOOMC_TEST_GATEWAY_KEY", SECRET)
-    policy = _policy(tmp_path, f"{replay.base_url}/v1",
-                     {"finalizer": "litellm-usage", "critic": "dot"})
+    policy = _policy(
+        tmp_path, f"{replay.base_url}/v1", {"finalizer": "litellm-usage", "critic": "dot"}
+    )
     trace = tmp_path / "trace.jsonl"
-    code, result, text = _run([HIGH, "--tier", "balanced", "--policy", str(policy),
-                               "--trace", str(trace)], capsys)
+    code, result, text = _run(
+        [HIGH, "--tier", "balanced", "--policy", str(policy), "--trace", str(trace)], capsys
+    )
     assert code == 0, text
     assert result["calls"] == 2 and result["escalated"] is True
     steps = {s["id"]: s for s in result["steps"]}
@@ -66,7 +76,9 @@ def test_run_over_http_records_exact_usage_receipts_and_no_key(
 
 
 def test_run_retries_a_503_then_succeeds(
-    replay: ReplayServer, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    replay: ReplayServer,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("LOOMC_TEST_GATEWAY_KEY", SECRET)
@@ -76,12 +88,25 @@ def test_run_retries_a_503_then_succeeds(
     # The checker refuses retries that could exceed the call ceiling, so this pipeline budgets
     # for the retry: 1 step, 1 retry, at most 2 calls.
     (project / "pipelines" / "retry.loom").write_text(
-        'pipeline retry {\n  budget { calls <= 2  latency <= 60s }\n'
+        "pipeline retry {\n  budget { calls <= 2  latency <= 60s }\n"
         '  step answer : finalizer(finalizer) {\n    task "Answer the task."\n'
-        '    max_tokens 200\n    retries 1\n  }\n  answer answer\n}\n', encoding="utf-8")
+        "    max_tokens 200\n    retries 1\n  }\n  answer answer\n}\n",
+        encoding="utf-8",
+    )
     policy = _policy(tmp_path, f"{replay.base_url}/v1", {"finalizer": "flaky"})
-    code = main(["run", LOW, "--pipeline", "retry", "--policy", str(policy),
-                 "--project", str(project), "--json"])
+    code = main(
+        [
+            "run",
+            LOW,
+            "--pipeline",
+            "retry",
+            "--policy",
+            str(policy),
+            "--project",
+            str(project),
+            "--json",
+        ]
+    )
     out, err = capsys.readouterr()
     result, text = (json.loads(out) if out.strip() else {}), out + err
     assert code == 0, text
@@ -91,7 +116,9 @@ def test_run_retries_a_503_then_succeeds(
 
 
 def test_run_reports_a_provider_error_without_traceback(
-    replay: ReplayServer, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    replay: ReplayServer,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("LOOMC_TEST_GATEWAY_KEY", SECRET)
@@ -105,7 +132,9 @@ def test_run_reports_a_provider_error_without_traceback(
 
 
 def test_run_over_ollama_native_api(
-    replay: ReplayServer, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    replay: ReplayServer,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("LOOMC_TEST_GATEWAY_KEY", SECRET)
@@ -114,6 +143,9 @@ def test_run_over_ollama_native_api(
     assert code == 0, text
     assert result["answer"] == "Use a unique constraint on the idempotency key."
     usage = result["steps"][0]["usage"]
-    assert (usage["prompt_tokens"], usage["completion_tokens"], usage["estimated"]) == (26, 8,
-                                                                                         False)
+    assert (usage["prompt_tokens"], usage["completion_tokens"], usage["estimated"]) == (
+        26,
+        8,
+        False,
+    )
     assert replay.requests[-1]["path"] == "/api/chat"

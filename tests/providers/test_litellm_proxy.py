@@ -21,12 +21,23 @@ TEXT = "The capital of France is Paris. It has been the capital since 987."
 pytestmark = pytest.mark.slow
 
 
-def call(base: str, model: str, *, stream: bool, key: str = MASTER_KEY,
-         events: list[StreamEvent] | None = None) -> Completion:
+def call(
+    base: str,
+    model: str,
+    *,
+    stream: bool,
+    key: str = MASTER_KEY,
+    events: list[StreamEvent] | None = None,
+) -> Completion:
     cfg = ProviderConfig(type="openai-compatible", base_url=f"{base}/v1", api_key="env:LITELLM_KEY")
     provider = OpenAICompatProvider("litellm", cfg, env={"LITELLM_KEY": key})
-    req = CompletionRequest(model=model, messages=(Message("user", "Capital of France?"),),
-                            max_tokens=50, stream=stream, timeout_s=30)
+    req = CompletionRequest(
+        model=model,
+        messages=(Message("user", "Capital of France?"),),
+        max_tokens=50,
+        stream=stream,
+        timeout_s=30,
+    )
     return complete(provider, req, events)
 
 

@@ -21,12 +21,24 @@ from loomc.providers.ollama import OllamaProvider
 TEXT = "Use a unique constraint on the idempotency key."
 
 
-def run(replay: ReplayServer, model: str, *, stream: bool = True,
-        events: list[StreamEvent] | None = None) -> Completion:
-    provider = OllamaProvider("local", ProviderConfig(type="ollama", base_url=replay.base_url),
-                              env={})
-    req = CompletionRequest(model=model, messages=(Message("user", "How do I dedupe payments?"),),
-                            max_tokens=128, stream=stream, timeout_s=5, temperature=0.2)
+def run(
+    replay: ReplayServer,
+    model: str,
+    *,
+    stream: bool = True,
+    events: list[StreamEvent] | None = None,
+) -> Completion:
+    provider = OllamaProvider(
+        "local", ProviderConfig(type="ollama", base_url=replay.base_url), env={}
+    )
+    req = CompletionRequest(
+        model=model,
+        messages=(Message("user", "How do I dedupe payments?"),),
+        max_tokens=128,
+        stream=stream,
+        timeout_s=5,
+        temperature=0.2,
+    )
     return complete(provider, req, events)
 
 
@@ -34,10 +46,21 @@ def test_ndjson_stream_tokens_and_counts(replay: ReplayServer) -> None:
     events: list[StreamEvent] = []
     out = run(replay, "ollama", events=events)
     assert out.content == TEXT
-    assert [e.text for e in events] == ["Use ", "a ", "unique ", "constraint ", "on ", "the ",
-                                        "idempotency ", "key."]
-    assert (out.usage.prompt_tokens, out.usage.completion_tokens, out.usage.estimated) == (26, 8,
-                                                                                          False)
+    assert [e.text for e in events] == [
+        "Use ",
+        "a ",
+        "unique ",
+        "constraint ",
+        "on ",
+        "the ",
+        "idempotency ",
+        "key.",
+    ]
+    assert (out.usage.prompt_tokens, out.usage.completion_tokens, out.usage.estimated) == (
+        26,
+        8,
+        False,
+    )
     body = replay.requests[-1]["body"]
     assert replay.requests[-1]["path"] == "/api/chat"
     assert body["options"] == {"num_predict": 128, "temperature": 0.2}

@@ -30,17 +30,27 @@ LITELLM_TEXT = "The capital of France is Paris. It has been the capital since 98
 WORDS_TEXT = "Use a unique constraint on the idempotency key."
 
 
-def provider(replay: ReplayServer, kind: str = "openai-compatible",
-             base: str | None = None) -> OpenAICompatProvider:
-    cfg = ProviderConfig(type=kind, base_url=base or f"{replay.base_url}/v1",  # type: ignore[arg-type]
-                         api_key="env:TEST_KEY")
+def provider(
+    replay: ReplayServer, kind: str = "openai-compatible", base: str | None = None
+) -> OpenAICompatProvider:
+    cfg = ProviderConfig(
+        type=kind,
+        base_url=base or f"{replay.base_url}/v1",  # type: ignore[arg-type]
+        api_key="env:TEST_KEY",
+    )
     return OpenAICompatProvider("gw", cfg, env={"TEST_KEY": SECRET})
 
 
-def request(model: str, *, stream: bool = True, timeout_s: float | None = 5.0,
-            max_tokens: int | None = 64) -> CompletionRequest:
-    return CompletionRequest(model=model, messages=(Message("user", PROMPT),),
-                             max_tokens=max_tokens, stream=stream, timeout_s=timeout_s)
+def request(
+    model: str, *, stream: bool = True, timeout_s: float | None = 5.0, max_tokens: int | None = 64
+) -> CompletionRequest:
+    return CompletionRequest(
+        model=model,
+        messages=(Message("user", PROMPT),),
+        max_tokens=max_tokens,
+        stream=stream,
+        timeout_s=timeout_s,
+    )
 
 
 def test_litellm_recording_streams_tokens_and_exact_final_usage(replay: ReplayServer) -> None:
@@ -49,11 +59,15 @@ def test_litellm_recording_streams_tokens_and_exact_final_usage(replay: ReplaySe
     assert out.content == LITELLM_TEXT
     assert "".join(e.text for e in events if e.kind == "token") == LITELLM_TEXT
     assert len([e for e in events if e.kind == "token"]) > 5  # really streamed, not one blob
-    usage_chunk = [json.loads(line[6:]) for line in
-                   (WIRE / "litellm-stream-usage.sse").read_text().splitlines()
-                   if line.startswith("data: {") and '"usage"' in line][-1]["usage"]
+    usage_chunk = [
+        json.loads(line[6:])
+        for line in (WIRE / "litellm-stream-usage.sse").read_text().splitlines()
+        if line.startswith("data: {") and '"usage"' in line
+    ][-1]["usage"]
     assert (out.usage.prompt_tokens, out.usage.completion_tokens) == (
-        usage_chunk["prompt_tokens"], usage_chunk["completion_tokens"])
+        usage_chunk["prompt_tokens"],
+        usage_chunk["completion_tokens"],
+    )
     assert out.usage.estimated is False
     assert out.finish_reason == "stop"
     sent = replay.requests[-1]
@@ -77,7 +91,10 @@ def test_transformers_serve_stream_closes_without_done(replay: ReplayServer) -> 
     out = complete(provider(replay), request("transformers-serve"))
     assert out.content == WORDS_TEXT
     assert (out.usage.prompt_tokens, out.usage.completion_tokens, out.usage.estimated) == (
-        14, 9, False)
+        14,
+        9,
+        False,
+    )
 
 
 def test_openrouter_comments_skipped_and_cost_receipt(replay: ReplayServer) -> None:
@@ -97,8 +114,10 @@ def test_dot_stream_surfaces_payment_receipt_and_privacy_frames(replay: ReplaySe
     assert out.receipt is not None and out.receipt.spent_credits == Decimal("2.5")
     frames = [e.frame for e in events if e.kind == "frame"]
     assert frames and frames == list(out.frames)
-    assert frames[0] is not None and frames[0]["privacy"] == {"mode": "zero-retention",
-                                                             "pii_redacted": 1}
+    assert frames[0] is not None and frames[0]["privacy"] == {
+        "mode": "zero-retention",
+        "pii_redacted": 1,
+    }
     assert any(f is not None and "agent_api_payment" in f for f in frames)
 
 
@@ -123,8 +142,10 @@ def test_dropped_connection_mid_stream_keeps_the_partial(replay: ReplayServer) -
     assert info.value.partial != LITELLM_TEXT
 
 
-@pytest.mark.parametrize(("model", "expected"), [
-    ("rate-limited", 2.0), ("rate-limited-ms", 1.5), ("rate-limited-date", 0.0)])
+@pytest.mark.parametrize(
+    ("model", "expected"),
+    [("rate-limited", 2.0), ("rate-limited-ms", 1.5), ("rate-limited-date", 0.0)],
+)
 def test_429_honours_retry_after(replay: ReplayServer, model: str, expected: float) -> None:
     with pytest.raises(RateLimited) as info:
         complete(provider(replay), request(model))
@@ -152,8 +173,9 @@ def test_api_key_never_appears_in_errors(replay: ReplayServer) -> None:
 
 
 def test_missing_env_key_is_a_config_error_naming_the_variable(replay: ReplayServer) -> None:
-    cfg = ProviderConfig(type="openai-compatible", base_url=f"{replay.base_url}/v1",
-                         api_key="env:NOT_SET_ANYWHERE")
+    cfg = ProviderConfig(
+        type="openai-compatible", base_url=f"{replay.base_url}/v1", api_key="env:NOT_SET_ANYWHERE"
+    )
     p = OpenAICompatProvider("gw", cfg, env={})
     with pytest.raises(ProviderConfigError, match="NOT_SET_ANYWHERE is not set"):
         complete(p, request("litellm-usage"))

@@ -31,16 +31,26 @@ ANSWER = "Paris is the capital."
 
 
 def _request(model: str, temperature: float | None = None) -> CompletionRequest:
-    return CompletionRequest(model=model, messages=(Message("user", "Capital of France?"),),
-                             max_tokens=64, stream=True, timeout_s=5, temperature=temperature)
+    return CompletionRequest(
+        model=model,
+        messages=(Message("user", "Capital of France?"),),
+        max_tokens=64,
+        stream=True,
+        timeout_s=5,
+        temperature=temperature,
+    )
 
 
 def test_reasoning_content_is_streamed_apart_from_the_answer(replay: ReplayServer) -> None:
-    cfg = ProviderConfig(type="openai-compatible", base_url=f"{replay.base_url}/v1",
-                         api_key="env:K")
+    cfg = ProviderConfig(
+        type="openai-compatible", base_url=f"{replay.base_url}/v1", api_key="env:K"
+    )
     events: list[StreamEvent] = []
-    out = complete(OpenAICompatProvider("gw", cfg, env={"K": KEY}),
-                   _request("reasoning", temperature=0.3), events)
+    out = complete(
+        OpenAICompatProvider("gw", cfg, env={"K": KEY}),
+        _request("reasoning", temperature=0.3),
+        events,
+    )
     assert out.content == ANSWER
     assert "".join(e.text for e in events if e.kind == "reasoning") == THOUGHT
     assert "".join(e.text for e in events if e.kind == "token") == ANSWER
@@ -51,8 +61,9 @@ def test_reasoning_content_is_streamed_apart_from_the_answer(replay: ReplayServe
 
 
 def test_ollama_thinking_is_streamed_apart_from_the_answer(replay: ReplayServer) -> None:
-    provider = OllamaProvider("local", ProviderConfig(type="ollama", base_url=replay.base_url),
-                              env={})
+    provider = OllamaProvider(
+        "local", ProviderConfig(type="ollama", base_url=replay.base_url), env={}
+    )
     events: list[StreamEvent] = []
     out = complete(provider, _request("ollama-thinking", temperature=0.7), events)
     assert out.content == ANSWER
@@ -64,8 +75,13 @@ def test_ollama_thinking_is_streamed_apart_from_the_answer(replay: ReplayServer)
 def _project(tmp_path: Path, base_url: str, model: str, worker: dict[str, Any]) -> Path:
     policy: dict[str, Any] = yaml.safe_load((ROOT / "policies/default.yaml").read_text())
     policy["name"] = "http-limits"
-    policy["providers"] = {"gw": {"type": "openai-compatible", "base_url": base_url,
-                                  "api_key": "env:LOOMC_TEST_GATEWAY_KEY"}}
+    policy["providers"] = {
+        "gw": {
+            "type": "openai-compatible",
+            "base_url": base_url,
+            "api_key": "env:LOOMC_TEST_GATEWAY_KEY",
+        }
+    }
     for spec in policy["workers"].values():
         spec["model"] = f"gw/{model}"
         spec.update(worker)
@@ -82,19 +98,23 @@ def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, dict
 
 
 def test_worker_temperature_and_the_flag_reach_the_wire(
-    replay: ReplayServer, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    replay: ReplayServer,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("LOOMC_TEST_GATEWAY_KEY", KEY)
     policy = _project(tmp_path, f"{replay.base_url}/v1", "reasoning", {"temperature": 0.2})
     trace = tmp_path / "trace.jsonl"
-    code, result, err = _run(["hi there", "--tier", "lean", "--policy", str(policy),
-                              "--trace", str(trace)], capsys)
+    code, result, err = _run(
+        ["hi there", "--tier", "lean", "--policy", str(policy), "--trace", str(trace)], capsys
+    )
     assert code == 0, err
     assert replay.requests[-1]["body"]["temperature"] == 0.2
     assert result["answer"] == ANSWER  # the reasoning is never the answer
-    code, result, err = _run(["hi there", "--tier", "lean", "--policy", str(policy),
-                              "--temperature", "1.1"], capsys)
+    code, result, err = _run(
+        ["hi there", "--tier", "lean", "--policy", str(policy), "--temperature", "1.1"], capsys
+    )
     assert code == 0, err
     assert replay.requests[-1]["body"]["temperature"] == 1.1
 
@@ -108,15 +128,18 @@ def test_a_bad_temperature_is_a_usage_error(bad: str, capsys: pytest.CaptureFixt
 
 
 def test_the_deadline_books_the_call_it_cuts_off(
-    replay: ReplayServer, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    replay: ReplayServer,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("LOOMC_TEST_GATEWAY_KEY", KEY)
     policy = _project(tmp_path, f"{replay.base_url}/v1", "slow", {})
     before = replay.counts.get("slow", 0)
     started = time.monotonic()
-    code, result, err = _run(["hi there", "--tier", "lean", "--policy", str(policy),
-                              "--max-latency-ms", "1000"], capsys)
+    code, result, err = _run(
+        ["hi there", "--tier", "lean", "--policy", str(policy), "--max-latency-ms", "1000"], capsys
+    )
     wall = time.monotonic() - started
     assert code == 0, err
     assert replay.counts["slow"] - before == 1  # the request was sent ...
@@ -137,13 +160,20 @@ def test_the_deadline_books_the_call_it_cuts_off(
 
 
 def test_the_live_trace_shows_reasoning_frames_and_labels_receipts(
-    replay: ReplayServer, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    replay: ReplayServer,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("LOOMC_TEST_GATEWAY_KEY", KEY)
     policy: dict[str, Any] = yaml.safe_load((ROOT / "policies/default.yaml").read_text())
-    policy["providers"] = {"gw": {"type": "openai-compatible", "base_url": f"{replay.base_url}/v1",
-                                  "api_key": "env:LOOMC_TEST_GATEWAY_KEY"}}
+    policy["providers"] = {
+        "gw": {
+            "type": "openai-compatible",
+            "base_url": f"{replay.base_url}/v1",
+            "api_key": "env:LOOMC_TEST_GATEWAY_KEY",
+        }
+    }
     models = {"finalizer": "reasoning", "critic": "dot"}
     for worker, spec in policy["workers"].items():
         spec["model"] = f"gw/{models.get(worker, 'llamacpp')}"
@@ -151,8 +181,9 @@ def test_the_live_trace_shows_reasoning_frames_and_labels_receipts(
     path = tmp_path / "policy.yaml"
     path.write_text(yaml.safe_dump(policy), encoding="utf-8")
     prompt = "Review this payment webhook handler for double-spend races and missing auth checks."
-    code = main(["run", prompt, "--tier", "balanced", "--policy", str(path),
-                 "--project", str(ROOT)])
+    code = main(
+        ["run", prompt, "--tier", "balanced", "--policy", str(path), "--project", str(ROOT)]
+    )
     out, err = capsys.readouterr()
     assert code == 0, err
     assert THOUGHT in err and THOUGHT not in out  # reasoning is shown live, never the answer

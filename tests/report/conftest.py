@@ -34,10 +34,17 @@ def _result(strategy: str, case_i: int, it: int, high: bool) -> RunResult:
     calls = high_calls if high else low_calls
     model = "mock/unpriced-large" if price is None else "mock/worker-small"
     steps = [
-        StepRecord(id=f"s{k}", role="drafter" if k == 0 else "critic", worker="w", model=model,
-                   status="ok", attempts=1, elapsed_ms=40 + 7 * k,
-                   usage=StepUsage(prompt_tokens=100, completion_tokens=50, total_tokens=150),
-                   cost=price)
+        StepRecord(
+            id=f"s{k}",
+            role="drafter" if k == 0 else "critic",
+            worker="w",
+            model=model,
+            status="ok",
+            attempts=1,
+            elapsed_ms=40 + 7 * k,
+            usage=StepUsage(prompt_tokens=100, completion_tokens=50, total_tokens=150),
+            cost=price,
+        )
         for k in range(calls)
     ]
     return RunResult(
@@ -66,23 +73,43 @@ def _records(judged: bool, iterations: int) -> list[RunRecord]:
                 res = _result(strategy, ci, it, high)
                 has_checks = cid != "sql-count"
                 check_ok = (ci + si + it) % 3 != 0
-                checks = ([CheckResult(type="contains", passed=check_ok, detail="contains 'x'")]
-                          if has_checks else [])
-                rec = RunRecord(case_id=cid, strategy=strategy, iteration=it,
-                                difficulty=difficulty, expected_escalation=high, result=res,
-                                checks=checks, checks_passed=check_ok if has_checks else None)
+                checks = (
+                    [CheckResult(type="contains", passed=check_ok, detail="contains 'x'")]
+                    if has_checks
+                    else []
+                )
+                rec = RunRecord(
+                    case_id=cid,
+                    strategy=strategy,
+                    iteration=it,
+                    difficulty=difficulty,
+                    expected_escalation=high,
+                    result=res,
+                    checks=checks,
+                    checks_passed=check_ok if has_checks else None,
+                )
                 if judged:
                     if (ci, si, it) == (1, 2, 0):
-                        rec.judge = JudgeVerdict(status="error", model="mock/judge-large",
-                                                 calls=1, cost="0.0002",
-                                                 usage={"total_tokens": 300},
-                                                 error="unparseable judge reply: no JSON object")
+                        rec.judge = JudgeVerdict(
+                            status="error",
+                            model="mock/judge-large",
+                            calls=1,
+                            cost="0.0002",
+                            usage={"total_tokens": 300},
+                            error="unparseable judge reply: no JSON object",
+                        )
                     else:
                         score = float(40 + (17 * ci + 11 * si + 5 * it) % 60)
-                        rec.judge = JudgeVerdict(status="ok", score=score, passed=score >= 70,
-                                                 reason="fixture", model="mock/judge-large",
-                                                 calls=1, cost="0.0002",
-                                                 usage={"total_tokens": 300})
+                        rec.judge = JudgeVerdict(
+                            status="ok",
+                            score=score,
+                            passed=score >= 70,
+                            reason="fixture",
+                            model="mock/judge-large",
+                            calls=1,
+                            cost="0.0002",
+                            usage={"total_tokens": 300},
+                        )
                 out.append(rec)
     from loomc.eval.runner import grade
 
@@ -101,8 +128,13 @@ def make_receipt(judged: bool, iterations: int, answers: str | None = None) -> E
         answers=answers,
     )
     pricing = {"mock/worker-small": {"input_per_million": "1", "output_per_million": "2"}}
-    return build_receipt(_records(judged, iterations), settings, pricing,
-                         created_at=CREATED_AT, loomc_version=LOOMC_VERSION)
+    return build_receipt(
+        _records(judged, iterations),
+        settings,
+        pricing,
+        created_at=CREATED_AT,
+        loomc_version=LOOMC_VERSION,
+    )
 
 
 @pytest.fixture

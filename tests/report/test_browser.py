@@ -25,8 +25,18 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
 def chromium() -> str:
-    found = next((p for p in ("/usr/bin/chromium", shutil.which("chromium"),
-                              shutil.which("chromium-browser")) if p and os.path.exists(p)), None)
+    found = next(
+        (
+            p
+            for p in (
+                "/usr/bin/chromium",
+                shutil.which("chromium"),
+                shutil.which("chromium-browser"),
+            )
+            if p and os.path.exists(p)
+        ),
+        None,
+    )
     if found is None:
         if os.environ.get("CI"):
             pytest.fail("chromium is required in CI (apt-get install -y chromium)")
@@ -114,8 +124,11 @@ def luminance_stats(data: bytes) -> tuple[float, int]:
 
 def _encode_png(w: int, h: int, pixels: list[list[tuple[int, int, int]]]) -> bytes:
     """A test encoder that cycles every filter type, to check the decoder without a browser."""
+
     def chunk(kind: bytes, body: bytes) -> bytes:
-        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+        return (
+            struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+        )
 
     bpp, stride, out = 3, w * 3, bytearray()
     prev = bytes(stride)
@@ -131,12 +144,18 @@ def _encode_png(w: int, h: int, pixels: list[list[tuple[int, int, int]]]) -> byt
         out += bytes([ftype]) + filt
         prev = line
     ihdr = struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)
-    return PNG_MAGIC + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(bytes(out))) + chunk(
-        b"IEND", b"")
+    return (
+        PNG_MAGIC
+        + chunk(b"IHDR", ihdr)
+        + chunk(b"IDAT", zlib.compress(bytes(out)))
+        + chunk(b"IEND", b"")
+    )
 
 
 def test_png_decoder_round_trips_every_filter() -> None:
-    px = [[((x * 7 + y) % 256, (x * y) % 256, (255 - x) % 256) for x in range(13)] for y in range(11)]
+    px = [
+        [((x * 7 + y) % 256, (x * y) % 256, (255 - x) % 256) for x in range(13)] for y in range(11)
+    ]
     data = _encode_png(13, 11, px)
     assert png_size(data) == (13, 11)
     _, _, _, rows = png_pixels(data)
@@ -149,18 +168,34 @@ def test_png_decoder_round_trips_every_filter() -> None:
 
 
 def _chromium(exe: str, profile: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    cmd = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-           "--disable-background-networking", "--disable-component-update", "--disable-sync",
-           "--disable-extensions", f"--user-data-dir={profile}",
-           f"--window-size={WIDTH},{HEIGHT}", "--hide-scrollbars", "--enable-logging=stderr",
-           "--v=0", *args]
+    cmd = [
+        exe,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-extensions",
+        f"--user-data-dir={profile}",
+        f"--window-size={WIDTH},{HEIGHT}",
+        "--hide-scrollbars",
+        "--enable-logging=stderr",
+        "--v=0",
+        *args,
+    ]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
 
 
 def _console_errors(stderr: str) -> list[str]:
     bad = ("uncaught", "failed to load resource", "refused to", "syntaxerror", "typeerror")
-    return [line for line in stderr.splitlines()
-            if "CONSOLE" in line and any(b in line.lower() for b in bad)]
+    return [
+        line
+        for line in stderr.splitlines()
+        if "CONSOLE" in line and any(b in line.lower() for b in bad)
+    ]
 
 
 def test_report_renders_in_headless_chromium(tmp_path: Path, demo_receipt: EvalReceipt) -> None:
@@ -201,7 +236,8 @@ def _pixel(data: bytes, x: int, y: int) -> tuple[int, ...]:
 
 
 def test_dashboard_is_dark_self_contained_and_escapes_model_text(
-        tmp_path: Path, demo_receipt: EvalReceipt) -> None:
+    tmp_path: Path, demo_receipt: EvalReceipt
+) -> None:
     """The designed dashboard: dark, one card per strategy, the scripted-answers note, inline
     SVG only (no script, no external resource), and model text shown as text, never markup.
     LOOMC_SCREENSHOT_DIR=DIR keeps the screenshots for a person to look at."""
@@ -215,8 +251,13 @@ def test_dashboard_is_dark_self_contained_and_escapes_model_text(
     assert "&lt;img src=x" in source and hostile not in source
 
     shot = tmp_path / "dash.png"
-    _chromium(exe, tmp_path / "profile-dash", "--window-size=1280,1800", f"--screenshot={shot}",
-              page.resolve().as_uri())
+    _chromium(
+        exe,
+        tmp_path / "profile-dash",
+        "--window-size=1280,1800",
+        f"--screenshot={shot}",
+        page.resolve().as_uri(),
+    )
     data = shot.read_bytes()
     assert png_size(data) == (1280, 1800)
     assert max(_pixel(data, 5, 5)) < 40, "the page background is not dark"
@@ -233,8 +274,13 @@ def test_dashboard_is_dark_self_contained_and_escapes_model_text(
 
     card = render(demo_receipt, tmp_path / "card.svg")
     card_shot = tmp_path / "card.png"
-    _chromium(exe, tmp_path / "profile-card", "--window-size=1216,470",
-              f"--screenshot={card_shot}", card.resolve().as_uri())
+    _chromium(
+        exe,
+        tmp_path / "profile-card",
+        "--window-size=1216,470",
+        f"--screenshot={card_shot}",
+        card.resolve().as_uri(),
+    )
     card_data = card_shot.read_bytes()
     assert max(_pixel(card_data, 5, 5)) < 40
     assert luminance_stats(card_data)[1] > 8

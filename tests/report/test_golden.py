@@ -36,12 +36,15 @@ def test_checks_only_golden(checks_only_receipt: EvalReceipt, ext: str) -> None:
     _compare("checks-only" + ext, render_text(checks_only_receipt, ext))
 
 
-def test_golden_json_reloads_and_rerenders_identically(tmp_path: Path,
-                                                       demo_receipt: EvalReceipt) -> None:
+def test_golden_json_reloads_and_rerenders_identically(
+    tmp_path: Path, demo_receipt: EvalReceipt
+) -> None:
     loaded = load_receipt(GOLDEN / "demo.json")
     assert loaded == demo_receipt
     for ext in EXTS:  # a saved receipt re-renders byte for byte
-        assert render(loaded, tmp_path / f"r{ext}").read_text() == (GOLDEN / f"demo{ext}").read_text()
+        assert (
+            render(loaded, tmp_path / f"r{ext}").read_text() == (GOLDEN / f"demo{ext}").read_text()
+        )
 
 
 def _md_row(md: str, strategy: str) -> list[str]:
@@ -61,7 +64,8 @@ def test_missing_pricing_is_blank_and_listed(checks_only_receipt: EvalReceipt) -
     doc = json.loads(render_text(checks_only_receipt, ".json"))
     m = {x["strategy"]: x for x in doc["metrics"]}
     assert m["fixed"]["avg_cost_usd"] is None and m["fixed"]["missing_pricing"] == [
-        "mock/unpriced-large"]
+        "mock/unpriced-large"
+    ]
     assert m["fixed"]["cost_index"] is None and m["lean"]["cost_index"] == 100.0
 
 
@@ -84,8 +88,13 @@ def test_single_sample_interval_is_na_not_zero(checks_only_receipt: EvalReceipt)
     keep = {r.strategy: r for r in reversed(one.runs)}
     from loomc.eval.receipt import build_receipt
 
-    single = build_receipt(list(keep.values()), one.settings, one.pricing,
-                           created_at=one.created_at, loomc_version=one.loomc_version)
+    single = build_receipt(
+        list(keep.values()),
+        one.settings,
+        one.pricing,
+        created_at=one.created_at,
+        loomc_version=one.loomc_version,
+    )
     md = render_text(single, ".md")
     q = _md_row(md, "lean")[2]
     assert q.startswith("100.0 n/a") or q.startswith("0.0 n/a"), q

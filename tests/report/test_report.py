@@ -124,8 +124,11 @@ def test_json_round_trip_and_bad_versions(tmp_path: Path) -> None:
 def _labels(svg: str) -> list[tuple[float, float, str]]:
     root = ET.fromstring(svg)
     ns = "{http://www.w3.org/2000/svg}"
-    return [(float(t.get("x", 0)), float(t.get("y", 0)), t.text or "")
-            for t in root.iter(ns + "text") if t.get("class") == "label"]
+    return [
+        (float(t.get("x", 0)), float(t.get("y", 0)), t.text or "")
+        for t in root.iter(ns + "text")
+        if t.get("class") == "label"
+    ]
 
 
 @pytest.mark.parametrize("quality", [[70.0] * 5, [70.0, 71.0, 72.0, 70.5, 69.0]])
@@ -133,8 +136,11 @@ def test_scatter_labels_do_not_overlap_when_costs_are_equal(quality: list[float]
     from loomc.report.charts import _overlaps, cost_quality_scatter, label_box
 
     names = ["baseline", "fixed", "lean", "balanced", "strict"]
-    recs = [_rec(f"c{i}", name, 0, q=q, passed=True, cost="0")
-            for name, q in zip(names, quality, strict=True) for i in range(2)]
+    recs = [
+        _rec(f"c{i}", name, 0, q=q, passed=True, cost="0")
+        for name, q in zip(names, quality, strict=True)
+        for i in range(2)
+    ]
     r = build_receipt(recs, EvalSettings(iterations=1))
     svg = cost_quality_scatter(r.metrics)
     labels = _labels(svg)
@@ -150,9 +156,12 @@ def test_scatter_labels_do_not_overlap_when_costs_are_equal(quality: list[float]
 def test_scatter_spreads_distinct_costs() -> None:
     from loomc.report.charts import cost_quality_scatter
 
-    recs = [_rec("a", "cheap", 0, q=50, passed=True, cost="0.001"),
-            _rec("a", "dear", 0, q=90, passed=True, cost="0.010")]
+    recs = [
+        _rec("a", "cheap", 0, q=50, passed=True, cost="0.001"),
+        _rec("a", "dear", 0, q=90, passed=True, cost="0.010"),
+    ]
     svg = cost_quality_scatter(build_receipt(recs, EvalSettings()).metrics)
-    xs = sorted(float(c.get("cx", 0)) for c in ET.fromstring(svg).iter(
-        "{http://www.w3.org/2000/svg}circle"))
+    xs = sorted(
+        float(c.get("cx", 0)) for c in ET.fromstring(svg).iter("{http://www.w3.org/2000/svg}circle")
+    )
     assert xs[1] - xs[0] > 200 and "$0.0010" in svg and "$0.0100" in svg

@@ -41,8 +41,12 @@ def test_valid_raw_text_passes_through_unchanged() -> None:
 def test_inconsistent_receipt_is_accepted() -> None:
     e = next(iter(_examples().values()))
     label = dict(e.label)
-    label.update(estimated_credits=0.0, estimated_quality=0.01, reason_codes=["anything"],
-                 access={"writer": [], "reviewer": [], "finalizer": []})
+    label.update(
+        estimated_credits=0.0,
+        estimated_quality=0.01,
+        reason_codes=["anything"],
+        access={"writer": [], "reviewer": [], "finalizer": []},
+    )
     raw = json.dumps(label)
     assert guard_prediction(e, raw).prediction == raw
     # so is an object that is not even schema-valid, if its roles form a feasible plan

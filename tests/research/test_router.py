@@ -65,8 +65,9 @@ def _predictions(path: Path) -> list[dict[str, Any]]:
 
 def test_published_deterministic_lane(v2_corpus: Path) -> None:
     examples = load_examples(v2_corpus / "test.jsonl")
-    summary = summarize(score_file(examples, _predictions(v2_corpus / "test.jsonl")),
-                        "deterministic_router")
+    summary = summarize(
+        score_file(examples, _predictions(v2_corpus / "test.jsonl")), "deterministic_router"
+    )
     assert {k: summary[k] for k in PUBLISHED} == PUBLISHED
     assert summary["lane"] == "deterministic_router"
     assert summary["policy_confusion"] == {
@@ -83,13 +84,42 @@ def test_published_deterministic_lane(v2_corpus: Path) -> None:
 def test_cli_reproduces_published_lane(v2_corpus: Path, tmp_path: Path) -> None:
     data = v2_corpus / "test.jsonl"
     pred, out, records = tmp_path / "det.jsonl", tmp_path / "det.summary.json", tmp_path / "r.jsonl"
-    assert main(["conductor", "predict", "--planner", "router", "--data", str(data),
-                 "--output", str(pred)]) == 0
+    assert (
+        main(
+            [
+                "conductor",
+                "predict",
+                "--planner",
+                "router",
+                "--data",
+                str(data),
+                "--output",
+                str(pred),
+            ]
+        )
+        == 0
+    )
     rows = [json.loads(line) for line in pred.read_text().splitlines()]
     assert rows == _predictions(data)
-    assert main(["conductor", "score", "--data", str(data), "--predictions", str(pred),
-                 "--output", str(out), "--lane", "deterministic_router",
-                 "--records", str(records)]) == 0
+    assert (
+        main(
+            [
+                "conductor",
+                "score",
+                "--data",
+                str(data),
+                "--predictions",
+                str(pred),
+                "--output",
+                str(out),
+                "--lane",
+                "deterministic_router",
+                "--records",
+                str(records),
+            ]
+        )
+        == 0
+    )
     summary = json.loads(out.read_text())
     assert {k: summary[k] for k in PUBLISHED} == PUBLISHED
     assert summary["predicted_call_distribution"] == {"1": 400, "2": 473, "3": 327, "invalid": 0}
@@ -116,21 +146,39 @@ def test_planner_wrapper_matches_route(v2_corpus: Path) -> None:
 
 
 def _task(**over: Any) -> TaskProfile:
-    base: dict[str, Any] = dict(family="f", category="general", summary="s", risk=0.5,
-                                complexity=0.5, consequence=0.5, ambiguity=0.5,
-                                evidence_need=0.5, reversibility=0.5, input_tokens=120)
+    base: dict[str, Any] = dict(
+        family="f",
+        category="general",
+        summary="s",
+        risk=0.5,
+        complexity=0.5,
+        consequence=0.5,
+        ambiguity=0.5,
+        evidence_need=0.5,
+        reversibility=0.5,
+        input_tokens=120,
+    )
     base.update(over)
     return TaskProfile(**base)
 
 
 def _workers() -> list[WorkerProfile]:
     return [
-        WorkerProfile("worker_a", "provider_x", 0.95, 0.95, 12.0, 70000,
-                      ("implementation", "reasoning", "synthesis")),
-        WorkerProfile("worker_b", "provider_y", 0.88, 0.83, 3.5, 60000,
-                      ("reasoning", "review", "writing")),
-        WorkerProfile("worker_c", "provider_z", 0.7, 0.5, 1.0, 25000,
-                      ("coding", "drafting", "speed")),
+        WorkerProfile(
+            "worker_a",
+            "provider_x",
+            0.95,
+            0.95,
+            12.0,
+            70000,
+            ("implementation", "reasoning", "synthesis"),
+        ),
+        WorkerProfile(
+            "worker_b", "provider_y", 0.88, 0.83, 3.5, 60000, ("reasoning", "review", "writing")
+        ),
+        WorkerProfile(
+            "worker_c", "provider_z", 0.7, 0.5, 1.0, 25000, ("coding", "drafting", "speed")
+        ),
     ]
 
 
@@ -139,14 +187,21 @@ def test_preferred_policy_thresholds() -> None:
     # pressure = 0.5 risk + 0.3 evidence + 0.2 complexity
     assert pressure(_task(risk=1.0, evidence_need=1.0, complexity=1.0)) == 1.0
     assert preferred_policy(_task(risk=0.78, evidence_need=0.78, complexity=0.78), wide) == "strict"
-    assert preferred_policy(_task(risk=0.9, evidence_need=0.9, complexity=0.9),
-                            Constraints(2, 100.0, 10**6, 0.5)) == "balanced"
+    assert (
+        preferred_policy(
+            _task(risk=0.9, evidence_need=0.9, complexity=0.9), Constraints(2, 100.0, 10**6, 0.5)
+        )
+        == "balanced"
+    )
     low = dict(risk=0.1, evidence_need=0.1, complexity=0.1)
     assert preferred_policy(_task(**low), wide) == "lean"
     for category in ("research", "security", "financial", "health", "legal"):
         assert preferred_policy(_task(category=category, **low), wide) == "balanced"
     assert preferred_policy(_task(category="identity", **low), wide) == "lean"
-    assert preferred_policy(_task(category="health", **low), Constraints(1, 100.0, 10**6, 0.5)) == "lean"
+    assert (
+        preferred_policy(_task(category="health", **low), Constraints(1, 100.0, 10**6, 0.5))
+        == "lean"
+    )
 
 
 def test_route_falls_back_to_all_plans_when_none_is_feasible() -> None:
@@ -164,11 +219,17 @@ def test_route_prefers_depth_then_role_fit_then_cost() -> None:
     strict = route(_task(risk=0.9, evidence_need=0.9, complexity=0.9), wide, workers)
     # writer fit: c (coding, drafting)=2 / a (implementation)=1; reviewer b (reasoning, review)=2;
     # finalizer a (synthesis)=1 → c → b → a, plus the independence bonus for every strict plan
-    assert (strict["writer"], strict["reviewer"], strict["finalizer"]) == ("worker_c", "worker_b",
-                                                                           "worker_a")
+    assert (strict["writer"], strict["reviewer"], strict["finalizer"]) == (
+        "worker_c",
+        "worker_b",
+        "worker_a",
+    )
     # a strict preference with only balanced feasible → closest depth (balanced)
     two = Constraints(3, 4.6, 10**6, 0.5)
     balanced = route(_task(risk=0.9, evidence_need=0.9, complexity=0.9), two, workers)
-    assert (balanced["policy"], balanced["writer"], balanced["reviewer"]) == ("balanced",
-                                                                              "worker_c", "worker_b")
+    assert (balanced["policy"], balanced["writer"], balanced["reviewer"]) == (
+        "balanced",
+        "worker_c",
+        "worker_b",
+    )
     assert len(enumerate_candidates(workers)) == 15

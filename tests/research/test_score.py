@@ -42,27 +42,62 @@ def _row() -> dict[str, Any]:
         "id": "synthetic-health_triage-000103",
         "family": "health_triage",
         "split": "test",
-        "constraints": {"max_calls": 3, "max_credits": 20.669, "max_latency_ms": 216855,
-                        "minimum_quality": 0.8086},
-        "task": {"ambiguity": 0.6532, "category": "health", "complexity": 0.4228,
-                 "consequence": 0.9992, "evidence_need": 0.871, "family": "health_triage",
-                 "input_tokens": 7120, "reversibility": 0.0567, "risk": 0.8147,
-                 "summary": "Review a health guidance draft about private credentials for unsafe certainty.",
-                 "request_id": "synthetic-health_triage-000103"},
+        "constraints": {
+            "max_calls": 3,
+            "max_credits": 20.669,
+            "max_latency_ms": 216855,
+            "minimum_quality": 0.8086,
+        },
+        "task": {
+            "ambiguity": 0.6532,
+            "category": "health",
+            "complexity": 0.4228,
+            "consequence": 0.9992,
+            "evidence_need": 0.871,
+            "family": "health_triage",
+            "input_tokens": 7120,
+            "reversibility": 0.0567,
+            "risk": 0.8147,
+            "summary": "Review a health guidance draft about private credentials for unsafe certainty.",
+            "request_id": "synthetic-health_triage-000103",
+        },
         "workers": [
-            {"credits_per_call": 3.498, "id": "worker_a", "p95_latency_ms": 74039,
-             "pass_rate": 0.8674, "provider_group": "provider_y", "quality": 0.8689,
-             "strengths": ["reasoning", "review", "writing"]},
-            {"credits_per_call": 12.468, "id": "worker_b", "p95_latency_ms": 76367,
-             "pass_rate": 0.995, "provider_group": "provider_z", "quality": 0.9919,
-             "strengths": ["implementation", "reasoning", "synthesis"]},
-            {"credits_per_call": 0.98, "id": "worker_c", "p95_latency_ms": 30781,
-             "pass_rate": 0.5632, "provider_group": "provider_x", "quality": 0.7231,
-             "strengths": ["coding", "drafting", "speed"]},
+            {
+                "credits_per_call": 3.498,
+                "id": "worker_a",
+                "p95_latency_ms": 74039,
+                "pass_rate": 0.8674,
+                "provider_group": "provider_y",
+                "quality": 0.8689,
+                "strengths": ["reasoning", "review", "writing"],
+            },
+            {
+                "credits_per_call": 12.468,
+                "id": "worker_b",
+                "p95_latency_ms": 76367,
+                "pass_rate": 0.995,
+                "provider_group": "provider_z",
+                "quality": 0.9919,
+                "strengths": ["implementation", "reasoning", "synthesis"],
+            },
+            {
+                "credits_per_call": 0.98,
+                "id": "worker_c",
+                "p95_latency_ms": 30781,
+                "pass_rate": 0.5632,
+                "provider_group": "provider_x",
+                "quality": 0.7231,
+                "strengths": ["coding", "drafting", "speed"],
+            },
         ],
         "label": label,
-        "oracle": {"candidate_count": 15, "pass_rate": 0.8044, "quality": 0.9336,
-                   "quality_target_met": True, "utility": ORACLE_UTILITY},
+        "oracle": {
+            "candidate_count": 15,
+            "pass_rate": 0.8044,
+            "quality": 0.9336,
+            "quality_target_met": True,
+            "utility": ORACLE_UTILITY,
+        },
         "target": TARGET,
     }
 
@@ -86,23 +121,44 @@ def _small(split: str, size: int) -> tuple[Example, ...]:
 
 def test_label_scores_perfectly(example: Example) -> None:
     rec = score_prediction(example, TARGET)
-    for key in ("json_valid", "schema_valid", "plan_valid", "receipt_consistent",
-                "constraint_satisfied", "policy_correct", "exact_plan", "quality_target_met"):
+    for key in (
+        "json_valid",
+        "schema_valid",
+        "plan_valid",
+        "receipt_consistent",
+        "constraint_satisfied",
+        "policy_correct",
+        "exact_plan",
+        "quality_target_met",
+    ):
         assert rec[key] is True, key
     assert rec["utility"] == ORACLE_UTILITY
     assert rec["utility_regret"] == 0.0
     assert rec["unsafe_under_escalation"] is False and rec["unnecessary_escalation"] is False
     assert (rec["predicted_quality"], rec["predicted_pass_rate"]) == (0.9336, 0.8044)
     assert (rec["predicted_calls"], rec["predicted_credits"], rec["predicted_latency_ms"]) == (
-        3, 16.946, 181187)
+        3,
+        16.946,
+        181187,
+    )
     assert rec["declared_quality_abs_error"] == 0.0 == rec["declared_pass_rate_abs_error"]
 
 
 def test_no_json(example: Example) -> None:
     rec = score_prediction(example, "```\nSorry, I cannot produce a plan {not json}\n```")
-    assert not any(rec[k] for k in ("json_valid", "schema_valid", "plan_valid",
-                                    "receipt_consistent", "constraint_satisfied",
-                                    "policy_correct", "exact_plan", "quality_target_met"))
+    assert not any(
+        rec[k]
+        for k in (
+            "json_valid",
+            "schema_valid",
+            "plan_valid",
+            "receipt_consistent",
+            "constraint_satisfied",
+            "policy_correct",
+            "exact_plan",
+            "quality_target_met",
+        )
+    )
     assert rec["utility"] == -1000.0
     assert rec["utility_regret"] == 1000 + ORACLE_UTILITY  # not clipped, not rounded
     assert rec["unsafe_under_escalation"] is True  # risk 0.8147 >= 0.75
@@ -112,7 +168,7 @@ def test_no_json(example: Example) -> None:
 
 
 def test_first_json_object_in_prose(example: Example) -> None:
-    rec = score_prediction(example, f"Here is the plan: [1, 2] {TARGET}\ntrailing {{\"x\": 1}}")
+    rec = score_prediction(example, f'Here is the plan: [1, 2] {TARGET}\ntrailing {{"x": 1}}')
     assert rec["exact_plan"] and rec["receipt_consistent"] and rec["utility_regret"] == 0.0
 
 
@@ -142,7 +198,12 @@ def test_invalid_plan_with_correct_policy_string(example: Example) -> None:
         {"policy": "quick", "writer": "worker_a"},
         {"policy": "lean", "writer": "worker_a", "reviewer": "worker_b"},
         {"policy": "balanced", "writer": "worker_a"},
-        {"policy": "balanced", "writer": "worker_a", "reviewer": "worker_b", "finalizer": "worker_c"},
+        {
+            "policy": "balanced",
+            "writer": "worker_a",
+            "reviewer": "worker_b",
+            "finalizer": "worker_c",
+        },
         {"policy": "strict", "writer": "worker_a", "reviewer": "worker_b"},
         {"policy": "balanced", "writer": "worker_a", "reviewer": "worker_a"},
         {"policy": "strict", "writer": "worker_a", "reviewer": "worker_b", "finalizer": "worker_a"},
@@ -154,8 +215,16 @@ def test_rebuild_plan_rejects(example: Example, parsed: dict[str, Any]) -> None:
 
 
 def test_rebuild_plan_recomputes_from_roles_only(example: Example) -> None:
-    plan = rebuild_plan({"policy": "balanced", "writer": "worker_c", "reviewer": "worker_a",
-                         "estimated_credits": 0, "finalizer": None}, example)
+    plan = rebuild_plan(
+        {
+            "policy": "balanced",
+            "writer": "worker_c",
+            "reviewer": "worker_a",
+            "estimated_credits": 0,
+            "finalizer": None,
+        },
+        example,
+    )
     assert plan is not None
     assert (plan.calls, plan.estimated_credits, plan.estimated_latency_ms) == (2, 4.478, 104820)
     assert plan.independent_verification is True
@@ -173,8 +242,10 @@ def test_rebuild_plan_recomputes_from_roles_only(example: Example) -> None:
         ({"max_latency_ms": 216854}, False),
         ({"max_calls": 2}, False),
         ({"independent_verification": False}, False),
-        ({"access": {"finalizer": ["reviewer", "writer"], "reviewer": ["writer"], "writer": []}},
-         False),  # list order matters
+        (
+            {"access": {"finalizer": ["reviewer", "writer"], "reviewer": ["writer"], "writer": []}},
+            False,
+        ),  # list order matters
         ({"estimated_quality": 0.5, "estimated_pass_rate": 0.2}, True),  # not part of the receipt
         ({"reason_codes": []}, True),
     ],
@@ -224,16 +295,32 @@ def test_schema_allows_extra_keys_and_missing_key_fails(example: Example) -> Non
 
 def test_infeasible_plan() -> None:
     examples = _small("test", 30)
-    example = next(e for e in examples if e.label["policy"] == "balanced"
-                   and not all(feasible(c, e.constraints)
-                               for c in enumerate_candidates(e.workers) if c.policy == "strict"))
+    example = next(
+        e
+        for e in examples
+        if e.label["policy"] == "balanced"
+        and not all(
+            feasible(c, e.constraints)
+            for c in enumerate_candidates(e.workers)
+            if c.policy == "strict"
+        )
+    )
     table = example.table
-    strict = next(c for c in enumerate_candidates(example.workers)
-                  if c.policy == "strict" and not feasible(c, example.constraints))
-    text = canonical_json({**strict.record(), "max_credits": example.constraints.max_credits,
-                           "max_latency_ms": example.constraints.max_latency_ms,
-                           "estimated_quality": 0.9, "estimated_pass_rate": 0.9,
-                           "reason_codes": []})
+    strict = next(
+        c
+        for c in enumerate_candidates(example.workers)
+        if c.policy == "strict" and not feasible(c, example.constraints)
+    )
+    text = canonical_json(
+        {
+            **strict.record(),
+            "max_credits": example.constraints.max_credits,
+            "max_latency_ms": example.constraints.max_latency_ms,
+            "estimated_quality": 0.9,
+            "estimated_pass_rate": 0.9,
+            "reason_codes": [],
+        }
+    )
     rec = score_prediction(example, text)
     assert rec["plan_valid"] and rec["schema_valid"] and rec["receipt_consistent"]
     assert rec["constraint_satisfied"] is False
@@ -269,8 +356,9 @@ def test_regret_is_clipped_at_zero() -> None:
         for c in enumerate_candidates(example.workers):
             if not feasible(c, example.constraints):
                 continue
-            u = plan_utility(example.task, example.constraints, c, outcome(example.task, c, table),
-                             table)
+            u = plan_utility(
+                example.task, example.constraints, c, outcome(example.task, c, table), table
+            )
             if u > example.oracle["utility"]:
                 rec = score_prediction(example, canonical_json(c.record()))
                 assert rec["utility"] == u and rec["utility_regret"] == 0.0
@@ -288,13 +376,26 @@ def test_nearest_rank() -> None:
 
 def _rec(**over: Any) -> dict[str, Any]:
     base: dict[str, Any] = {
-        "id": "x", "family": "f", "expected_policy": "lean", "json_valid": True,
-        "schema_valid": True, "plan_valid": True, "receipt_consistent": True,
-        "constraint_satisfied": True, "policy_correct": True, "exact_plan": True,
-        "unsafe_under_escalation": False, "unnecessary_escalation": False,
-        "quality_target_met": True, "utility_regret": 0.0, "parsed": {"policy": "lean"},
-        "predicted_calls": 1, "predicted_quality": 0.5, "predicted_pass_rate": 0.5,
-        "declared_quality_abs_error": 0.0, "declared_pass_rate_abs_error": 0.0,
+        "id": "x",
+        "family": "f",
+        "expected_policy": "lean",
+        "json_valid": True,
+        "schema_valid": True,
+        "plan_valid": True,
+        "receipt_consistent": True,
+        "constraint_satisfied": True,
+        "policy_correct": True,
+        "exact_plan": True,
+        "unsafe_under_escalation": False,
+        "unnecessary_escalation": False,
+        "quality_target_met": True,
+        "utility_regret": 0.0,
+        "parsed": {"policy": "lean"},
+        "predicted_calls": 1,
+        "predicted_quality": 0.5,
+        "predicted_pass_rate": 0.5,
+        "declared_quality_abs_error": 0.0,
+        "declared_pass_rate_abs_error": 0.0,
     }
     base.update(over)
     return base
@@ -302,9 +403,19 @@ def _rec(**over: Any) -> dict[str, Any]:
 
 def test_aggregate_rates_means_and_p95() -> None:
     records = [_rec(utility_regret=float(i)) for i in range(19)]
-    records.append(_rec(json_valid=False, schema_valid=False, plan_valid=False,
-                        policy_correct=False, exact_plan=False, quality_target_met=False,
-                        utility_regret=1081.123456, parsed=None, predicted_calls=None))
+    records.append(
+        _rec(
+            json_valid=False,
+            schema_valid=False,
+            plan_valid=False,
+            policy_correct=False,
+            exact_plan=False,
+            quality_target_met=False,
+            utility_regret=1081.123456,
+            parsed=None,
+            predicted_calls=None,
+        )
+    )
     agg = aggregate_scores(records)
     assert agg["examples"] == 20
     assert agg["json_valid_rate"] == 0.95 and agg["plan_valid_rate"] == 0.95
@@ -322,15 +433,41 @@ def test_aggregate_rates_means_and_p95() -> None:
 
 def test_summary_extras() -> None:
     records = [
-        _rec(expected_policy="strict", family="a", parsed={"policy": "balanced"}, predicted_calls=2,
-             runtime_fallback_used=True, runtime_fallback_reason="over_budget", elapsed_ms=100.0),
-        _rec(expected_policy="strict", family="a", parsed={"policy": "strict"}, plan_valid=False,
-             predicted_calls=None, elapsed_ms=100.0),
-        _rec(expected_policy="lean", family="b", parsed={"policy": 3}, plan_valid=False,
-             predicted_calls=None, elapsed_ms=300.0),
-        _rec(expected_policy="lean", family="b", parsed=None, plan_valid=False,
-             predicted_calls=None, elapsed_ms=300.0, runtime_fallback_used=False,
-             runtime_fallback_reason=None),
+        _rec(
+            expected_policy="strict",
+            family="a",
+            parsed={"policy": "balanced"},
+            predicted_calls=2,
+            runtime_fallback_used=True,
+            runtime_fallback_reason="over_budget",
+            elapsed_ms=100.0,
+        ),
+        _rec(
+            expected_policy="strict",
+            family="a",
+            parsed={"policy": "strict"},
+            plan_valid=False,
+            predicted_calls=None,
+            elapsed_ms=100.0,
+        ),
+        _rec(
+            expected_policy="lean",
+            family="b",
+            parsed={"policy": 3},
+            plan_valid=False,
+            predicted_calls=None,
+            elapsed_ms=300.0,
+        ),
+        _rec(
+            expected_policy="lean",
+            family="b",
+            parsed=None,
+            plan_valid=False,
+            predicted_calls=None,
+            elapsed_ms=300.0,
+            runtime_fallback_used=False,
+            runtime_fallback_reason=None,
+        ),
     ]
     summary = summarize(records, "lane-x")
     assert summary["lane"] == "lane-x"
@@ -341,20 +478,37 @@ def test_summary_extras() -> None:
     assert summary["predicted_call_distribution"] == {"1": 0, "2": 1, "3": 0, "invalid": 3}
     assert summary["runtime_fallback_count"] == 1
     assert summary["runtime_fallback_rate"] == 0.25
-    assert summary["runtime_fallback_reasons"] == {"invalid_json": 0, "invalid_plan": 0,
-                                                   "over_budget": 1}
-    assert (summary["mean_inference_ms"], summary["p50_inference_ms"],
-            summary["p95_inference_ms"]) == (200.0, 100.0, 300.0)
+    assert summary["runtime_fallback_reasons"] == {
+        "invalid_json": 0,
+        "invalid_plan": 0,
+        "over_budget": 1,
+    }
+    assert (
+        summary["mean_inference_ms"],
+        summary["p50_inference_ms"],
+        summary["p95_inference_ms"],
+    ) == (200.0, 100.0, 300.0)
     assert set(summary["by_expected_policy"]) == {"lean", "strict"}
     assert summary["by_family"]["a"]["examples"] == 2
     assert math.isclose(summary["by_family"]["b"]["plan_valid_rate"], 0.0)
 
 
 def test_score_row_carries_guard_and_latency_fields(example: Example) -> None:
-    rec = score_row(example, {"id": example.id, "prediction": TARGET, "elapsed_ms": 12.5,
-                              "raw_prediction": "x", "runtime_fallback_used": True,
-                              "runtime_fallback_reason": "invalid_json"})
-    assert (rec["id"], rec["family"], rec["expected_policy"]) == (example.id, "health_triage",
-                                                                  "strict")
+    rec = score_row(
+        example,
+        {
+            "id": example.id,
+            "prediction": TARGET,
+            "elapsed_ms": 12.5,
+            "raw_prediction": "x",
+            "runtime_fallback_used": True,
+            "runtime_fallback_reason": "invalid_json",
+        },
+    )
+    assert (rec["id"], rec["family"], rec["expected_policy"]) == (
+        example.id,
+        "health_triage",
+        "strict",
+    )
     assert rec["elapsed_ms"] == 12.5 and rec["runtime_fallback_reason"] == "invalid_json"
     assert rec["exact_plan"] is True

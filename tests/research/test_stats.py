@@ -39,7 +39,8 @@ def test_wilson_formula_and_clipping() -> None:
 def test_seed_rule() -> None:
     assert bootstrap_seed("trained_vs_deterministic", "exact_plan") == 20264333
     assert bootstrap_seed("trained_vs_base", "regret") == 20260716 + sum(
-        map(ord, "trained_vs_baseregret"))
+        map(ord, "trained_vs_baseregret")
+    )
 
 
 def test_mcnemar() -> None:
@@ -58,8 +59,10 @@ def _reference_bootstrap(left: list[float], right: list[float], seed: int, it: i
     rng = random.Random(seed)
     n = len(d)
     means = sorted(sum(d[rng.randrange(n)] for _ in range(n)) / n for _ in range(it))
-    return [round(means[math.floor(0.025 * (it - 1))], 6),
-            round(means[math.floor(0.975 * (it - 1))], 6)]
+    return [
+        round(means[math.floor(0.025 * (it - 1))], 6),
+        round(means[math.floor(0.975 * (it - 1))], 6),
+    ]
 
 
 def test_bootstrap_matches_rule_and_is_deterministic() -> None:
@@ -100,28 +103,44 @@ def _lane(ids: list[str], **flags: Any) -> dict[str, dict[str, Any]]:
 def test_paired_statistics_document() -> None:
     ids = [f"r{i:03d}" for i in range(40)]
     lanes = {
-        "deterministic": _lane(ids, exact_plan=lambda i: i >= 10, utility_regret=lambda i: 2.0,
-                               unsafe_under_escalation=lambda i: i < 4),
-        "base": _lane([*ids, "extra"], json_valid=lambda i: False, exact_plan=lambda i: False,
-                      utility_regret=lambda i: 1000.0),
+        "deterministic": _lane(
+            ids,
+            exact_plan=lambda i: i >= 10,
+            utility_regret=lambda i: 2.0,
+            unsafe_under_escalation=lambda i: i < 4,
+        ),
+        "base": _lane(
+            [*ids, "extra"],
+            json_valid=lambda i: False,
+            exact_plan=lambda i: False,
+            utility_regret=lambda i: 1000.0,
+        ),
         "trained": _lane(ids, utility_regret=lambda i: 0.5),
     }
-    doc = paired_statistics(lanes, {"deterministic": "d", "base": "b", "trained": "t"},
-                            iterations=200)
+    doc = paired_statistics(
+        lanes, {"deterministic": "d", "base": "b", "trained": "t"}, iterations=200
+    )
     assert doc["examples"] == 40 and doc["paired_by_example_id"] is True
     assert doc["bootstrap_iterations"] == 200 and doc["seed"] == 20260716
     assert doc["input_sha256"] == {"deterministic": "d", "base": "b", "trained": "t"}
     assert doc["lane_intervals"]["deterministic"]["exact_plan"]["rate"] == 0.75
     assert doc["lane_intervals"]["deterministic"]["exact_plan"]["wilson95"] == wilson(30, 40)
     vs_det = doc["comparisons"]["trained_vs_deterministic"]
-    assert vs_det["exact_plan"]["mcnemar"] == {"baseline_only": 0, "trained_only": 10,
-                                               "p_value": mcnemar(0, 10)}
+    assert vs_det["exact_plan"]["mcnemar"] == {
+        "baseline_only": 0,
+        "trained_only": 10,
+        "p_value": mcnemar(0, 10),
+    }
     assert vs_det["exact_plan"]["right_minus_left"] == 0.25
     assert vs_det["exact_plan"]["seed"] == 20264333
     assert vs_det["json_valid"]["ci95"] == [0.0, 0.0]
     assert vs_det["json_valid"]["mcnemar"]["p_value"] == 1.0
     regret = vs_det["utility_regret_reduction"]
-    assert (regret["left_mean"], regret["right_mean"], regret["right_minus_left"]) == (0.5, 2.0, 1.5)
+    assert (regret["left_mean"], regret["right_mean"], regret["right_minus_left"]) == (
+        0.5,
+        2.0,
+        1.5,
+    )
     assert regret["seed"] == bootstrap_seed("trained_vs_deterministic", "regret")
     unsafe = vs_det["unsafe_under_escalation_reduction"]
     assert unsafe["right_minus_left"] == 0.1 and unsafe["left_mean"] == 0.0

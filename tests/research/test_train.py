@@ -37,8 +37,6 @@ pytestmark = pytest.mark.conductor
 ROOT = Path(__file__).resolve().parents[2]
 
 
-
-
 @pytest.fixture(scope="session")
 def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_tiny_model(tmp_path_factory.mktemp("tiny-train") / "base")
@@ -54,9 +52,27 @@ def _sha(path: Path) -> str:
 
 
 def _args(base: Path, data: Path, out: Path, *extra: str) -> list[str]:
-    return ["--base-model", str(base), "--train", str(data), "--output", str(out),
-            "--limit", "4", "--batch-size", "2", "--grad-accum", "1", "--save-steps", "2",
-            "--workers", "0", "--device", "cpu", *extra]
+    return [
+        "--base-model",
+        str(base),
+        "--train",
+        str(data),
+        "--output",
+        str(out),
+        "--limit",
+        "4",
+        "--batch-size",
+        "2",
+        "--grad-accum",
+        "1",
+        "--save-steps",
+        "2",
+        "--workers",
+        "0",
+        "--device",
+        "cpu",
+        *extra,
+    ]
 
 
 @pytest.fixture(scope="session")
@@ -82,10 +98,15 @@ def run(base: Path, data: Path, tmp_path_factory: pytest.TempPathFactory) -> dic
         second_calls = len(calls) - first_calls
     finally:
         mp.undo()
-    return {"out": out, "first_calls": first_calls, "second_calls": second_calls,
-            "first_receipt": first_receipt, "first_state": first_state,
-            "checkpoints_after_first": checkpoints_after_first,
-            "receipt": json.loads((out / "receipt.json").read_text())}
+    return {
+        "out": out,
+        "first_calls": first_calls,
+        "second_calls": second_calls,
+        "first_receipt": first_receipt,
+        "first_state": first_state,
+        "checkpoints_after_first": checkpoints_after_first,
+        "receipt": json.loads((out / "receipt.json").read_text()),
+    }
 
 
 def test_loss_mask_covers_exactly_the_prompt(base: Path, data: Path) -> None:
@@ -99,9 +120,13 @@ def test_loss_mask_covers_exactly_the_prompt(base: Path, data: Path) -> None:
         t_ids = encode_text(tokenizer, row["target"])
         assert ex["input_ids"] == p_ids + t_ids + [eos]
         assert ex["labels"][: len(p_ids)] == [IGNORE_INDEX] * len(p_ids)
-        assert ex["labels"][len(p_ids):] == [*t_ids, eos]
-        assert tokenizer.decode([t for t in ex["labels"] if t != IGNORE_INDEX],
-                                skip_special_tokens=True) == row["target"]
+        assert ex["labels"][len(p_ids) :] == [*t_ids, eos]
+        assert (
+            tokenizer.decode(
+                [t for t in ex["labels"] if t != IGNORE_INDEX], skip_special_tokens=True
+            )
+            == row["target"]
+        )
     batch = tc.Collator(tokenizer.pad_token_id)(examples[:2])
     width = max(len(e["input_ids"]) for e in examples[:2])
     assert batch["input_ids"].shape[1] % 8 == 0 and batch["input_ids"].shape[1] >= width
@@ -109,7 +134,10 @@ def test_loss_mask_covers_exactly_the_prompt(base: Path, data: Path) -> None:
         n = len(ex["input_ids"])
         assert batch["labels"][i, n:].eq(IGNORE_INDEX).all()
         assert batch["input_ids"][i, n:].eq(tokenizer.pad_token_id).all()
-        assert batch["attention_mask"][i, :n].eq(1).all() and batch["attention_mask"][i, n:].eq(0).all()
+        assert (
+            batch["attention_mask"][i, :n].eq(1).all()
+            and batch["attention_mask"][i, n:].eq(0).all()
+        )
         assert batch["labels"][i, :n].tolist() == ex["labels"]
 
 
@@ -125,13 +153,30 @@ def test_overlong_prompt_keeps_front_and_back() -> None:
 def test_defaults_are_the_published_hyperparameters() -> None:
     a = tc.build_parser().parse_args(["--base-model", "b", "--train", "t", "--output", "o"])
     assert (a.lora_r, a.lora_alpha, a.lora_dropout) == (32, 64, 0.05)
-    assert a.target_modules.split(",") == ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj",
-                                           "up_proj", "down_proj"]
+    assert a.target_modules.split(",") == [
+        "q_proj",
+        "k_proj",
+        "v_proj",
+        "o_proj",
+        "gate_proj",
+        "up_proj",
+        "down_proj",
+    ]
     assert (a.learning_rate, a.scheduler, a.warmup_ratio, a.weight_decay, a.max_grad_norm) == (
-        1.5e-4, "cosine", 0.05, 0.01, 1.0)
+        1.5e-4,
+        "cosine",
+        0.05,
+        0.01,
+        1.0,
+    )
     assert (a.epochs, a.batch_size, a.grad_accum, a.max_length) == (2, 32, 1, 1536)
     assert (a.optim, a.seed, a.eval_steps, a.save_steps, a.save_total_limit) == (
-        "adamw_torch_fused", 20260716, 100, 100, 3)
+        "adamw_torch_fused",
+        20260716,
+        100,
+        100,
+        3,
+    )
     per_epoch, total = tc.total_steps(9000, a)  # the published run: 282/epoch, 564, warmup 28
     assert (per_epoch, total, max(1, round(a.warmup_ratio * total))) == (282, 564, 28)
 
@@ -151,21 +196,30 @@ def test_three_steps_write_a_checkpoint_and_resume_continues(run: dict[str, Any]
     logged = [h["step"] for h in state["log_history"] if "loss" in h]
     assert logged == [1, 2, 3, 4, 5]
     first = {h["step"]: h["loss"] for h in run["first_state"]["log_history"] if "loss" in h}
-    assert {h["step"]: h["loss"] for h in state["log_history"] if h.get("step", 9) <= 3 and "loss" in h} == first
+    assert {
+        h["step"]: h["loss"] for h in state["log_history"] if h.get("step", 9) <= 3 and "loss" in h
+    } == first
     assert receipt["previous_sessions"][0]["steps"] == 3
 
 
 def test_receipt_has_the_hashes(run: dict[str, Any], base: Path, data: Path) -> None:
     r = run["receipt"]
     assert r["inputs"]["train"]["sha256"] == _sha(data) and r["inputs"]["train"]["rows"] == 4
-    assert r["base_model"]["files"]["model.safetensors"]["sha256"] == _sha(base / "model.safetensors")
+    assert r["base_model"]["files"]["model.safetensors"]["sha256"] == _sha(
+        base / "model.safetensors"
+    )
     assert r["base_model"]["files"]["config.json"]["sha256"] == _sha(base / "config.json")
     assert len(r["base_model"]["sha256"]) == 64
     adapter = run["out"] / "adapter"
     for name in ("adapter_model.safetensors", "adapter_config.json"):
         assert r["adapter"]["files"][name]["sha256"] == _sha(adapter / name)
     hp = r["hyperparameters"]
-    assert (hp["lora_r"], hp["lora_alpha"], hp["learning_rate"], hp["max_steps"]) == (32, 64, 1.5e-4, 5)
+    assert (hp["lora_r"], hp["lora_alpha"], hp["learning_rate"], hp["max_steps"]) == (
+        32,
+        64,
+        1.5e-4,
+        5,
+    )
     assert r["schedule"]["warmup_steps"] == 1 and r["schedule"]["total_steps"] == 5
     assert r["parameters"]["trainable"] > 0 and r["device"]["device"] == "cpu"
     assert r["final_loss"]["train_loss"] > 0 and r["final_loss"]["last_logged_loss"] > 0
@@ -174,7 +228,9 @@ def test_receipt_has_the_hashes(run: dict[str, Any], base: Path, data: Path) -> 
         assert r["versions"][lib]
 
 
-def test_trained_adapter_loads_and_its_random_plans_fail(run: dict[str, Any], base: Path, data: Path) -> None:
+def test_trained_adapter_loads_and_its_random_plans_fail(
+    run: dict[str, Any], base: Path, data: Path
+) -> None:
     planner = LearnedPlanner(base, run["out"] / "adapter", device="cpu", max_new_tokens=16)
     rows = tc.read_rows(data, limit=3)
     texts = planner.propose(rows, batch_size=3)
@@ -184,8 +240,9 @@ def test_trained_adapter_loads_and_its_random_plans_fail(run: dict[str, Any], ba
         assert plan is None and reason in {"no_json", "not_object", "missing_key", "wrong_type"}
 
 
-def test_refuses_to_clobber_and_names_bad_paths(run: dict[str, Any], base: Path, data: Path,
-                                                tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_refuses_to_clobber_and_names_bad_paths(
+    run: dict[str, Any], base: Path, data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert tc.main(_args(base, data, run["out"], "--max-steps", "1")) == 1
     assert "--resume" in capsys.readouterr().err
     assert tc.main(_args(tmp_path / "nope", data, tmp_path / "o")) == 1

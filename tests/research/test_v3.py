@@ -21,13 +21,26 @@ def corpus() -> dict[str, list[dict[str, Any]]]:
 
 
 def test_generation_is_deterministic_and_keeps_the_v2_row_format(
-        corpus: dict[str, list[dict[str, Any]]]) -> None:
+    corpus: dict[str, list[dict[str, Any]]],
+) -> None:
     again = generate(sizes={"train": 1500, "test": 400})
     assert again["test"] == corpus["test"]
     row = corpus["test"][0]
     assert row["schema_version"] == "loom-conductor-v3"
-    assert set(row) == {"constraints", "family", "id", "label", "oracle", "prompt",
-                        "schema_version", "source", "split", "target", "task", "workers"}
+    assert set(row) == {
+        "constraints",
+        "family",
+        "id",
+        "label",
+        "oracle",
+        "prompt",
+        "schema_version",
+        "source",
+        "split",
+        "target",
+        "task",
+        "workers",
+    }
     Plan.from_json(row["target"], worker_ids=[w["id"] for w in row["workers"]])
     assert len({r["id"] for r in corpus["train"] + corpus["test"]}) == 1900
 
@@ -40,10 +53,12 @@ def test_the_v2_leaks_are_gone(corpus: dict[str, list[dict[str, Any]]]) -> None:
     # 2. providers are shared: some escalated labels are not independent
     escalated = [r["label"] for r in test if r["label"]["policy"] != "lean"]
     assert Counter(lab["independent_verification"] for lab in escalated)[False] >= 10
+
     # 3. price bands overlap: the cheapest worker is sometimes the best one
     def cheapest_is_best(row: dict[str, Any]) -> bool:
         ws = [WorkerProfile.from_dict(w) for w in row["workers"]]
         return min(ws, key=lambda w: w.credits_per_call) is max(ws, key=lambda w: w.quality)
+
     assert sum(cheapest_is_best(r) for r in test) >= 20
     # 4. every label policy occurs, and constraints do not encode it one to one
     assert set(Counter(r["label"]["policy"] for r in test)) == {"lean", "balanced", "strict"}
@@ -52,7 +67,8 @@ def test_the_v2_leaks_are_gone(corpus: dict[str, list[dict[str, Any]]]) -> None:
 
 
 def test_search_is_no_longer_exact_and_learning_helps(
-        corpus: dict[str, list[dict[str, Any]]]) -> None:
+    corpus: dict[str, list[dict[str, Any]]],
+) -> None:
     search = evaluate(SearchPlanner(), corpus["test"])
     assert search["exact_plan"] < 0.8 and search["mean_expected_regret"] > 0.3
     ranker = RankerPlanner().fit(corpus["train"])
@@ -79,5 +95,18 @@ def test_cli_writes_the_v3_corpus_deterministically(tmp_path: Path) -> None:
         assert main(["conductor", "generate", "--corpus", "v3", "--out", str(tmp_path / name)]) == 0
     texts = [(tmp_path / n / "test.jsonl").read_text() for n in ("a", "b")]
     assert texts[0] == texts[1] and len(texts[0].splitlines()) == 1200
-    assert main(["conductor", "generate", "--corpus", "v3", "--anchors", "x.json",
-                 "--out", str(tmp_path / "c")]) == 1
+    assert (
+        main(
+            [
+                "conductor",
+                "generate",
+                "--corpus",
+                "v3",
+                "--anchors",
+                "x.json",
+                "--out",
+                str(tmp_path / "c"),
+            ]
+        )
+        == 1
+    )

@@ -131,9 +131,7 @@ def _pg_bin() -> Path:
     `apt-get install postgresql` on another release)."""
     if os.environ.get("LOOMC_PG_BIN"):
         return Path(os.environ["LOOMC_PG_BIN"])
-    found = sorted(
-        Path("/usr/lib/postgresql").glob("*/bin/initdb"), key=lambda p: int(p.parts[-3])
-    )
+    found = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"), key=lambda p: int(p.parts[-3]))
     return found[-1].parent if found else Path("/usr/lib/postgresql/15/bin")
 
 

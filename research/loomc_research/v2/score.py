@@ -170,7 +170,9 @@ def load_predictions(
         if examples is not None and ident not in examples:
             raise InputError(f"{path}:{number}: id {ident!r} is not in the data file")
         elapsed = row.get("elapsed_ms")
-        if elapsed is not None and (isinstance(elapsed, bool) or not isinstance(elapsed, int | float)):
+        if elapsed is not None and (
+            isinstance(elapsed, bool) or not isinstance(elapsed, int | float)
+        ):
             raise InputError(f"{path}:{number}: 'elapsed_ms' must be a number")
         seen.add(ident)
         rows.append(row)
@@ -219,7 +221,9 @@ def schema_valid(parsed: Mapping[str, Any]) -> bool:
         for k in ("max_credits", "estimated_credits", "estimated_quality", "estimated_pass_rate")
     ):
         return False
-    if not all(_integer(parsed[k]) for k in ("max_calls", "max_latency_ms", "estimated_latency_ms")):
+    if not all(
+        _integer(parsed[k]) for k in ("max_calls", "max_latency_ms", "estimated_latency_ms")
+    ):
         return False
     if not isinstance(parsed["independent_verification"], bool):
         return False
@@ -232,9 +236,7 @@ def schema_valid(parsed: Mapping[str, Any]) -> bool:
     codes = parsed["reason_codes"]
     if not isinstance(codes, list) or not all(isinstance(x, str) for x in codes):
         return False
-    return bool(
-        0 <= parsed["estimated_quality"] <= 1 and 0 <= parsed["estimated_pass_rate"] <= 1
-    )
+    return bool(0 <= parsed["estimated_quality"] <= 1 and 0 <= parsed["estimated_pass_rate"] <= 1)
 
 
 def receipt_consistent(parsed: Mapping[str, Any], plan: Candidate, example: Example) -> bool:
@@ -352,8 +354,13 @@ def score_row(example: Example, prediction: Mapping[str, Any]) -> dict[str, Any]
         "expected_policy": example.label["policy"],
         "prediction": prediction["prediction"],
     }
-    for key in ("raw_prediction", "runtime_fallback_used", "runtime_fallback_reason",
-                "elapsed_ms", "batch_size"):
+    for key in (
+        "raw_prediction",
+        "runtime_fallback_used",
+        "runtime_fallback_reason",
+        "elapsed_ms",
+        "batch_size",
+    ):
         if key in prediction:
             out[key] = prediction[key]
     out.update(score_prediction(example, str(prediction["prediction"])))
@@ -422,9 +429,7 @@ def summarize(records: Sequence[Mapping[str, Any]], lane: str | None = None) -> 
     for r in records:
         by_policy.setdefault(str(r["expected_policy"]), []).append(r)
         by_family.setdefault(str(r["family"]), []).append(r)
-    summary["by_expected_policy"] = {
-        k: aggregate_scores(v) for k, v in sorted(by_policy.items())
-    }
+    summary["by_expected_policy"] = {k: aggregate_scores(v) for k, v in sorted(by_policy.items())}
     summary["by_family"] = {k: aggregate_scores(v) for k, v in sorted(by_family.items())}
     columns = (*POLICIES, "invalid")
     confusion: dict[str, dict[str, int]] = {}
@@ -435,7 +440,9 @@ def summarize(records: Sequence[Mapping[str, Any]], lane: str | None = None) -> 
     calls = Counter(
         str(r["predicted_calls"]) if r.get("plan_valid") else "invalid" for r in records
     )
-    summary["predicted_call_distribution"] = {k: calls.get(k, 0) for k in ("1", "2", "3", "invalid")}
+    summary["predicted_call_distribution"] = {
+        k: calls.get(k, 0) for k in ("1", "2", "3", "invalid")
+    }
     used = [r for r in records if r.get("runtime_fallback_used")]
     reasons = Counter(str(r.get("runtime_fallback_reason")) for r in used)
     summary["runtime_fallback_count"] = len(used)

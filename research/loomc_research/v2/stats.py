@@ -245,7 +245,10 @@ def paired_statistics(
         regret_t = [float(r["utility_regret"]) for r in rows["trained"]]
         regret_b = [float(r["utility_regret"]) for r in rows[baseline]]
         block["utility_regret_reduction"] = bootstrap(
-            regret_t, regret_b, bootstrap_seed(key, "regret", seed), iterations,
+            regret_t,
+            regret_b,
+            bootstrap_seed(key, "regret", seed),
+            iterations,
             use_numpy=use_numpy,
         )
         block["unsafe_under_escalation_reduction"] = bootstrap(

@@ -42,19 +42,29 @@ CALLS = {"lean": 1, "balanced": 2, "strict": 3}
 class DeepestFeasible:
     """§10.1's leak: the deepest policy with any feasible plan, cheapest roles."""
 
-    def plan(self, task: TaskProfile, workers: Sequence[WorkerProfile],
-             constraints: Constraints) -> Plan:
+    def plan(
+        self, task: TaskProfile, workers: Sequence[WorkerProfile], constraints: Constraints
+    ) -> Plan:
         cands = [c for c in enumerate_candidates(workers) if feasible(c, constraints)]
         best = max(cands, key=lambda c: (DEPTH[c.policy], -c.estimated_credits))
-        return Plan.from_json({**best.record(), "max_credits": constraints.max_credits,
-                               "max_latency_ms": constraints.max_latency_ms,
-                               "estimated_quality": 0.0, "estimated_pass_rate": 0.0,
-                               "reason_codes": []})
+        return Plan.from_json(
+            {
+                **best.record(),
+                "max_credits": constraints.max_credits,
+                "max_latency_ms": constraints.max_latency_ms,
+                "estimated_quality": 0.0,
+                "estimated_pass_rate": 0.0,
+                "reason_codes": [],
+            }
+        )
 
 
 def _parts(row: Mapping[str, Any]) -> tuple[TaskProfile, Constraints, list[WorkerProfile]]:
-    return (TaskProfile.from_dict(row["task"]), Constraints.from_dict(row["constraints"]),
-            [WorkerProfile.from_dict(w) for w in row["workers"]])
+    return (
+        TaskProfile.from_dict(row["task"]),
+        Constraints.from_dict(row["constraints"]),
+        [WorkerProfile.from_dict(w) for w in row["workers"]],
+    )
 
 
 def evaluate(planner: Any, rows: Sequence[Mapping[str, Any]]) -> dict[str, float]:
@@ -71,7 +81,11 @@ def evaluate(planner: Any, rows: Sequence[Mapping[str, Any]]) -> dict[str, float
         label = row["label"]
         policy += plan.policy == label["policy"]
         exact += (plan.policy, plan.writer, plan.reviewer, plan.finalizer) == (
-            label["policy"], label["writer"], label.get("reviewer"), label.get("finalizer"))
+            label["policy"],
+            label["writer"],
+            label.get("reviewer"),
+            label.get("finalizer"),
+        )
         ok = feasible(cand, constraints)
         budgets += ok
         if ok:
@@ -81,24 +95,41 @@ def evaluate(planner: Any, rows: Sequence[Mapping[str, Any]]) -> dict[str, float
         else:
             util = -1000.0
         regret += max(0.0, row["oracle"]["expected_best_utility"] - util)
-        if task.risk >= 0.75 and (cand.calls < CALLS[label["policy"]] or (
-                label["independent_verification"] and not cand.independent_verification)):
+        if task.risk >= 0.75 and (
+            cand.calls < CALLS[label["policy"]]
+            or (label["independent_verification"] and not cand.independent_verification)
+        ):
             unsafe += 1
         if task.risk < 0.30 and cand.calls > CALLS[label["policy"]]:
             over += 1
     elapsed = time.perf_counter() - started
-    return {"policy_accuracy": policy / n, "exact_plan": exact / n, "hard_budgets_met": budgets / n,
-            "mean_expected_regret": regret / n, "quality_target_met": target / n,
-            "unsafe_under_escalation": unsafe / n, "unnecessary_escalation": over / n,
-            "ms_per_decision": elapsed / n * 1000}
+    return {
+        "policy_accuracy": policy / n,
+        "exact_plan": exact / n,
+        "hard_budgets_met": budgets / n,
+        "mean_expected_regret": regret / n,
+        "quality_target_met": target / n,
+        "unsafe_under_escalation": unsafe / n,
+        "unnecessary_escalation": over / n,
+        "ms_per_decision": elapsed / n * 1000,
+    }
 
 
 def report(results: Mapping[str, Mapping[str, float]], meta: Mapping[str, Any]) -> str:
-    cols = ("policy_accuracy", "exact_plan", "hard_budgets_met", "mean_expected_regret",
-            "quality_target_met", "unsafe_under_escalation", "unnecessary_escalation",
-            "ms_per_decision")
-    lines = ["| planner | " + " | ".join(c.replace("_", " ") for c in cols) + " |",
-             "|---|" + "---:|" * len(cols)]
+    cols = (
+        "policy_accuracy",
+        "exact_plan",
+        "hard_budgets_met",
+        "mean_expected_regret",
+        "quality_target_met",
+        "unsafe_under_escalation",
+        "unnecessary_escalation",
+        "ms_per_decision",
+    )
+    lines = [
+        "| planner | " + " | ".join(c.replace("_", " ") for c in cols) + " |",
+        "|---|" + "---:|" * len(cols),
+    ]
     for name, res in results.items():
         lines.append(f"| {name} | " + " | ".join(f"{res[c]:.3f}" for c in cols) + " |")
     return "\n".join(lines) + "\n\n" + "```json\n" + json.dumps(meta, indent=2) + "\n```\n"
@@ -113,8 +144,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--report", type=Path, help="write the Markdown table here")
     args = ap.parse_args(argv)
     started = time.perf_counter()
-    corpus = generate(args.seed, {"train": args.train_size, "validation": SIZES["validation"],
-                                  "test": args.test_size})
+    corpus = generate(
+        args.seed,
+        {"train": args.train_size, "validation": SIZES["validation"], "test": args.test_size},
+    )
     gen_s = time.perf_counter() - started
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
@@ -133,9 +166,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     policies: dict[str, int] = {}
     for row in corpus["test"]:
         policies[row["label"]["policy"]] = policies.get(row["label"]["policy"], 0) + 1
-    meta = {"seed": args.seed, "train_rows": len(corpus["train"]),
-            "test_rows": len(corpus["test"]), "test_label_policies": policies,
-            "generate_s": round(gen_s, 2), "ranker_fit_s": round(fit_s, 2)}
+    meta = {
+        "seed": args.seed,
+        "train_rows": len(corpus["train"]),
+        "test_rows": len(corpus["test"]),
+        "test_label_policies": policies,
+        "generate_s": round(gen_s, 2),
+        "ranker_fit_s": round(fit_s, 2),
+    }
     text = report(results, meta)
     if args.report:
         args.report.write_text(HEADER + text, encoding="utf-8")

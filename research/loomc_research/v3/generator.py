@@ -48,8 +48,16 @@ SCHEMA_VERSION = "loom-conductor-v3"
 SOURCE = "loomc/conductor/v3/generator.py"  # recorded in every row: kept so v3 bytes stay put
 DEFAULT_SEED = 20261203
 SIZES = {"train": 6000, "validation": 600, "test": 1200}
-STRENGTHS = ("coding", "drafting", "implementation", "reasoning", "review", "speed",
-             "synthesis", "writing")
+STRENGTHS = (
+    "coding",
+    "drafting",
+    "implementation",
+    "reasoning",
+    "review",
+    "speed",
+    "synthesis",
+    "writing",
+)
 GROUPS = ("provider_x", "provider_y", "provider_z")
 TRIALS = 12  # sampled runs per plan behind each label
 
@@ -65,11 +73,17 @@ def sample_workers(rng: random.Random) -> list[WorkerProfile]:
         pass_rate = clip(quality - 0.08 + rng.uniform(-0.15, 0.12), 0.2, 0.99)
         latency = int(rng.uniform(12_000, 95_000))
         strengths = tuple(sorted(rng.sample(STRENGTHS, rng.choice((2, 3, 3, 4)))))
-        workers.append(WorkerProfile(
-            id=wid, provider_group=rng.choice(pool), quality=round(quality, 4),
-            pass_rate=round(pass_rate, 4), credits_per_call=round(credits, 3),
-            p95_latency_ms=latency, strengths=strengths,
-        ))
+        workers.append(
+            WorkerProfile(
+                id=wid,
+                provider_group=rng.choice(pool),
+                quality=round(quality, 4),
+                pass_rate=round(pass_rate, 4),
+                credits_per_call=round(credits, 3),
+                p95_latency_ms=latency,
+                strengths=strengths,
+            )
+        )
     return workers
 
 
@@ -82,9 +96,12 @@ def sample_constraints(rng: random.Random, workers: Sequence[WorkerProfile]) -> 
     k_latency = rng.choices((1, 2, 3), weights=(0.15, 0.3, 0.55))[0]
     max_credits = sum(credits[:k_credit]) * rng.uniform(1.0, 2.2)
     max_latency = sum(latencies[:k_latency]) * rng.uniform(1.0, 2.2)
-    return Constraints(max_calls=max_calls, max_credits=round(max_credits, 3),
-                       max_latency_ms=int(max_latency),
-                       minimum_quality=round(rng.uniform(0.5, 0.92), 4))
+    return Constraints(
+        max_calls=max_calls,
+        max_credits=round(max_credits, 3),
+        max_latency_ms=int(max_latency),
+        minimum_quality=round(rng.uniform(0.5, 0.92), 4),
+    )
 
 
 class TrueOutcomeModel:
@@ -93,8 +110,9 @@ class TrueOutcomeModel:
     def __init__(self) -> None:
         self._v2 = V2OutcomeModel()
 
-    def outcome(self, task: TaskProfile, candidate: Candidate,
-                workers: Mapping[str, WorkerProfile]) -> Outcome:
+    def outcome(
+        self, task: TaskProfile, candidate: Candidate, workers: Mapping[str, WorkerProfile]
+    ) -> Outcome:
         base = self._v2.outcome(task, candidate, workers)
         q, p = base.quality, base.pass_rate
         writer = workers[candidate.writer]
@@ -109,8 +127,14 @@ class TrueOutcomeModel:
             p -= 0.12 * task.risk
         return Outcome(round(clip01(q), 4), round(clip01(p), 4))
 
-    def utility(self, task: TaskProfile, constraints: Constraints, candidate: Candidate,
-                result: Outcome, workers: Mapping[str, WorkerProfile]) -> float:
+    def utility(
+        self,
+        task: TaskProfile,
+        constraints: Constraints,
+        candidate: Candidate,
+        result: Outcome,
+        workers: Mapping[str, WorkerProfile],
+    ) -> float:
         return utility(task, constraints, candidate, result, workers)
 
 
@@ -127,8 +151,12 @@ class Labelled:
     oracle: dict[str, Any]
 
 
-def label_row(rng: random.Random, task: TaskProfile, constraints: Constraints,
-              workers: Sequence[WorkerProfile]) -> Labelled | None:
+def label_row(
+    rng: random.Random,
+    task: TaskProfile,
+    constraints: Constraints,
+    workers: Sequence[WorkerProfile],
+) -> Labelled | None:
     """Best feasible plan on sampled outcomes (v2's target filter and tie order)."""
     table = {w.id: w for w in workers}
     truth = TrueOutcomeModel()
@@ -138,14 +166,27 @@ def label_row(rng: random.Random, task: TaskProfile, constraints: Constraints,
             continue
         expected = truth.outcome(task, candidate, table)
         seen = _sampled(rng, expected)
-        scored.append((candidate, seen, utility(task, constraints, candidate, seen, table),
-                       truth.utility(task, constraints, candidate, expected, table)))
+        scored.append(
+            (
+                candidate,
+                seen,
+                utility(task, constraints, candidate, seen, table),
+                truth.utility(task, constraints, candidate, expected, table),
+            )
+        )
     if not scored:
         return None
     on_target = [s for s in scored if s[1].quality >= constraints.minimum_quality]
-    best = max(on_target or scored, key=lambda s: (s[2], s[1].quality, s[1].pass_rate,
-                                                   -s[0].estimated_credits,
-                                                   -s[0].estimated_latency_ms))
+    best = max(
+        on_target or scored,
+        key=lambda s: (
+            s[2],
+            s[1].quality,
+            s[1].pass_rate,
+            -s[0].estimated_credits,
+            -s[0].estimated_latency_ms,
+        ),
+    )
     candidate, seen, sampled_utility, _ = best
     codes = reason_codes(task, constraints, candidate, seen)
     label = label_record(constraints, candidate, seen, codes)
@@ -174,12 +215,23 @@ def generate_split(rng: random.Random, split: str, size: int) -> list[dict[str, 
         labelled = label_row(rng, task, constraints, workers)
         if labelled is None:
             continue  # nothing feasible: redraw (the only rejection, independent of labels)
-        rows.append(make_row(split, task, constraints, workers, labelled.label, labelled.oracle,
-                             schema_version=SCHEMA_VERSION, source=SOURCE))
+        rows.append(
+            make_row(
+                split,
+                task,
+                constraints,
+                workers,
+                labelled.label,
+                labelled.oracle,
+                schema_version=SCHEMA_VERSION,
+                source=SOURCE,
+            )
+        )
     return rows
 
 
-def generate(seed: int = DEFAULT_SEED,
-             sizes: Mapping[str, int] | None = None) -> dict[str, list[dict[str, Any]]]:
+def generate(
+    seed: int = DEFAULT_SEED, sizes: Mapping[str, int] | None = None
+) -> dict[str, list[dict[str, Any]]]:
     rng = random.Random(seed)
     return {split: generate_split(rng, split, n) for split, n in (sizes or SIZES).items()}
