@@ -24,6 +24,9 @@ from loomc.syntax.parser import parse_file
 from loomc.text import did_you_mean
 from loomc.units import Budget
 
+COMPILE_CACHE_SIZE = 32
+"""Sets of ceilings whose compiled graphs a Project keeps (least recently used dropped first)."""
+
 
 @dataclass
 class Project:
@@ -56,9 +59,13 @@ class Project:
     def pipelines(self, overrides: Budget | None = None) -> tuple[list[Pipeline], list[Diagnostic]]:
         """Every pipeline x tier under ``overrides`` and the compiler's diagnostics (cached)."""
         key = overrides if overrides != Budget() else None
-        if key not in self._compiled:
-            self._compiled[key] = compile_modules(self.modules, self.policy_source, key)
-        return self._compiled[key]
+        found = self._compiled.pop(key, None)
+        if found is None:
+            found = compile_modules(self.modules, self.policy_source, key)
+            while len(self._compiled) >= COMPILE_CACHE_SIZE:  # a server sees many ceilings
+                del self._compiled[next(iter(self._compiled))]  # least recently used
+        self._compiled[key] = found  # most recently used last
+        return found
 
     def tiers(self) -> list[str]:
         """The tiers the policy declares, in its order (the one vocabulary for tiers)."""

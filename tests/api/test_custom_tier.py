@@ -70,3 +70,16 @@ def test_unknown_tier_names_the_policys_tiers(project: Path) -> None:
     with pytest.raises(loomc.DiagnosticError) as caught:
         loomc.run("hi there", project=project, pipeline="triage", tier="balanced")
     assert caught.value.diagnostics[0].code == "LOOM215"
+
+
+def test_compile_cache_is_bounded() -> None:
+    """A server compiles per distinct request ceiling: the cache must not grow without bound."""
+    from loomc.project.workspace import COMPILE_CACHE_SIZE
+
+    proj = loomc.Project.load(ROOT)
+    first, _ = proj.pipelines(loomc.Budget(calls=1))
+    assert proj.pipelines(loomc.Budget(calls=1))[0] is first  # reused
+    for n in range(2, COMPILE_CACHE_SIZE + 10):
+        proj.pipelines(loomc.Budget(latency_ms=1000 * n))
+    assert len(proj._compiled) == COMPILE_CACHE_SIZE
+    assert proj.pipelines(loomc.Budget(calls=1))[0] is not first  # evicted, compiled again
