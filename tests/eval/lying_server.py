@@ -9,16 +9,20 @@ client, in its own process: ``python lying_server.py PORT [DELAY_S]``.
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, also when run as a script
+
 import json
 import sys
-import threading
-import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 import anyio
 import uvicorn
+from asgi_thread import ThreadedASGI
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -55,13 +59,10 @@ SCENARIOS: dict[str, list[dict[str, Any]]] = {
 }
 
 
-class LyingServer:
+class LyingServer(ThreadedASGI):
     def __init__(self, delay_s: float = 0.0) -> None:
         self.delay_s = delay_s
         self.counts: Counter[str] = Counter()
-        self._server: uvicorn.Server | None = None
-        self._thread: threading.Thread | None = None
-        self.port = 0
 
     @property
     def base_url(self) -> str:
@@ -137,32 +138,6 @@ class LyingServer:
             data = f"data: {json.dumps(frame)}\n\n".encode()
             await send({"type": "http.response.body", "body": data, "more_body": True})
         await send({"type": "http.response.body", "body": b"data: [DONE]\n\n", "more_body": False})
-
-    def start(self, port: int = 0) -> LyingServer:
-        config = uvicorn.Config(
-            self,
-            host="127.0.0.1",
-            port=port,
-            log_level="critical",
-            lifespan="off",
-            access_log=False,
-        )
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, daemon=True)
-        self._thread.start()
-        deadline = time.monotonic() + 10
-        while not self._server.started:
-            if time.monotonic() > deadline:
-                raise RuntimeError("lying server did not start")
-            time.sleep(0.01)
-        self.port = self._server.servers[0].sockets[0].getsockname()[1]
-        return self
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout=5)
 
 
 async def _json(send: Send, obj: object, status: int = 200) -> None:

@@ -8,15 +8,13 @@ cut the connection after ``drop_after`` bytes, or stall before the first byte.
 from __future__ import annotations
 
 import json
-import threading
-import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import anyio
-import uvicorn
+from asgi_thread import ThreadedASGI
 
 WIRE = Path(__file__).parent / "wire"
 
@@ -114,13 +112,10 @@ def _split_frames(data: bytes, ndjson: bool) -> list[bytes]:
     return out
 
 
-class ReplayServer:
+class ReplayServer(ThreadedASGI):
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
         self.counts: dict[str, int] = {}
-        self._server: uvicorn.Server | None = None
-        self._thread: threading.Thread | None = None
-        self.port = 0
 
     @property
     def base_url(self) -> str:
@@ -206,24 +201,3 @@ class ReplayServer:
         hdrs += [(k.encode(), v.encode()) for k, v in headers.items()]
         await send({"type": "http.response.start", "status": status, "headers": hdrs})
         await send({"type": "http.response.body", "body": body})
-
-    def start(self) -> ReplayServer:
-        config = uvicorn.Config(
-            self, host="127.0.0.1", port=0, log_level="critical", lifespan="off", access_log=False
-        )
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, daemon=True)
-        self._thread.start()
-        deadline = time.monotonic() + 10
-        while not self._server.started:
-            if time.monotonic() > deadline:
-                raise RuntimeError("replay server did not start")
-            time.sleep(0.01)
-        self.port = self._server.servers[0].sockets[0].getsockname()[1]
-        return self
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout=5)

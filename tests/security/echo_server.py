@@ -9,12 +9,10 @@ it, and an error object inside a 200 response. The request's ``model`` picks the
 from __future__ import annotations
 
 import json
-import threading
-import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-import uvicorn
+from asgi_thread import ThreadedASGI
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -26,12 +24,9 @@ def _chunk(text: str) -> bytes:
     return b"data: " + json.dumps(body).encode() + b"\n\n"
 
 
-class EchoServer:
+class EchoServer(ThreadedASGI):
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
-        self._server: uvicorn.Server | None = None
-        self._thread: threading.Thread | None = None
-        self.port = 0
 
     @property
     def base_url(self) -> str:
@@ -127,24 +122,3 @@ class EchoServer:
             }
         )
         await send({"type": "http.response.body", "body": body})
-
-    def start(self) -> EchoServer:
-        config = uvicorn.Config(
-            self, host="127.0.0.1", port=0, log_level="critical", lifespan="off", access_log=False
-        )
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, daemon=True)
-        self._thread.start()
-        deadline = time.monotonic() + 10
-        while not self._server.started:
-            if time.monotonic() > deadline:
-                raise RuntimeError("echo server did not start")
-            time.sleep(0.01)
-        self.port = self._server.servers[0].sockets[0].getsockname()[1]
-        return self
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout=5)
