@@ -15,7 +15,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, also when run as a script
 
 import json
-import sys
 from collections import Counter
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
