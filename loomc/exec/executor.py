@@ -354,6 +354,16 @@ async def _finish(run: RunState, step: StepNode, record: StepRecord, out: Metere
     record.cost = out.cost
     record.credits = out.credits
     run.outcomes[step.id] = Outcome(StepStatus.OK, out.completion.content)
+    await _finished_ok(run, step, record)
+    if run.on_step is not None:
+        booked = sum((c.usage for c in out.charges), Usage())
+        heard = run.on_step(CompletedStep(record.model_copy(deep=True), booked))
+        if inspect.isawaitable(heard):
+            await heard
+
+
+async def _finished_ok(run: RunState, step: StepNode, record: StepRecord, **extra: object) -> None:
+    """The ``step-finished`` event of a step that completed (now, or before a resume)."""
     await run.emit(
         EventKind.STEP_FINISHED,
         step.id,
@@ -361,12 +371,8 @@ async def _finish(run: RunState, step: StepNode, record: StepRecord, out: Metere
         elapsed_ms=record.elapsed_ms,
         usage=record.usage.model_dump(),
         model=step.model,
+        **extra,
     )
-    if run.on_step is not None:
-        booked = sum((c.usage for c in out.charges), Usage())
-        heard = run.on_step(CompletedStep(record.model_copy(deep=True), booked))
-        if inspect.isawaitable(heard):
-            await heard
 
 
 async def _carry(run: RunState, step: StepNode, done: CompletedStep) -> None:
@@ -376,15 +382,7 @@ async def _carry(run: RunState, step: StepNode, done: CompletedStep) -> None:
     run.records[step.id] = record
     run.ledger.carry(done.booked)
     run.outcomes[step.id] = Outcome(StepStatus.OK, record.output or "")
-    await run.emit(
-        EventKind.STEP_FINISHED,
-        step.id,
-        status=StepStatus.OK,
-        elapsed_ms=record.elapsed_ms,
-        usage=record.usage.model_dump(),
-        model=step.model,
-        resumed=True,
-    )
+    await _finished_ok(run, step, record, resumed=True)
     over = run.ledger.overshoot()
     if over is not None:  # it passed the run's ceiling before the kill: nothing more is sent
         run.stop_reason, run.over = StopReason.OVER_CEILING, f"{step.id}: {over.describe()}"
