@@ -28,6 +28,7 @@ COMMANDS = (
     "demo",
     "serve",
     "traces",
+    "studio",
     "init",
     "doctor",
     "pipelines",

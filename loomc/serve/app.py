@@ -41,6 +41,7 @@ from loomc.serve.wire import (
     usage,
 )
 from loomc.store import Store
+from loomc.studio.app import mount as studio
 
 log = logging.getLogger("loomc.serve")
 
@@ -131,6 +132,7 @@ def create_app(
             Route("/v1/chat/completions", chat, methods=["POST"]),
             Route("/healthz", healthz, methods=["GET"]),
             Route("/metrics", metrics_page, methods=["GET"]),
+            studio(project, store, pool=lambda request: service(request).pool),
         ],
         exception_handlers={ApiError: api_error, HTTPException: http_error, Exception: crash},
         lifespan=lifespan,
