@@ -257,7 +257,13 @@ class _EventStream(Response):
 
         async def write(item: dict[str, Any]) -> None:
             text = json.dumps(item, separators=(",", ":"), default=str, allow_nan=False)
-            await send({"type": "http.response.body", "body": f"data: {text}\n\n".encode(), "more_body": True})
+            await send(
+                {
+                    "type": "http.response.body",
+                    "body": f"data: {text}\n\n".encode(),
+                    "more_body": True,
+                }
+            )
 
         async with anyio.create_task_group() as tg:
 
@@ -279,4 +285,3 @@ class _EventStream(Response):
             tg.cancel_scope.cancel()
         with contextlib.suppress(OSError):
             await send({"type": "http.response.body", "body": b"", "more_body": False})
-

@@ -1,6 +1,6 @@
 // loomc Studio. Plain JavaScript, no dependency, nothing fetched from another origin.
 // Every piece of model, source or stored text reaches the DOM through textContent (el()'s
-// text argument), never innerHTML. Every number comes from the server's JSON (the IR, the
+// text argument), never as markup. Every number comes from the server's JSON (the IR, the
 // checker, the events, the store); a number that is null is shown blank.
 "use strict";
 
