@@ -13,15 +13,25 @@ import time
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN_RECEIPT = ROOT / "tests" / "report" / "golden" / "demo.json"
+LONG = "\n".join(f"Point {i}: a line of the long scripted answer." for i in range(1, 81))
 
 
 def make_project(folder: Path) -> Path:
-    """The reference pipelines, the default mock policy and one eval receipt in reports/."""
+    """The reference pipelines, the default mock policy (and the Dot gateway's, which `loomc
+    check` warns about) and one eval receipt in reports/."""
     (folder / "policies").mkdir(parents=True)
     shutil.copytree(ROOT / "pipelines", folder / "pipelines")
-    shutil.copy(ROOT / "policies" / "default.yaml", folder / "policies" / "default.yaml")
+    policy = yaml.safe_load((ROOT / "policies" / "default.yaml").read_text())
+    policy["providers"]["mock"]["mock"]["rules"] = [
+        {"pattern": "long answer please", "response": LONG}
+    ]
+    (folder / "policies" / "default.yaml").write_text(yaml.safe_dump(policy, sort_keys=False))
+    # the Dot gateway's policy has no pricing: `loomc check` warns about it
+    shutil.copy(ROOT / "policies" / "dot.yaml", folder / "policies" / "dot.yaml")
     (folder / "reports").mkdir()
     shutil.copy(GOLDEN_RECEIPT, folder / "reports" / "demo.json")
     return folder

@@ -69,7 +69,7 @@ def test_page_and_assets_are_self_contained(studio: TestClient) -> None:
     csp = page.headers["content-security-policy"]
     assert "default-src 'none'" in csp and "script-src 'self'" in csp
     links = re.findall(r"(?:src|href|action)=\"([^\"]*)\"", page.text)
-    assert links and all(link.startswith(("/studio/", "#")) for link in links), links
+    assert links and all(link.startswith(("/studio/", "#", "data:")) for link in links), links
     script = studio.get("/studio/static/studio.js").text
     fetched = re.findall(r"fetch\(\s*([`\"'][^`\"']*)", script)
     assert fetched and all(f[1:].startswith("/studio/") for f in fetched), fetched

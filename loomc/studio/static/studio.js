@@ -65,8 +65,11 @@ function drawGraph(p, host, opts) {
   clear(host);
   const cols = Math.max(0, ...p.steps.map((s) => s.column)) + 1;
   const rows = Math.max(0, ...p.steps.map((s) => s.row)) + 1;
-  const W = PAD * 2 + cols * NODE_W + (cols - 1) * GAP_X;
-  const H = PAD * 2 + rows * (NODE_H + GAP_Y) - GAP_Y;
+  const wide = PAD * 2 + cols * NODE_W + (cols - 1) * GAP_X;
+  // a narrow screen draws the same graph top to bottom: dependencies flow downwards
+  const vertical = host.clientWidth > 0 && host.clientWidth < wide && rows < cols;
+  const W = vertical ? PAD * 2 + rows * NODE_W + (rows - 1) * GAP_Y : wide;
+  const H = vertical ? PAD * 2 + cols * (NODE_H + GAP_X) - GAP_X : PAD * 2 + rows * (NODE_H + GAP_Y) - GAP_Y;
   const root = svg("svg", { width: W, height: H, viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": `graph of ${p.id}: ${p.steps.map((s) => s.id).join(", ")}` });
   const defs = svg("defs");
   for (const k of ["sees", "after", "guard"]) {
@@ -76,14 +79,24 @@ function drawGraph(p, host, opts) {
   }
   root.append(defs);
   const pos = {};
-  for (const s of p.steps) pos[s.id] = { x: PAD + s.column * (NODE_W + GAP_X), y: PAD + s.row * (NODE_H + GAP_Y) };
+  for (const s of p.steps) {
+    pos[s.id] = vertical
+      ? { x: PAD + s.row * (NODE_W + GAP_Y), y: PAD + s.column * (NODE_H + GAP_X) }
+      : { x: PAD + s.column * (NODE_W + GAP_X), y: PAD + s.row * (NODE_H + GAP_Y) };
+  }
   for (const e of p.edges) {
     const a = pos[e.from], b = pos[e.to];
     if (!a || !b) continue;
     const kind = e.kinds.includes("sees") ? "sees" : e.kinds.includes("guard") ? "guard" : "after";
-    const x1 = a.x + NODE_W, y1 = a.y + NODE_H / 2, x2 = b.x, y2 = b.y + NODE_H / 2;
-    const mx = (x1 + x2) / 2;
-    const path = svg("path", { d: `M${x1},${y1} C${mx},${y1} ${mx},${y2} ${x2 - 2},${y2}`, class: `edge ${kind}`, "marker-end": `url(#arrow-${kind}-${opts.prefix})` });
+    let d;
+    if (vertical) {
+      const x1 = a.x + NODE_W / 2, y1 = a.y + NODE_H, x2 = b.x + NODE_W / 2, y2 = b.y, my = (y1 + y2) / 2;
+      d = `M${x1},${y1} C${x1},${my} ${x2},${my} ${x2},${y2 - 2}`;
+    } else {
+      const x1 = a.x + NODE_W, y1 = a.y + NODE_H / 2, x2 = b.x, y2 = b.y + NODE_H / 2, mx = (x1 + x2) / 2;
+      d = `M${x1},${y1} C${mx},${y1} ${mx},${y2} ${x2 - 2},${y2}`;
+    }
+    const path = svg("path", { d, class: `edge ${kind}`, "marker-end": `url(#arrow-${kind}-${opts.prefix})` });
     path.append(svg("title", {}, `${e.from} → ${e.to}: ${e.kinds.join(", ")}`));
     root.append(path);
   }
@@ -106,7 +119,7 @@ function drawGraph(p, host, opts) {
 }
 
 function worstRow(cells, cls) {
-  return el("tr", { class: cls }, ...cells.map((c, i) => el("td", { class: i >= 4 ? "num" : i === 3 ? "guard" : null, text: c })));
+  return el("tr", { class: cls }, ...cells.map((c, i) => el("td", { class: i >= 1 && i <= 5 ? "num" : i === 8 ? "guard" : null, text: c })));
 }
 
 function selectPipeline(id) {
@@ -123,15 +136,15 @@ function selectPipeline(id) {
   const body = clear(document.querySelector("#worst-table tbody"));
   for (const s of p.steps) {
     const w = s.worst || {};
-    body.append(worstRow([s.id, `${s.role} (${s.worker})`, s.model, s.guard_text || "", blank(w.calls), num(w.tokens), blank(w.credits), blank(w.cost), num(w.latency_ms)]));
+    body.append(worstRow([s.id, blank(w.calls), num(w.tokens), blank(w.credits), blank(w.cost), num(w.latency_ms), `${s.role} (${s.worker})`, s.model, s.guard_text || ""]));
   }
   const foot = clear(document.querySelector("#worst-table tfoot"));
   const w = p.worst || {};
-  foot.append(worstRow(["worst case", "", "", "", blank(w.calls), num(w.tokens), blank(w.credits), blank(w.cost), num(w.latency_ms)]));
+  foot.append(worstRow(["worst case", blank(w.calls), num(w.tokens), blank(w.credits), blank(w.cost), num(w.latency_ms), "", "", ""]));
   const c = p.ceilings;
   const over = (a, b) => a !== null && a !== undefined && b !== null && b !== undefined && Number(a) > Number(b);
   const anyOver = ["calls", "tokens", "credits", "cost", "latency_ms"].some((k) => over(w[k], c[k]));
-  foot.append(worstRow(["ceiling", "", "", "", blank(c.calls), num(c.tokens), blank(c.credits), blank(c.cost), num(c.latency_ms)], anyOver ? "over" : null));
+  foot.append(worstRow(["ceiling", blank(c.calls), num(c.tokens), blank(c.credits), blank(c.cost), num(c.latency_ms), "", "", ""], anyOver ? "over" : null));
   if (p.source) showSource(p.source);
 }
 
