@@ -59,7 +59,7 @@ function show(tab) {
 window.addEventListener("hashchange", () => show(location.hash.slice(1)));
 
 // ---------------------------------------------------------------- 1. pipelines
-const NODE_W = 224, NODE_H = 70, GAP_X = 70, GAP_Y = 26, PAD = 14;
+const NODE_W = 224, NODE_H = 70, GAP_X = 70, GAP_Y = 26, PAD = 14, LIFT = 34;
 
 function drawGraph(p, host, opts) {
   clear(host);
@@ -68,8 +68,11 @@ function drawGraph(p, host, opts) {
   const wide = PAD * 2 + cols * NODE_W + (cols - 1) * GAP_X;
   // a narrow screen draws the same graph top to bottom: dependencies flow downwards
   const vertical = host.clientWidth > 0 && host.clientWidth < wide && rows < cols;
-  const W = vertical ? PAD * 2 + rows * NODE_W + (rows - 1) * GAP_Y : wide;
-  const H = vertical ? PAD * 2 + cols * (NODE_H + GAP_X) - GAP_X : PAD * 2 + rows * (NODE_H + GAP_Y) - GAP_Y;
+  const pcol = Object.fromEntries(p.steps.map((s) => [s.id, s.column]));
+  const long = p.edges.some((e) => Math.abs(pcol[e.to] - pcol[e.from]) > 1);
+  const lift = long ? LIFT : 0; // room for the edges that bow around the steps they skip
+  const W = vertical ? PAD * 2 + rows * NODE_W + (rows - 1) * GAP_Y + lift : wide;
+  const H = vertical ? PAD * 2 + cols * (NODE_H + GAP_X) - GAP_X : PAD * 2 + rows * (NODE_H + GAP_Y) - GAP_Y + lift;
   const root = svg("svg", { width: W, height: H, viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": `graph of ${p.id}: ${p.steps.map((s) => s.id).join(", ")}` });
   const defs = svg("defs");
   for (const k of ["sees", "after", "guard"]) {
@@ -82,16 +85,24 @@ function drawGraph(p, host, opts) {
   for (const s of p.steps) {
     pos[s.id] = vertical
       ? { x: PAD + s.row * (NODE_W + GAP_Y), y: PAD + s.column * (NODE_H + GAP_X) }
-      : { x: PAD + s.column * (NODE_W + GAP_X), y: PAD + s.row * (NODE_H + GAP_Y) };
+      : { x: PAD + s.column * (NODE_W + GAP_X), y: PAD + lift + s.row * (NODE_H + GAP_Y) };
   }
   for (const e of p.edges) {
     const a = pos[e.from], b = pos[e.to];
     if (!a || !b) continue;
     const kind = e.kinds.includes("sees") ? "sees" : e.kinds.includes("guard") ? "guard" : "after";
+    // an edge that skips a column bows around the steps between (above, or right when vertical)
+    const skips = Math.abs(pcol[e.to] - pcol[e.from]) > 1;
     let d;
-    if (vertical) {
+    if (vertical && skips) {
+      const x1 = a.x + NODE_W, y1 = a.y + NODE_H / 2, x2 = b.x + NODE_W, y2 = b.y + NODE_H / 2;
+      d = `M${x1},${y1} C${x1 + LIFT * 1.6},${y1} ${x2 + LIFT * 1.6},${y2} ${x2 + 2},${y2}`;
+    } else if (vertical) {
       const x1 = a.x + NODE_W / 2, y1 = a.y + NODE_H, x2 = b.x + NODE_W / 2, y2 = b.y, my = (y1 + y2) / 2;
       d = `M${x1},${y1} C${x1},${my} ${x2},${my} ${x2},${y2 - 2}`;
+    } else if (skips) {
+      const x1 = a.x + NODE_W * 0.7, y1 = a.y, x2 = b.x + NODE_W * 0.3, y2 = b.y;
+      d = `M${x1},${y1} C${x1},${y1 - LIFT * 1.3} ${x2},${y2 - LIFT * 1.3} ${x2},${y2 - 2}`;
     } else {
       const x1 = a.x + NODE_W, y1 = a.y + NODE_H / 2, x2 = b.x, y2 = b.y + NODE_H / 2, mx = (x1 + x2) / 2;
       d = `M${x1},${y1} C${mx},${y1} ${mx},${y2} ${x2 - 2},${y2}`;
