@@ -12,6 +12,8 @@ the same ones:
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 # Key-shaped strings: vendor prefixes, bearer tokens, JWTs. Long enough that prose is safe.
@@ -75,11 +77,51 @@ def register_secret(value: str) -> None:
     if not value or len(value) < 4:
         return
     _registered_secrets.add(value)
+    _add_pieces(value, _shingles, _pieces)
+
+
+def _add_pieces(value: str, shingles: set[str], pieces: set[str]) -> None:
     for i in range(len(value) - _SHINGLE + 1):
-        _shingles.add(value[i : i + _SHINGLE])
+        shingles.add(value[i : i + _SHINGLE])
     if len(value) >= _SHINGLE:
         for n in range(1, _SHINGLE):
-            _pieces.update(value[i : i + n] for i in range(len(value) - n + 1))
+            pieces.update(value[i : i + n] for i in range(len(value) - n + 1))
+
+
+_held: dict[str, int] = {}  # keys registered for a while only, with how many blocks hold them
+
+
+@contextmanager
+def held_secret(value: str) -> Iterator[None]:
+    """Register ``value`` for the block only: a key pasted into the Studio for one run.
+
+    Inside, ``redact`` removes it like any resolved key; on leaving, it is forgotten (its pieces
+    leave the redaction sets, so the process keeps nothing of it) unless it was registered for
+    good before the block or another block still holds it.
+    """
+    permanent = value in _registered_secrets and value not in _held
+    register_secret(value)
+    _held[value] = _held.get(value, 0) + 1
+    try:
+        yield
+    finally:
+        _held[value] -= 1
+        if not _held[value]:
+            del _held[value]
+            if not permanent:
+                _forget(value)
+
+
+def _forget(value: str) -> None:
+    """Drop ``value`` and rebuild the piece sets from the other keys, swapped in whole so a
+    concurrent ``redact`` sees either the old sets or the new ones, never a partial one."""
+    global _shingles, _pieces
+    _registered_secrets.discard(value)
+    shingles: set[str] = set()
+    pieces: set[str] = set()
+    for kept in list(_registered_secrets):
+        _add_pieces(kept, shingles, pieces)
+    _shingles, _pieces = shingles, pieces
 
 
 def _cuts(text: str) -> list[tuple[int, int]]:

@@ -18,6 +18,7 @@ stored run holds the events and the result, which never carry a key.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -37,7 +38,7 @@ from loomc.project import Project
 from loomc.providers.base import Completion, CompletionRequest, Provider, StreamCallback
 from loomc.providers.registry import ProviderPool, build_provider
 from loomc.risk.base import RiskProfiler
-from loomc.secrets import REDACTED, redact
+from loomc.secrets import REDACTED, held_secret, redact
 from loomc.store import Store, StoredRun
 from loomc.studio.views import pipeline_view
 
@@ -223,15 +224,17 @@ class Runner:
             await self._simulate(compiled, write)
             return
         key = form.byok.key if form.byok is not None else None
-        try:
-            await self._execute(form, compiled, write, shared)
-        except Exception as exc:  # one line to the page, keys removed; never a traceback
-            while isinstance(exc, ExceptionGroup) and exc.exceptions:
-                exc = exc.exceptions[0]
-            message = redact(str(exc) or type(exc).__name__)
-            if key:
-                message = message.replace(key, REDACTED)
-            await write({"kind": "error", "data": {"message": message}})
+        # a pasted key is redacted from every text while the run lasts, then forgotten
+        with held_secret(key) if key else contextlib.nullcontext():
+            try:
+                await self._execute(form, compiled, write, shared)
+            except Exception as exc:  # one line to the page, keys removed; never a traceback
+                while isinstance(exc, ExceptionGroup) and exc.exceptions:
+                    exc = exc.exceptions[0]
+                message = redact(str(exc) or type(exc).__name__)
+                if key:
+                    message = message.replace(key, REDACTED)
+                await write({"kind": "error", "data": {"message": message}})
 
     async def _execute(
         self, form: RunForm, compiled: Pipeline, write: Write, shared: ProviderPool | None

@@ -18,6 +18,7 @@ from studiokit import ROOT, StudioProcess, events, files_holding, make_project
 from loomc.api.running import open_project
 from loomc.checker.worstcase import worst_case
 from loomc.providers.mock import MockProvider
+from loomc.secrets import held_secret, redact_secrets, register_secret
 from loomc.serve.app import create_app
 from loomc.serve.service import auto_tier as serve_auto_tier
 from loomc.store import open_store
@@ -318,6 +319,20 @@ def test_byok_key_reaches_the_upstream_and_nothing_else(project_dir: Path, tmp_p
     for text in later:
         assert key[8:24] not in text
     assert files_holding(key[8:].encode(), tmp_path) == []
+    assert redact_secrets(key) == key  # the run is over: the process no longer holds the key
+
+
+def test_a_held_secret_is_redacted_inside_and_forgotten_after() -> None:
+    lent, kept = "lent-" + secrets.token_hex(12), "kept-" + secrets.token_hex(12)
+    register_secret(kept)
+    with held_secret(lent):
+        with held_secret(lent):  # two runs with the same key: the first to end keeps it held
+            assert lent not in redact_secrets(f"x {lent} y")
+        assert lent not in redact_secrets(f"x {lent[3:20]} y")
+        with held_secret(kept):
+            pass
+    assert redact_secrets(f"x {lent} y") == f"x {lent} y"
+    assert kept not in redact_secrets(f"x {kept} y")  # registered for good before: still redacted
 
 
 def test_loomc_studio_prints_its_url_and_serves_the_page(project_dir: Path, tmp_path: Path) -> None:
