@@ -27,7 +27,8 @@ def make_project(folder: Path) -> Path:
     shutil.copytree(ROOT / "pipelines", folder / "pipelines")
     policy = yaml.safe_load((ROOT / "policies" / "default.yaml").read_text())
     policy["providers"]["mock"]["mock"]["rules"] = [
-        {"pattern": "long answer please", "response": LONG}
+        {"pattern": "long answer please", "response": LONG},
+        {"pattern": "slow answer please", "latency_ms": 3000},
     ]
     (folder / "policies" / "default.yaml").write_text(yaml.safe_dump(policy, sort_keys=False))
     # the Dot gateway's policy has no pricing: `loomc check` warns about it

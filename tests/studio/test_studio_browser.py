@@ -18,6 +18,8 @@ import pytest
 from replay import ReplayServer
 from studiokit import ROOT, StudioProcess, files_holding, make_project
 
+pytestmark = pytest.mark.slow  # a real server and a real browser
+
 CHROMIUM = Path(os.environ.get("LOOMC_CHROMIUM", "/usr/bin/chromium"))
 SCREENS = Path(os.environ.get("LOOMC_STUDIO_SCREENS", ROOT / "reports" / "studio-screens"))
 WIDTHS = (1280, 390)
@@ -207,6 +209,23 @@ def test_simulation_animates_the_plan_and_stores_nothing(page: Any, server: Stud
     assert shown["provider calls made"] == "0" and shown["calls"] == "3"
     assert page.request.get(f"{server.url}/studio/api/traces").json()["runs"] == before
     shoot(page, "run-simulation", 1280, full=False)
+
+
+def test_stop_cancels_the_run_on_the_server(page: Any, server: StudioProcess) -> None:
+    before = page.request.get(f"{server.url}/studio/api/traces").json()["runs"]
+    open_tab(page, server, "run")
+    page.fill("#prompt", "slow answer please")  # the project's mock waits 3 s on this one
+    page.select_option("#run-tier", "lean")
+    page.click("#run-button")
+    page.wait_for_selector("#steps .step.running")
+    page.click("#stop-button")
+    page.wait_for_selector("#trace-state:text('stopped')", timeout=5_000)
+    assert page.is_enabled("#run-button")
+    # the server cancelled the call in flight: past the 3 s the call would have taken, no run
+    # finished (nothing stored), and the server still serves
+    page.wait_for_timeout(4_000)
+    assert page.request.get(f"{server.url}/studio/api/traces").json()["runs"] == before
+    assert page.request.get(f"{server.url}/healthz").json()["status"] == "ok"
 
 
 def test_keyboard_alone_reaches_and_runs_the_form(page: Any, server: StudioProcess) -> None:

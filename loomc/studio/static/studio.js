@@ -435,13 +435,13 @@ async function startRun(ev) {
       }
     }
   } catch (e) {
-    failed = true;
-    $("run-error").textContent = e.name === "AbortError" ? "stopped" : String(e.message || e);
+    failed = e.name === "AbortError" ? "stopped" : "failed";
+    $("run-error").textContent = e.name === "AbortError" ? "stopped: the server cancelled the run's calls" : String(e.message || e);
   } finally {
     form.byok = undefined;
     state.runAbort = null;
     $("run-button").disabled = false; $("stop-button").disabled = true;
-    badge.className = `badge ${failed ? "failed" : "done"}`; badge.textContent = failed ? "failed" : "finished";
+    badge.className = `badge ${failed ? "failed" : "done"}`; badge.textContent = failed ? (failed === true ? "failed" : failed) : "finished";
   }
 }
 
