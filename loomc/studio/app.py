@@ -115,7 +115,9 @@ def mount(
         return Response(_asset(name), media_type=STATIC[name], headers=_page_headers(None))
 
     async def project_info(request: Request) -> Response:
-        view = await anyio.to_thread.run_sync(pipelines_view, project)
+        # on the event loop, as the server's own compiles are: the project's cache is not
+        # shared across threads
+        view = pipelines_view(project)
         view["sources"] = project_sources(project)
         view["modes"] = list(MODES)
         view["byok_types"] = list(BYOK_TYPES)

@@ -17,7 +17,6 @@ from loomc.diagnostics import Diagnostic, DiagnosticError
 from loomc.ir.artifact import pipeline_to_json
 from loomc.ir.model import Pipeline, expr_to_text
 from loomc.project import Project
-from loomc.store import StoredRun
 
 MAX_SOURCE_BYTES = 512_000  # a source file larger than this is listed, not sent
 
@@ -135,11 +134,3 @@ def project_sources(project: Project) -> dict[str, str | None]:
     policy = project.policy_source.path
     out[policy] = _read_inside(project.root.resolve(), policy)
     return out
-
-
-def run_row(run: StoredRun) -> dict[str, Any]:
-    return run.summary()
-
-
-def run_detail(run: StoredRun) -> dict[str, Any]:
-    return run.to_json()

@@ -302,8 +302,10 @@ function setStep(t, id, status, label) {
 
 function onEvent(t, ev) {
   const d = ev.data || {};
+  if (ev.kind === "run-started") t.simulated = Boolean(d.simulated);
   if (ev.ts && t.started === null && ev.kind === "run-started") t.started = ev.ts;
-  if (ev.ts && t.started !== null) t.used.latency_ms = Math.round((ev.ts - t.started) * 1000);
+  // a simulation's latency is the checker's longest path, shown with its receipt
+  if (ev.ts && t.started !== null && !t.simulated) t.used.latency_ms = Math.round((ev.ts - t.started) * 1000);
   const s = ev.step ? t.steps[ev.step] : null;
   switch (ev.kind) {
     case "tier-chosen": {
@@ -381,6 +383,7 @@ function receipt(t, r) {
     box.append(el("h4", { text: `Simulated: the checker's worst case for ${modelName(r.pipeline, r.tier)}` }));
     add("calls", w.calls); add("tokens", num(w.tokens)); add("credits", w.credits); add("cost USD", w.cost); add("latency ms", num(w.latency_ms));
     add("provider calls made", 0);
+    $("answer").textContent = "(a simulation calls no provider, so there is no answer)";
     t.used = { calls: w.calls, tokens: w.tokens, credits: w.credits, cost: w.cost, latency_ms: w.latency_ms };
   } else {
     const used = r.budget?.used || {};
@@ -478,7 +481,7 @@ async function openTraces(ids) {
     sec.append(el("h3", { text: `${r.run_id} — ${modelName(r.pipeline, r.tier)}` }));
     const dl = el("dl", { class: "kv" });
     const add = (k, v) => dl.append(el("dt", { text: k }), el("dd", { text: blank(v) }));
-    add("when (UTC)", when(r.ts)); add("source", r.source); add("key", r.key); add("stop reason", r.stop_reason);
+    add("when (UTC)", when(r.ts)); add("source", r.source + (res.request?.studio_mode ? ` (${res.request.studio_mode})` : "")); add("key", r.key); add("stop reason", r.stop_reason);
     add("escalated", res.escalated === undefined ? "" : res.escalated ? `yes: ${blank(res.escalation_reason)}` : "no");
     add("calls", r.calls); add("tokens", num(r.tokens)); add("credits", r.credits); add("cost USD", r.cost); add("elapsed ms", num(r.elapsed_ms)); add("receipt hash", r.receipt_hash);
     sec.append(dl);
