@@ -22,7 +22,7 @@ import contextlib
 import math
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
@@ -35,7 +35,7 @@ from loomc.exec.result import RunResult
 from loomc.ir.model import Pipeline
 from loomc.policy.models import ProviderConfig
 from loomc.project import Project
-from loomc.providers.base import Completion, CompletionRequest, Provider, StreamCallback
+from loomc.providers.mapped import MappedProvider
 from loomc.providers.registry import ProviderPool, build_provider
 from loomc.risk.base import RiskProfiler
 from loomc.secrets import REDACTED, held_secret, redact
@@ -138,24 +138,6 @@ def auto_tier(profiler: RiskProfiler, prompt: str, kind: str, tiers: Sequence[st
     if level == "high":
         return tiers[-1]
     return "balanced" if "balanced" in tiers else tiers[len(tiers) // 2]
-
-
-class _Mapped:
-    """The BYOK provider under a policy provider's name, with each model id mapped."""
-
-    def __init__(self, name: str, upstream: Provider, models: Mapping[str, str]) -> None:
-        self.name = name
-        self.upstream = upstream
-        self.models = dict(models)
-
-    async def complete(
-        self, request: CompletionRequest, on_event: StreamCallback | None = None
-    ) -> Completion:
-        target = self.models[f"{self.name}/{request.model}"]
-        return await self.upstream.complete(replace(request, model=target), on_event)
-
-    async def aclose(self) -> None:
-        await self.upstream.aclose()
 
 
 def byok_models(byok: Byok, pipeline: Pipeline) -> dict[str, str]:
@@ -297,7 +279,7 @@ class Runner:
             upstream = build_provider("byok", cfg, {BYOK_VAR: byok.key})
             models = byok_models(byok, compiled)
             for name in names:
-                pool.put(name, _Mapped(name, upstream, models))
+                pool.put(name, MappedProvider(name, upstream, models))
         return _PoolScope(pool, owned=True)
 
     async def _save(self, result: RunResult, memory: MemorySink, mode: str, started: float) -> None:

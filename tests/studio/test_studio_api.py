@@ -347,3 +347,22 @@ def test_loomc_studio_prints_its_url_and_serves_the_page(project_dir: Path, tmp_
         assert httpx.get(f"{server.url}/healthz", timeout=10).json()["status"] == "ok"
     finally:
         server.stop()
+
+
+def test_mapped_provider_renames_models_and_refuses_unmapped_ones() -> None:
+    import anyio
+
+    from loomc.providers.base import CompletionRequest, Message, ProviderConfigError
+    from loomc.providers.mapped import MappedProvider
+
+    upstream = Counting()
+    mapped = MappedProvider("gw", upstream, {"gw/small": "finalizer-small"})
+    request = CompletionRequest("small", (Message("user", "hi"),), max_tokens=20)
+
+    async def main() -> None:
+        await mapped.complete(request)
+        with pytest.raises(ProviderConfigError, match="no model mapped for gw/large"):
+            await mapped.complete(CompletionRequest("large", request.messages, max_tokens=20))
+
+    anyio.run(main)
+    assert upstream.seen == ["finalizer-small"]
