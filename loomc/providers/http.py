@@ -12,7 +12,9 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import email.utils
+import os
 import re
+import ssl
 import time
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
@@ -98,6 +100,33 @@ def resolve_refs(name: str, value: Any, env: Mapping[str, str]) -> Any:
     return value
 
 
+_TLS: dict[tuple[str, str | None, str | None], ssl.SSLContext] = {}
+
+
+def tls_context(base_url: str) -> ssl.SSLContext:
+    """The TLS context of a client for ``base_url``, shared by every client of this process.
+
+    Loading the CA bundle costs ~30 ms, most of building a client, and a loopback ``http://``
+    provider never needs it. An ``https`` client gets the verified context httpx would build
+    (certifi's bundle, or ``SSL_CERT_FILE`` / ``SSL_CERT_DIR``), built on first use. A plain-http
+    client gets a context that verifies against no CA at all: it never uses TLS, and were it
+    ever pointed at an https URL it would fail closed, never connect unverified.
+    """
+    if base_url.startswith("https://"):
+        key = ("https", os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+    else:
+        key = ("http", None, None)
+    context = _TLS.get(key)
+    if context is None:
+        context = (
+            httpx.create_ssl_context()
+            if key[0] == "https"
+            else ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # verifies (CERT_REQUIRED), trusts none
+        )
+        _TLS[key] = context
+    return context
+
+
 def build_client(
     name: str,
     cfg: ProviderConfig,
@@ -127,7 +156,7 @@ def build_client(
         headers=headers,
         timeout=httpx.Timeout(timeout_s),
         # Retries belong to the executor (it reserves budget for each attempt), never to httpx.
-        transport=httpx.AsyncHTTPTransport(retries=0),
+        transport=httpx.AsyncHTTPTransport(retries=0, verify=tls_context(base_url)),
         trust_env=False,
     )
 
