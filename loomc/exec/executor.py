@@ -49,7 +49,7 @@ from loomc.ir.model import Pipeline, StepNode
 from loomc.providers.base import CompletionRequest, ProviderError, estimate_tokens
 from loomc.providers.registry import ProviderPool
 from loomc.risk.base import RiskProfiler
-from loomc.units import Dimension, Usage
+from loomc.units import Budget, Dimension, Usage
 
 DEADLINE_PASSED = "run deadline passed"
 DEADLINE_CUT = "cut off by the run deadline"
@@ -93,7 +93,7 @@ async def execute(
     await run.emit(
         EventKind.RUN_STARTED, pipeline=pipeline.name, tier=pipeline.tier, risk=risk.to_json()
     )
-    for diag in limit_warnings(pipeline):
+    for diag in limit_warnings(pipeline) if pipeline.limits != Budget() else ():
         run.warnings.append(diag.to_json())
         where = f"{diag.span.file}:{diag.span.line}:{diag.span.column}"
         await run.emit(
