@@ -135,6 +135,9 @@ class Ledger:
     pending: int = 0  # how many reservations are outstanding
     hook: LedgerHook | None = None
     _settled: _Settled = field(default_factory=_Settled, repr=False, compare=False)
+    _ceilings_of: tuple[Budget, tuple[tuple[Dimension, int | Decimal], ...]] | None = field(
+        default=None, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         if self.parent is not None:
@@ -164,12 +167,22 @@ class Ledger:
     def child(self, budget: Budget, name: str = "run", hook: LedgerHook | None = None) -> Ledger:
         return Ledger(budget=budget, parent=self, name=name, hook=hook)
 
+    def _ceilings(self) -> tuple[tuple[Dimension, int | Decimal], ...]:
+        """The booked axes this ledger has a ceiling on (most have one or two, many none)."""
+        budget, cached = self.budget, self._ceilings_of
+        if cached is None or cached[0] is not budget:
+            ceilings = tuple((d, c) for d in _BOOKED if (c := budget.get(d)) is not None)
+            cached = self._ceilings_of = (budget, ceilings)
+        return cached[1]
+
     def overshoot(self) -> Overshoot | None:
         """The first ceiling that settled usage has passed on this ledger, if any."""
+        ceilings = self._ceilings()
+        if not ceilings:
+            return None
         settled = self.settled
-        for dim in _BOOKED:
-            ceiling = self.budget.get(dim)
-            if ceiling is not None and settled.get(dim) > ceiling:
+        for dim, ceiling in ceilings:
+            if settled.get(dim) > ceiling:
                 return Overshoot(self.name, dim, settled.get(dim), ceiling)
         return None
 
@@ -178,10 +191,12 @@ class Ledger:
         return next((o for o in (led.overshoot() for led in self.chain()) if o), None)
 
     def _refusal(self, amount: Usage) -> Refused | None:
+        ceilings = self._ceilings()
+        if not ceilings:
+            return None
         after = self.committed + amount
-        for dim in _BOOKED:
-            ceiling = self.budget.get(dim)
-            if ceiling is not None and after.get(dim) > ceiling:
+        for dim, ceiling in ceilings:
+            if after.get(dim) > ceiling:
                 return Refused(dim, self.name, amount.get(dim), ceiling, self.committed.get(dim))
         return None
 

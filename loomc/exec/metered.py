@@ -207,12 +207,9 @@ async def metered_call(
 
 
 async def _settle(ledger: Ledger, reservation: Reservation, usage: Usage) -> Overshoot | None:
-    """Reconcile, shielded: a run deadline landing on the ledger's lock must not leave a call
-    that was sent unbooked (it would be missing from ``used`` and its reservation stuck)."""
-    over: Overshoot | None = None
-    with anyio.CancelScope(shield=True):
-        over = await ledger.reconcile(reservation, usage)
-    return over
+    """Reconcile. A run deadline can never leave a call that was sent unbooked here: the
+    ledger settles without awaiting anything, so no cancellation can land inside it."""
+    return await ledger.reconcile(reservation, usage)
 
 
 async def _send(
@@ -222,8 +219,10 @@ async def _send(
     timeout_ms: int | None,
     label: str,
 ) -> Completion:
+    if timeout_ms is None:  # no deadline: no cancel scope to enter and leave
+        return await provider.complete(request, stream)
     try:
-        with anyio.fail_after(None if timeout_ms is None else timeout_ms / 1000):
+        with anyio.fail_after(timeout_ms / 1000):
             return await provider.complete(request, stream)
     except TimeoutError:
         raise ProviderTimeout(f"{label} timeout after {timeout_ms} ms") from None
