@@ -177,13 +177,11 @@ class Ledger:
 
     def overshoot(self) -> Overshoot | None:
         """The first ceiling that settled usage has passed on this ledger, if any."""
-        ceilings = self._ceilings()
-        if not ceilings:
-            return None
-        settled = self.settled
-        for dim, ceiling in ceilings:
-            if settled.get(dim) > ceiling:
-                return Overshoot(self.name, dim, settled.get(dim), ceiling)
+        for dim, ceiling in self._ceilings():
+            # booked axes only (no latency): the attribute is the axis' name
+            settled = getattr(self.committed, dim.value) - getattr(self.outstanding, dim.value)
+            if settled > ceiling:
+                return Overshoot(self.name, dim, settled, ceiling)
         return None
 
     def chain_overshoot(self) -> Overshoot | None:
@@ -191,13 +189,10 @@ class Ledger:
         return next((o for o in (led.overshoot() for led in self.chain()) if o), None)
 
     def _refusal(self, amount: Usage) -> Refused | None:
-        ceilings = self._ceilings()
-        if not ceilings:
-            return None
-        after = self.committed + amount
-        for dim, ceiling in ceilings:
-            if after.get(dim) > ceiling:
-                return Refused(dim, self.name, amount.get(dim), ceiling, self.committed.get(dim))
+        for dim, ceiling in self._ceilings():
+            used, needed = getattr(self.committed, dim.value), getattr(amount, dim.value)
+            if used + needed > ceiling:
+                return Refused(dim, self.name, needed, ceiling, used)
         return None
 
     def _may_fit_later(self, amount: Usage, dim: Dimension) -> bool:
@@ -219,7 +214,7 @@ class Ledger:
         await checkpoint_if_cancelled()  # a cancelled caller reserves nothing
         while True:
             # From here to a return or the wait: no await, so no other task interleaves.
-            over = self.chain_overshoot()
+            over = next((o for o in map(Ledger.overshoot, ledgers) if o is not None), None)
             if over is not None:
                 return Refused(
                     over.dimension,

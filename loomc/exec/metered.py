@@ -164,7 +164,9 @@ async def metered_call(
 
             async def stream(ev: StreamEvent, partial: list[str] = partial) -> None:
                 if ev.text:  # provider text is untrusted: no lone surrogates past this point
-                    ev = replace(ev, text=well_formed(ev.text))
+                    text = well_formed(ev.text)
+                    if text is not ev.text:
+                        ev = replace(ev, text=text)
                 if ev.kind in ("token", "reasoning"):  # reasoning is billed output too
                     partial.append(ev.text)
                 if on_event is not None:
