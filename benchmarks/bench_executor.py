@@ -414,6 +414,21 @@ def figures(rows: list[dict[str, float]]) -> list[tuple[str, list[float], str]]:
             "ms",
         ),
     ]
+    # The same ratios in this process's CPU time (the upstream's excluded): steadier than wall
+    # time on a loaded machine, and what loomc's own code costs.
+    cpu = [{name: CPU[name][i] for name in CPU} for i in range(len(rows))]
+    out += [
+        (
+            "CPU: streamed 4-step run / 4 streamed plain httpx calls",
+            [c["loomc-stream-4"] / c["httpx-stream-4"] for c in cpu],
+            "x",
+        ),
+        (
+            "CPU: 1-step run / 1 plain httpx call (not streamed)",
+            [c["loomc-whole-1"] / c["httpx-whole-1"] for c in cpu],
+            "x",
+        ),
+    ]
     if rows and "litellm-whole-1" in rows[0]:
         out += [
             (
