@@ -15,6 +15,8 @@ Arms (one unit each):
   httpx-whole-1         1 non-streamed request
   loomc-stream-1 / -4   a 1-step / 4-step chain run by ``execute`` (streaming, the default)
   loomc-whole-1         a 1-step run, not streamed
+  instant-stream-1 / -4 the same runs on a provider in this process that answers at once:
+                        the executor's own CPU, no HTTP
   litellm-stream-1 / -whole-1   1 plain httpx request to LiteLLM's proxy, which forwards it to
                         the same upstream (``litellm_settings`` as in the repository's tests)
 """
@@ -281,10 +283,28 @@ def chain(steps: int) -> Any:
 Arm = Callable[[], Awaitable[None]]
 
 
+class Instant:
+    """A provider that answers at once, in this process: what is left is the executor's cost."""
+
+    name = "up"
+
+    async def complete(self, request: Any, on_event: Any = None) -> Any:
+        from loomc.providers.base import Completion, StreamEvent, TokenUsage
+
+        if on_event is not None and request.stream:
+            for part in ANSWER:
+                await on_event(StreamEvent(kind="token", text=part))
+        return Completion("".join(ANSWER), TokenUsage(12, 7), finish_reason="stop")
+
+    async def aclose(self) -> None:
+        pass
+
+
 def make_arms(
     upstream_url: str, litellm_url: str | None, pool: Any, plain: Any, gw: Any
 ) -> dict[str, Arm]:
     from loomc.exec.executor import execute
+    from loomc.providers.registry import ProviderPool
 
     def body(stream: bool) -> dict[str, Any]:
         return {
@@ -305,11 +325,13 @@ def make_arms(
         assert response.status_code == 200 and response.json()["choices"]
 
     pipelines = {steps: chain(steps) for steps in (1, 4)}
+    instant = ProviderPool({})
+    instant.put("up", Instant())
 
-    def run(steps: int, stream: bool) -> Arm:
+    def run(steps: int, stream: bool, providers: Any = pool) -> Arm:
         async def go() -> None:
             result = await execute(
-                pipelines[steps], "What is the capital of France?", pool=pool, stream=stream
+                pipelines[steps], "What is the capital of France?", pool=providers, stream=stream
             )
             assert result.calls == steps and result.answer, result.error
 
@@ -322,6 +344,9 @@ def make_arms(
         "loomc-stream-1": run(1, True),
         "loomc-stream-4": run(4, True),
         "loomc-whole-1": run(1, False),
+        # the executor alone: a provider in this process that answers at once (no HTTP)
+        "instant-stream-1": run(1, True, instant),
+        "instant-stream-4": run(4, True, instant),
     }
     if gw is not None:
         arms["litellm-stream-1"] = lambda: streamed(gw, 1)
@@ -429,6 +454,12 @@ def figures(rows: list[dict[str, float]]) -> list[tuple[str, list[float], str]]:
             "x",
         ),
     ]
+    out += [
+        ("executor CPU per run, instant provider, 1 step",
+         [c["instant-stream-1"] * ms for c in cpu], "ms"),
+        ("executor CPU per run, instant provider, 4-step chain",
+         [c["instant-stream-4"] * ms for c in cpu], "ms"),
+    ]  # fmt: skip
     if rows and "litellm-whole-1" in rows[0]:
         out += [
             (
