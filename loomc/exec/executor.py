@@ -43,12 +43,13 @@ from loomc.exec.result import (
     StepUsage,
     StopReason,
 )
+from loomc.exec.schedule import input_tokens, is_chain, profile
 from loomc.exec.state import CompletedStep, RunState, StepHook
 from loomc.ir.model import Pipeline, StepNode
 from loomc.providers.base import CompletionRequest, ProviderError, estimate_tokens
 from loomc.providers.registry import ProviderPool
-from loomc.risk.base import RiskProfile, RiskProfiler
-from loomc.units import Dimension, Usage
+from loomc.risk.base import RiskProfiler
+from loomc.units import Budget, Dimension, Usage
 
 DEADLINE_PASSED = "run deadline passed"
 DEADLINE_CUT = "cut off by the run deadline"
@@ -80,7 +81,7 @@ async def execute(
     completes, before any step that depends on it starts (an eval journals it there)."""
     if ledger is None:
         ledger = Ledger(pipeline.enforced, parent=parent_ledger, name="run")
-    risk = _profile(profiler, prompt, pipeline.kind)
+    risk = profile(profiler, prompt, pipeline.kind)
     order = pipeline.graph.topological_order()
     run = RunState(pipeline, prompt, pool, ledger, sinks, risk, stream, order, temperature)
     run.completed = {
@@ -92,14 +93,13 @@ async def execute(
     await run.emit(
         EventKind.RUN_STARTED, pipeline=pipeline.name, tier=pipeline.tier, risk=risk.to_json()
     )
-    for diag in limit_warnings(pipeline):
+    for diag in limit_warnings(pipeline) if pipeline.limits != Budget() else ():
         run.warnings.append(diag.to_json())
         where = f"{diag.span.file}:{diag.span.line}:{diag.span.column}"
         await run.emit(
             EventKind.WARNING, code=diag.code, message=diag.message, hint=diag.hint, where=where
         )
-    run.done = {sid: anyio.Event() for sid in order}
-    if _input_tokens(pipeline, prompt) > pipeline.input_tokens:
+    if input_tokens(pipeline, prompt) > pipeline.input_tokens:
         run.stop_reason = StopReason.INPUT_TOO_LARGE
         for sid in order:
             _skip(
@@ -111,9 +111,14 @@ async def execute(
     else:
         deadline = pipeline.enforced.latency_ms
         with anyio.move_on_after(deadline / 1000 if deadline is not None else None) as scope:
-            async with anyio.create_task_group() as tg:
+            if is_chain(pipeline, order):  # inline: the order is the dependencies' own
                 for sid in order:
-                    tg.start_soon(_run_step, run, pipeline.graph.step(sid))
+                    await _attempt_step(run, pipeline.graph.step(sid))
+            else:
+                run.done = {sid: anyio.Event() for sid in order}
+                async with anyio.create_task_group() as tg:
+                    for sid in order:
+                        tg.start_soon(_run_step, run, pipeline.graph.step(sid))
         if scope.cancelled_caught:
             _deadline_passed(run, deadline or 0)
     result = build_result(run)
@@ -180,20 +185,6 @@ def _limited(run: RunState, step: StepNode, refused: Refused) -> LimitStop:
         ceiling=ceiling,
         source=_source(run, refused.dimension, refused.ledger),
     )
-
-
-def _profile(profiler: RiskProfiler | None, prompt: str, kind: str) -> RiskProfile:
-    if profiler is None:
-        from loomc.policy.models import RiskSettings
-        from loomc.risk.factory import make_profiler
-
-        profiler = make_profiler(RiskSettings())
-    return profiler.profile(prompt, kind)
-
-
-def _input_tokens(pipeline: Pipeline, prompt: str) -> int:
-    longest_task = max((len(s.task) for s in pipeline.graph.steps()), default=0)
-    return estimate_tokens(pipeline.instruction) + estimate_tokens(prompt) + longest_task // 3 + 64
 
 
 async def _run_step(run: RunState, step: StepNode) -> None:

@@ -1,8 +1,11 @@
 """The budget ledger: reserve each attempt's worst case before it is sent, reconcile after.
 
-Ledgers chain (a run's ledger under an eval-wide or server-wide one) and share the root's lock,
-so a reservation is checked against every ledger of the chain and committed to all of them in
-one atomic step: concurrent runs can never overshoot a shared ceiling.
+Ledgers chain (a run's ledger under an eval-wide or server-wide one). A reservation is checked
+against every ledger of the chain and committed to all of them in one atomic step: the check and
+the commit run without an ``await`` between them, so on the one event loop that runs them no
+other task can interleave (no lock is needed, and none is paid for: an anyio lock costs a trip
+through the event loop on every acquire). Concurrent runs can never overshoot a shared ceiling.
+Ledgers are used from their event loop's thread only.
 
 Three rules keep the ceilings honest when providers and processes are not:
 
@@ -28,6 +31,7 @@ from decimal import Decimal
 from typing import Protocol
 
 import anyio
+from anyio.lowlevel import checkpoint_if_cancelled
 
 from loomc.exec.result import StopReason
 from loomc.units import Budget, Dimension, Usage
@@ -99,6 +103,26 @@ class LedgerHook(Protocol):
     def settled(self, reservation: Reservation, actual: Usage) -> None: ...
 
 
+class _Settled:
+    """Wakes the reservations waiting on a chain when one of its reservations settles: one
+    event per generation, replaced each time it fires (shared by every ledger of a chain)."""
+
+    __slots__ = ("event",)
+
+    def __init__(self) -> None:
+        self.event: anyio.Event | None = None
+
+    def waiter(self) -> anyio.Event:
+        if self.event is None:
+            self.event = anyio.Event()
+        return self.event
+
+    def fire(self) -> None:
+        event, self.event = self.event, None
+        if event is not None:
+            event.set()
+
+
 @dataclass
 class Ledger:
     budget: Budget
@@ -110,15 +134,14 @@ class Ledger:
     outstanding: Usage = field(default_factory=Usage)  # granted, not yet settled
     pending: int = 0  # how many reservations are outstanding
     hook: LedgerHook | None = None
-    _cond: anyio.Condition | None = None
+    _settled: _Settled = field(default_factory=_Settled, repr=False, compare=False)
+    _ceilings_of: tuple[Budget, tuple[tuple[Dimension, int | Decimal], ...]] | None = field(
+        default=None, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
-        self._cond = self.parent.condition if self.parent is not None else anyio.Condition()
-
-    @property
-    def condition(self) -> anyio.Condition:
-        assert self._cond is not None
-        return self._cond
+        if self.parent is not None:
+            self._settled = self.parent._settled
 
     @property
     def settled(self) -> Usage:
@@ -144,13 +167,21 @@ class Ledger:
     def child(self, budget: Budget, name: str = "run", hook: LedgerHook | None = None) -> Ledger:
         return Ledger(budget=budget, parent=self, name=name, hook=hook)
 
+    def _ceilings(self) -> tuple[tuple[Dimension, int | Decimal], ...]:
+        """The booked axes this ledger has a ceiling on (most have one or two, many none)."""
+        budget, cached = self.budget, self._ceilings_of
+        if cached is None or cached[0] is not budget:
+            ceilings = tuple((d, c) for d in _BOOKED if (c := budget.get(d)) is not None)
+            cached = self._ceilings_of = (budget, ceilings)
+        return cached[1]
+
     def overshoot(self) -> Overshoot | None:
         """The first ceiling that settled usage has passed on this ledger, if any."""
-        settled = self.settled
-        for dim in _BOOKED:
-            ceiling = self.budget.get(dim)
-            if ceiling is not None and settled.get(dim) > ceiling:
-                return Overshoot(self.name, dim, settled.get(dim), ceiling)
+        for dim, ceiling in self._ceilings():
+            # booked axes only (no latency): the attribute is the axis' name
+            settled = getattr(self.committed, dim.value) - getattr(self.outstanding, dim.value)
+            if settled > ceiling:
+                return Overshoot(self.name, dim, settled, ceiling)
         return None
 
     def chain_overshoot(self) -> Overshoot | None:
@@ -158,11 +189,10 @@ class Ledger:
         return next((o for o in (led.overshoot() for led in self.chain()) if o), None)
 
     def _refusal(self, amount: Usage) -> Refused | None:
-        after = self.committed + amount
-        for dim in _BOOKED:
-            ceiling = self.budget.get(dim)
-            if ceiling is not None and after.get(dim) > ceiling:
-                return Refused(dim, self.name, amount.get(dim), ceiling, self.committed.get(dim))
+        for dim, ceiling in self._ceilings():
+            used, needed = getattr(self.committed, dim.value), getattr(amount, dim.value)
+            if used + needed > ceiling:
+                return Refused(dim, self.name, needed, ceiling, used)
         return None
 
     def _may_fit_later(self, amount: Usage, dim: Dimension) -> bool:
@@ -181,38 +211,39 @@ class Ledger:
         settle (``wait``), then is decided again."""
         amount = nonnegative(amount)
         ledgers = self.chain()
-        async with self.condition:
-            while True:
-                over = self.chain_overshoot()
-                if over is not None:
-                    return Refused(
-                        over.dimension,
-                        over.ledger,
-                        amount.get(over.dimension),
-                        over.ceiling,
-                        over.used,
-                        over,
-                    )
-                refused, by = None, self
+        await checkpoint_if_cancelled()  # a cancelled caller reserves nothing
+        while True:
+            # From here to a return or the wait: no await, so no other task interleaves.
+            over = next((o for o in map(Ledger.overshoot, ledgers) if o is not None), None)
+            if over is not None:
+                return Refused(
+                    over.dimension,
+                    over.ledger,
+                    amount.get(over.dimension),
+                    over.ceiling,
+                    over.used,
+                    over,
+                )
+            refused, by = None, self
+            for ledger in ledgers:
+                refused, by = ledger._refusal(amount), ledger
+                if refused is not None:
+                    break
+            if refused is None:
+                reservation = Reservation(amount, ledgers)
                 for ledger in ledgers:
-                    refused, by = ledger._refusal(amount), ledger
-                    if refused is not None:
-                        break
-                if refused is None:
-                    reservation = Reservation(amount, ledgers)
-                    for ledger in ledgers:
-                        if ledger.hook is not None:
-                            ledger.hook.reserved(reservation)  # before anything is committed
-                    for ledger in ledgers:
-                        ledger.committed = ledger.committed + amount
-                        ledger.outstanding = ledger.outstanding + amount
-                        ledger.pending += 1
-                        ledger.peak = _max(ledger.peak, ledger.committed)
-                    return reservation
-                if wait and by is not self and by._may_fit_later(amount, refused.dimension):
-                    await self.condition.wait()
-                    continue
-                return refused
+                    if ledger.hook is not None:
+                        ledger.hook.reserved(reservation)  # before anything is committed
+                for ledger in ledgers:
+                    ledger.committed = ledger.committed + amount
+                    ledger.outstanding = ledger.outstanding + amount
+                    ledger.pending += 1
+                    ledger.peak = _max(ledger.peak, ledger.committed)
+                return reservation
+            if wait and by is not self and by._may_fit_later(amount, refused.dimension):
+                await self._settled.waiter().wait()  # until a reservation of the chain settles
+                continue
+            return refused
 
     async def reconcile(self, reservation: Reservation, actual: Usage) -> Overshoot | None:
         """Replace the reservation by what was really used (clamped at zero on every axis);
@@ -220,20 +251,21 @@ class Ledger:
         if reservation.settled:
             return None
         actual = nonnegative(actual)
-        async with self.condition:
-            if reservation.settled:
-                return None
-            for ledger in reservation.ledgers:
-                ledger.committed = ledger.committed - reservation.amount + actual
-                ledger.outstanding = ledger.outstanding - reservation.amount
-                ledger.pending -= 1
-                ledger.actual = ledger.actual + actual
-            reservation.settled = True
-            self.condition.notify_all()
-            for ledger in reservation.ledgers:
-                if ledger.hook is not None:
-                    ledger.hook.settled(reservation, actual)
-            return reservation.ledgers[0].chain_overshoot() if reservation.ledgers else None
+        # No await from here on: the settlement is atomic on the event loop (and never cancelled
+        # half-way, so a call that was sent is always booked).
+        for ledger in reservation.ledgers:
+            ledger.committed = ledger.committed - reservation.amount + actual
+            ledger.outstanding = ledger.outstanding - reservation.amount
+            ledger.pending -= 1
+            ledger.actual = ledger.actual + actual
+        reservation.settled = True
+        self._settled.fire()
+        if reservation.ledgers and reservation.ledgers[0]._settled is not self._settled:
+            reservation.ledgers[0]._settled.fire()
+        for ledger in reservation.ledgers:
+            if ledger.hook is not None:
+                ledger.hook.settled(reservation, actual)
+        return reservation.ledgers[0].chain_overshoot() if reservation.ledgers else None
 
 
 def _num(value: int | Decimal) -> str:

@@ -164,7 +164,9 @@ async def metered_call(
 
             async def stream(ev: StreamEvent, partial: list[str] = partial) -> None:
                 if ev.text:  # provider text is untrusted: no lone surrogates past this point
-                    ev = replace(ev, text=well_formed(ev.text))
+                    text = well_formed(ev.text)
+                    if text is not ev.text:
+                        ev = replace(ev, text=text)
                 if ev.kind in ("token", "reasoning"):  # reasoning is billed output too
                     partial.append(ev.text)
                 if on_event is not None:
@@ -207,12 +209,9 @@ async def metered_call(
 
 
 async def _settle(ledger: Ledger, reservation: Reservation, usage: Usage) -> Overshoot | None:
-    """Reconcile, shielded: a run deadline landing on the ledger's lock must not leave a call
-    that was sent unbooked (it would be missing from ``used`` and its reservation stuck)."""
-    over: Overshoot | None = None
-    with anyio.CancelScope(shield=True):
-        over = await ledger.reconcile(reservation, usage)
-    return over
+    """Reconcile. A run deadline can never leave a call that was sent unbooked here: the
+    ledger settles without awaiting anything, so no cancellation can land inside it."""
+    return await ledger.reconcile(reservation, usage)
 
 
 async def _send(
@@ -222,8 +221,10 @@ async def _send(
     timeout_ms: int | None,
     label: str,
 ) -> Completion:
+    if timeout_ms is None:  # no deadline: no cancel scope to enter and leave
+        return await provider.complete(request, stream)
     try:
-        with anyio.fail_after(None if timeout_ms is None else timeout_ms / 1000):
+        with anyio.fail_after(timeout_ms / 1000):
             return await provider.complete(request, stream)
     except TimeoutError:
         raise ProviderTimeout(f"{label} timeout after {timeout_ms} ms") from None

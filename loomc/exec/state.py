@@ -19,6 +19,10 @@ from loomc.providers.registry import ProviderPool
 from loomc.risk.base import RiskProfile
 from loomc.units import Usage
 
+# One generator for every run's backoff jitter: seeding a fresh one per run costs more than the
+# rest of the run's set-up, and jitter needs no independence between runs.
+_JITTER = random.Random()
+
 
 @dataclass(frozen=True)
 class CompletedStep:
@@ -57,11 +61,13 @@ class RunState:
     # per step in flight: when it was sent, its prompt estimate and what it streamed so far
     sent: dict[str, tuple[float, int, list[str]]] = field(default_factory=dict)
     started: float = field(default_factory=time.monotonic)
-    rng: random.Random = field(default_factory=random.Random)
+    rng: random.Random = field(default_factory=lambda: _JITTER)  # backoff jitter only
     completed: Mapping[str, CompletedStep] = field(default_factory=dict)  # done before a kill
     on_step: StepHook | None = None  # hears each step that completes, before dependents start
 
     async def emit(self, kind: EventKind, step: str | None = None, **data: object) -> None:
+        if not self.sinks:
+            return
         event = Event(kind, self.run_id, step, dict(data))
         for sink in self.sinks:
             try:

@@ -247,14 +247,17 @@ class StepGraph:
 
     def __init__(self, steps: Mapping[str, StepNode] | None = None) -> None:
         self._g: nx.DiGraph = nx.DiGraph()
+        self._order: list[str] | None = None  # topological_order, until the graph changes
         for step in (steps or {}).values():
             self.add(step)
         self.link_all()
 
     def add(self, step: StepNode) -> None:
+        self._order = None
         self._g.add_node(step.id, step=step)
 
     def link_all(self) -> None:
+        self._order = None
         for step in list(self.steps()):
             for dep, kind in _edges_of(step):
                 if dep in self._g:
@@ -306,9 +309,12 @@ class StepGraph:
         return [*path, path[0]]
 
     def topological_order(self) -> list[str]:
-        """Deterministic order: ties broken by declaration order."""
-        index = {sid: i for i, sid in enumerate(self._g.nodes)}
-        return list(nx.lexicographical_topological_sort(self._g, key=lambda s: index[s]))
+        """Deterministic order: ties broken by declaration order. Sorted once per graph (a run
+        asks for it several times: the executor, the worst case's longest paths)."""
+        if self._order is None:
+            index = {sid: i for i, sid in enumerate(self._g.nodes)}
+            self._order = list(nx.lexicographical_topological_sort(self._g, key=lambda s: index[s]))
+        return list(self._order)
 
     def longest_path(self, weight: Mapping[str, int]) -> tuple[int, list[str]]:
         """Heaviest source-to-sink path by node weight (latency: parallel branches count once)."""

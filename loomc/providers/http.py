@@ -12,11 +12,14 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import email.utils
+import os
 import re
+import ssl
 import time
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
+import anyio
 import httpx
 
 from loomc.policy.models import ProviderConfig
@@ -44,6 +47,9 @@ from loomc.providers.base import (
 
 DEFAULT_TIMEOUT_S = 60.0
 _BODY_EXCERPT = 300
+# What may follow an answer's end marker before the connection is given up (see ``drain``).
+DRAIN_BYTES = 64 * 1024
+DRAIN_S = 0.25
 
 
 def resolve_key(name: str, cfg: ProviderConfig, env: Mapping[str, str]) -> str | None:
@@ -94,6 +100,33 @@ def resolve_refs(name: str, value: Any, env: Mapping[str, str]) -> Any:
     return value
 
 
+_TLS: dict[tuple[str, str | None, str | None], ssl.SSLContext] = {}
+
+
+def tls_context(base_url: str) -> ssl.SSLContext:
+    """The TLS context of a client for ``base_url``, shared by every client of this process.
+
+    Loading the CA bundle costs ~30 ms, most of building a client, and a loopback ``http://``
+    provider never needs it. An ``https`` client gets the verified context httpx would build
+    (certifi's bundle, or ``SSL_CERT_FILE`` / ``SSL_CERT_DIR``), built on first use. A plain-http
+    client gets a context that verifies against no CA at all: it never uses TLS, and were it
+    ever pointed at an https URL it would fail closed, never connect unverified.
+    """
+    if base_url.startswith("https://"):
+        key = ("https", os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+    else:
+        key = ("http", None, None)
+    context = _TLS.get(key)
+    if context is None:
+        context = (
+            httpx.create_ssl_context()
+            if key[0] == "https"
+            else ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # verifies (CERT_REQUIRED), trusts none
+        )
+        _TLS[key] = context
+    return context
+
+
 def build_client(
     name: str,
     cfg: ProviderConfig,
@@ -123,7 +156,7 @@ def build_client(
         headers=headers,
         timeout=httpx.Timeout(timeout_s),
         # Retries belong to the executor (it reserves budget for each attempt), never to httpx.
-        transport=httpx.AsyncHTTPTransport(retries=0),
+        transport=httpx.AsyncHTTPTransport(retries=0, verify=tls_context(base_url)),
         trust_env=False,
     )
 
@@ -281,6 +314,33 @@ class HTTPProvider:
         if self._client is not None:
             client, self._client = self._client, None
             await client.aclose()
+
+
+async def drain(
+    response: httpx.Response,
+    rest: AsyncIterator[str],
+    *,
+    max_bytes: int = DRAIN_BYTES,
+    max_s: float = DRAIN_S,
+) -> bool:
+    """Read what is left of a body whose answer already ended (``[DONE]``, a ``done`` line).
+
+    httpx returns a connection to its pool only when the response was read to its end; a client
+    that stops at the end marker closes it, and the next step pays a new TCP connection. A body
+    that goes on after its end marker is read for at most ``max_bytes`` and ``max_s``, never
+    parsed; past either bound (or on a transport error) the connection is simply closed when
+    the response is. Returns whether the body ended within the bounds.
+    """
+    start = response.num_bytes_downloaded
+    try:
+        with anyio.move_on_after(max_s):
+            async for _line in rest:
+                if response.num_bytes_downloaded - start > max_bytes:
+                    return False
+            return True
+    except httpx.HTTPError:
+        return False
+    return False
 
 
 def wire_messages(request: CompletionRequest) -> list[dict[str, str]]:

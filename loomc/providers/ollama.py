@@ -27,6 +27,7 @@ from loomc.providers.base import (
 )
 from loomc.providers.http import (
     HTTPProvider,
+    drain,
     excerpt,
     failure,
     request_timeout,
@@ -75,7 +76,8 @@ class OllamaProvider(HTTPProvider):
                     raw = (await response.aread()).decode("utf-8", errors="replace")
                     raise status_error(response, _error_text(raw), **ids)
                 lineno = 0
-                async for line in response.aiter_lines():
+                lines = response.aiter_lines()
+                async for line in lines:
                     if not line.strip():
                         continue
                     lineno += 1
@@ -91,6 +93,8 @@ class OllamaProvider(HTTPProvider):
                     if obj.get("done") is True:
                         final = obj
                         break
+                if final is not None:  # to the body's end: the connection stays in the pool
+                    await drain(response, lines)
         except httpx.HTTPError as exc:
             raise failure(exc, "".join(parts), **ids) from exc
         content = "".join(parts)

@@ -33,6 +33,7 @@ from loomc.providers.base import (
 )
 from loomc.providers.http import (
     HTTPProvider,
+    drain,
     estimated_usage,
     excerpt,
     failure,
@@ -297,7 +298,8 @@ class OpenAICompatProvider(HTTPProvider):
                         await on_event(StreamEvent(kind="frame", frame=frame))
                 return
             done = False
-            async for event in sse_events(response.aiter_lines()):
+            lines = response.aiter_lines()
+            async for event in sse_events(lines):
                 if event.data.strip() == "[DONE]":
                     done = True
                     break
@@ -326,7 +328,9 @@ class OpenAICompatProvider(HTTPProvider):
                 if err is not None:
                     raise err
                 await self._absorb_chunk(chunk, event.event, state, on_event)
-            if not done and state.finish_reason is None:
+            if done:  # read on to the body's end: the connection then stays in the pool
+                await drain(response, lines)
+            elif state.finish_reason is None:
                 raise StreamDropped(
                     f"{self.name}: stream closed before the answer finished "
                     f"({len(state.text)} chars, no finish_reason)",

@@ -9,6 +9,7 @@ from __future__ import annotations
 import httpx
 
 from loomc.policy.models import ProviderConfig
+from loomc.providers.http import tls_context
 from loomc.providers.ollama import DEFAULT_BASE_URL as OLLAMA_BASE_URL
 from loomc.providers.openai_compat import PRESETS
 
@@ -26,7 +27,9 @@ def base_url(cfg: ProviderConfig) -> str | None:
 async def probe(url: str, timeout_s: float) -> str | None:
     """None when ``url`` answers HTTP within ``timeout_s``, else why not (one line)."""
     try:
-        async with httpx.AsyncClient(timeout=timeout_s, follow_redirects=False) as client:
+        async with httpx.AsyncClient(
+            timeout=timeout_s, follow_redirects=False, verify=tls_context(url)
+        ) as client:
             await client.get(url)
     except httpx.TimeoutException:
         return f"no answer within {timeout_s:g} s"

@@ -17,6 +17,7 @@ import anyio
 from asgi_thread import ThreadedASGI
 
 WIRE = Path(__file__).parent / "wire"
+TAIL_S = 4.0
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -37,6 +38,9 @@ class Scenario:
     fail_status: int = 503
     chunk_size: int = 0  # 0: one write per event/line, as real servers flush
     frame_delay_s: float = 0.0  # pause before each event/line: a slow model
+    # After the whole recording (its `[DONE]` or done line): "stall" keeps the body open for
+    # TAIL_S seconds, "flood" sends junk lines for TAIL_S seconds; then the body ends.
+    tail: str = ""
 
 
 def _sse(name: str) -> Scenario:
@@ -97,6 +101,11 @@ SCENARIOS: dict[str, Scenario] = {
         stream_file="ollama-thinking.ndjson", content_type="application/x-ndjson"
     ),
     "slow": Scenario(stream_file="llamacpp-stream.sse", frame_delay_s=0.4),
+    "done-then-stall": Scenario(stream_file="litellm-stream-usage.sse", tail="stall"),
+    "done-then-flood": Scenario(stream_file="litellm-stream-usage.sse", tail="flood"),
+    "ollama-done-then-stall": Scenario(
+        stream_file="ollama-stream.ndjson", content_type="application/x-ndjson", tail="stall"
+    ),
     "zero": Scenario(
         stream_file="transformers-serve-stream.sse", whole_file=None
     ),  # benchmark: no latency at all
@@ -135,7 +144,10 @@ class ReplayServer(ThreadedASGI):
             body = json.loads(raw or b"{}")
         except json.JSONDecodeError:
             body = {}
-        self.requests.append({"path": scope["path"], "headers": headers, "body": body})
+        self.requests.append(
+            # `client` is the (host, port) of the TCP connection: a new port, a new connection
+            {"path": scope["path"], "headers": headers, "body": body, "client": scope["client"]}
+        )
         name = str(body.get("model", ""))
         scenario = SCENARIOS.get(name)
         if scenario is None:
@@ -191,7 +203,19 @@ class ReplayServer(ThreadedASGI):
                 await anyio.sleep(scenario.frame_delay_s)
             await send({"type": "http.response.body", "body": frame, "more_body": True})
             sent += len(frame)
+        if scenario.tail:
+            await self._tail(send, scenario.tail)
         await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    @staticmethod
+    async def _tail(send: Send, kind: str) -> None:
+        """A body that goes on after its end marker (bounded, so the server can still stop):
+        silence for TAIL_S seconds, or 4 MiB of comment lines."""
+        if kind == "stall":
+            await anyio.sleep(TAIL_S)
+        junk = b": " + b"x" * 16_000 + b"\n"
+        for _ in range(256 if kind == "flood" else 0):
+            await send({"type": "http.response.body", "body": junk, "more_body": True})
 
     @staticmethod
     async def _respond(
