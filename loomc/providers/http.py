@@ -329,11 +329,14 @@ async def drain(
     that stops at the end marker closes it, and the next step pays a new TCP connection. A body
     that goes on after its end marker is read for at most ``max_bytes`` and ``max_s``, never
     parsed; past either bound (or on a transport error) the connection is simply closed when
-    the response is. Returns whether the body ended within the bounds.
+    the response is. Returns whether the body ended within the bounds. A cancellation arriving
+    meanwhile waits at most ``max_s`` and takes effect after the drain.
     """
     start = response.num_bytes_downloaded
     try:
-        with anyio.move_on_after(max_s):
+        # Shielded: the answer is complete and paid for, so the step's own deadline (or a
+        # cancellation) must not turn it into a timeout here; the drain's bound caps the wait.
+        with anyio.CancelScope(shield=True), anyio.move_on_after(max_s):
             async for _line in rest:
                 if response.num_bytes_downloaded - start > max_bytes:
                     return False

@@ -139,3 +139,21 @@ def test_an_ollama_body_that_never_ends_after_its_done_line_does_not_hang(
     outs = _calls(OllamaProvider("ol", cfg, env={}), [_request("ollama-done-then-stall")])
     assert time.monotonic() - started < TAIL_S / 2
     assert outs[0].content and outs[0].usage.estimated is False
+
+
+def test_a_deadline_that_lands_while_draining_keeps_the_complete_answer(
+    replay: ReplayServer,
+) -> None:
+    """The answer ended at ``[DONE]`` and is paid for: a caller's deadline that falls inside the
+    bounded drain must not turn it into a timeout (the drain is shielded, then returns)."""
+    provider = _openai(replay)
+
+    async def main() -> Completion:
+        try:
+            with anyio.fail_after(0.1):  # the stall after [DONE] outlasts this; the drain does not
+                return await provider.complete(_request("done-then-stall"))
+        finally:
+            await provider.aclose()
+
+    out = anyio.run(main)
+    assert out.content == LITELLM_TEXT and out.finish_reason == "stop"
