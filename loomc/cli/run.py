@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from loomc.cli.reference import add_reference_flags, resolve
 from loomc.cli.terminal import plain
+from loomc.conductor import PLANNER_NAMES
 
 if TYPE_CHECKING:
     from loomc.exec.result import RunResult
@@ -52,7 +53,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     c = p.add_argument_group("conductor", "plan the run with a planner; the checker guards it")
     c.add_argument(
         "--planner",
-        choices=("learned", "search", "risk"),
+        choices=PLANNER_NAMES,
         default=None,
         help="propose a plan (policy, roles, access) instead of running the pipeline's tiers",
     )

@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from itertools import permutations
 from typing import Any, Protocol, runtime_checkable
 
+from loomc.conductor import PLANNER_NAMES
 from loomc.conductor.outcome import Candidate, build_candidate, feasible, outcome
 from loomc.conductor.plan import (
     Constraints,
@@ -38,7 +39,8 @@ from loomc.conductor.prompt_format import build_prompt, extract_first_json
 from loomc.conductor.search import SearchPlanner, label_record
 from loomc.errors import LoomcError
 
-PLANNER_NAMES: tuple[str, ...] = ("risk", "search", "learned")
+__all__ = ["PLANNER_NAMES", "LearnedProposer", "PlannerError", "RiskPlanner", "make_planner"]
+
 DEPTH: tuple[Policy, ...] = ("lean", "balanced", "strict")
 LEVEL_POLICY: dict[str, Policy] = {"low": "lean", "medium": "balanced", "high": "strict"}
 HIGH_RISK = 0.7  # mapping.LEVEL_RISK: low 0.2, medium 0.5, high 0.85
