@@ -39,11 +39,18 @@ from loomc.conductor.prompt_format import build_prompt, extract_first_json
 from loomc.conductor.search import SearchPlanner, label_record
 from loomc.errors import LoomcError
 
-__all__ = ["PLANNER_NAMES", "LearnedProposer", "PlannerError", "RiskPlanner", "make_planner"]
+__all__ = [
+    "PLANNER_NAMES",
+    "LearnedProposer",
+    "PlannerError",
+    "PlannerUnavailable",
+    "RiskPlanner",
+    "make_planner",
+]
 
 DEPTH: tuple[Policy, ...] = ("lean", "balanced", "strict")
 LEVEL_POLICY: dict[str, Policy] = {"low": "lean", "medium": "balanced", "high": "strict"}
-HIGH_RISK = 0.7  # mapping.LEVEL_RISK: low 0.2, medium 0.5, high 0.85
+HIGH_RISK = 0.7  # estimate.LEVEL_RISK: low 0.2, medium 0.5, high 0.85
 MEDIUM_RISK = 0.4
 RISK_REASON = "local_risk_policy"
 
@@ -63,6 +70,12 @@ Admissible = Callable[[Plan], bool]
 
 class PlannerError(LoomcError, RuntimeError):
     """A planner could not propose anything (no feasible plan, model unavailable, ...)."""
+
+
+class PlannerUnavailable(PlannerError):
+    """The planner cannot run at all — a configuration problem, not a bad proposal: model or
+    adapter missing, the adapter's pinned base model does not match, the endpoint is down.
+    `loomc run` / `loomc eval` exit non-zero on it unless a fallback is explicitly allowed."""
 
 
 @runtime_checkable
@@ -198,6 +211,13 @@ def _aliases(n: int) -> list[str]:
 class LearnedProposer:
     """The learned planner: a v2 prompt in, the model's raw text out (worker ids mapped back).
 
+    The model is in-process (`base_model` + `adapter`: `loomc.conductor.learned`) or served
+    (`endpoint` + `endpoint_model`: `loomc.conductor.served`, through the provider layer). An
+    adapter is loaded only after its pin is verified (`base_model_id` must be the adapter's
+    declared base, `revision` the base directory's commit or weights digest:
+    `loomc.conductor.pin`). Anything that stops the model from running raises
+    `PlannerUnavailable`, one line.
+
     With `alias_workers` (default) the prompt names the workers `worker_a, worker_b, ...` and
     their groups `provider_x, provider_y, ...` in roster order — the ids and groups the model was
     trained on — and every quoted alias in the output is mapped back to the policy's worker id;
@@ -217,12 +237,20 @@ class LearnedProposer:
         device: str | None = None,
         dtype: str | None = None,
         max_new_tokens: int | None = None,
-        batch_size: int = 1,
+        batch_size: int = 8,
         alias_workers: bool = True,
         model: Any = None,
+        base_model_id: str | None = None,
+        endpoint: str | None = None,
+        endpoint_model: str | None = None,
+        api_key: str | None = None,
     ) -> None:
         self.base_model = base_model
         self.adapter = adapter
+        self.base_model_id = base_model_id
+        self.endpoint = endpoint
+        self.endpoint_model = endpoint_model
+        self.api_key = api_key
         self.options: dict[str, Any] = {
             k: v
             for k, v in {
@@ -240,9 +268,14 @@ class LearnedProposer:
         self.last_raw: str | None = None
 
     def model(self) -> Any:
+        if self._model is None and self.endpoint:
+            self._model = self._served()
         if self._model is None:
+            self._verify_pin()
             if not self.base_model:
-                raise PlannerError("the learned planner needs a base model (--base-model DIR)")
+                raise PlannerUnavailable(
+                    "the learned planner needs a base model (--base-model DIR) or an endpoint"
+                )
             try:
                 from loomc.conductor.learned import (  # type: ignore[import-not-found,import-untyped,unused-ignore]
                     LearnedPlanner,
@@ -251,8 +284,71 @@ class LearnedProposer:
                 options: dict[str, Any] = dict(self.options)
                 self._model = LearnedPlanner(self.base_model, self.adapter, **options)
             except (ImportError, RuntimeError, OSError, ValueError) as exc:
-                raise PlannerError(f"the learned planner is unavailable: {exc}") from exc
+                raise PlannerUnavailable(f"the learned planner is unavailable: {exc}") from exc
         return self._model
+
+    def _served(self) -> Any:
+        from loomc.conductor.served import ServedPlanner, ServedPlannerError
+
+        assert self.endpoint is not None
+        if not self.endpoint_model:
+            raise PlannerUnavailable("a served learned planner needs the served model's name")
+        self._verify_pin()
+        try:
+            return ServedPlanner(
+                self.endpoint,
+                self.endpoint_model,
+                api_key=self.api_key,
+                max_new_tokens=int(self.options.get("max_new_tokens", 512)),
+            )
+        except ServedPlannerError as exc:
+            raise PlannerUnavailable(f"the learned planner is unavailable: {exc}") from exc
+
+    def _verify_pin(self) -> None:
+        """The adapter's declared base against our pin, before anything loads."""
+        from pathlib import Path
+
+        from loomc.conductor.pin import PinMismatch, verify_pin
+
+        base = Path(self.base_model) if self.base_model and not self.endpoint else None
+        adapter = Path(self.adapter) if self.adapter else None
+        try:
+            if adapter is not None and not adapter.is_dir():
+                raise PinMismatch(f"adapter directory not found: {adapter}")
+            if base is not None and not base.is_dir():
+                raise PinMismatch(f"base model directory not found: {base}")
+            verify_pin(adapter, base, self.base_model_id, self.options.get("revision"))
+        except PinMismatch as exc:
+            raise PlannerUnavailable(f"the learned planner is unavailable: {exc}") from exc
+
+    def _generate(self, prompts: list[str]) -> list[str]:
+        from loomc.conductor.served import ServedPlannerError
+
+        model = self.model()
+        try:
+            outputs = model.generate(prompts, batch_size=self.batch_size)
+        except ServedPlannerError as exc:
+            raise PlannerUnavailable(f"the learned planner is unavailable: {exc}") from exc
+        if len(outputs) != len(prompts):
+            raise PlannerError("the learned planner returned no output")
+        return [str(o) for o in outputs]
+
+    def propose_batch(
+        self, items: Sequence[tuple[TaskProfile, Sequence[WorkerProfile], Constraints]]
+    ) -> list[str]:
+        """`propose` for many tasks in one batched call (in order)."""
+        views = [self._view(workers) for _, workers, _ in items]
+        prompts = [
+            build_prompt(task, constraints, shown)
+            for (task, _, constraints), (shown, _) in zip(items, views, strict=True)
+        ]
+        raws = self._generate(prompts)
+        return [self._map_back(raw, back) for raw, (_, back) in zip(raws, views, strict=True)]
+
+    def _map_back(self, raw: str, back: Mapping[str, str]) -> str:
+        if not back:
+            return raw
+        return _ALIAS.sub(lambda m: f'"{back.get(m.group(1), m.group(1))}"', raw)
 
     def _view(self, workers: Sequence[WorkerProfile]) -> tuple[list[WorkerProfile], dict[str, str]]:
         if not self.alias_workers:
@@ -291,14 +387,9 @@ class LearnedProposer:
         shown, back = self._view(workers)
         prompt = build_prompt(task, constraints, shown)
         self.last_prompt = prompt
-        outputs = self.model().generate([prompt], batch_size=self.batch_size)
-        if not outputs:
-            raise PlannerError("the learned planner returned no output")
-        raw = str(outputs[0])
+        raw = self._generate([prompt])[0]
         self.last_raw = raw
-        if not back:
-            return raw
-        return _ALIAS.sub(lambda m: f'"{back.get(m.group(1), m.group(1))}"', raw)
+        return self._map_back(raw, back)
 
     def plan(
         self, task: TaskProfile, workers: Sequence[WorkerProfile], constraints: Constraints
