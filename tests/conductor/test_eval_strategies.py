@@ -85,3 +85,31 @@ def test_preflight_covers_the_plans_that_run() -> None:
     worst = ev.estimate.total_calls
     planned = sum(d["plan"]["max_calls"] for d in ev.decisions.values())
     assert worst >= planned > 0
+
+
+def test_eval_cli_runs_planners_and_refuses_a_misconfigured_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from loomc.cli.main import main
+
+    def run(*argv: str) -> tuple[int, str]:
+        out = tmp_path / "r.json"
+        base = ["eval", "--project", str(ROOT), "--dataset", str(DATASET), "--limit", "3"]
+        code = main([*base, "--output", str(out), *argv])
+        return code, capsys.readouterr().err
+
+    code, err = run("--strategies", "conductor:search,lean")
+    assert code == 0 and "conductor:search       planner search: 3/3 proposals accepted" in err
+    code, err = run("--strategies", "conductor:learned")
+    assert code == 2 and "needs --base-model DIR or --endpoint URL" in err
+    code, err = run("--strategies", "conductor:learned", "--base-model", str(tmp_path / "none"))
+    assert code == 1 and "nothing was run" in err and "--allow-planner-fallback" in err
+    assert "\n" not in err.strip()  # one line, no traceback
+    code, err = run(
+        "--strategies",
+        "conductor:learned",
+        "--base-model",
+        str(tmp_path / "none"),
+        "--allow-planner-fallback",
+    )
+    assert code == 0 and "3 fell back to risk (planner_unavailable 3)" in err
