@@ -54,4 +54,5 @@ class RunRecord(BaseModel):
     answer: str | None = None  # kept only with --include-answers
     # conductor:PLANNER strategies: the planner's guarded decision (task profile and the cues
     # behind it, proposal, verdict, fallback, the plan that ran)
-    conductor: dict[str, Any] | None = None
+    # (left out of the JSON when absent, so records without a planner stay byte-identical)
+    conductor: dict[str, Any] | None = Field(default=None, exclude_if=lambda v: v is None)
