@@ -1,7 +1,8 @@
 """The learned planner served like any model: an OpenAI-compatible endpoint (vLLM, or
 `transformers serve`) that serves the base model with the adapter, called through loomc's
-provider layer — the same HTTP client, timeouts, typed errors and key handling (`env:NAME`
-only) as every worker call, and the token usage of each call counted.
+provider layer and `loomc.exec.metered.metered_call` — the same HTTP client, timeouts, typed
+errors, retry and key handling (`env:NAME` only) as every worker call, each call reserved in
+the planner's own ledger and its token usage counted.
 
 The v2 prompt is sent as the one user message and must reach the model as is (the conductor
 was trained on the raw prompt, no chat template): serve it with an identity template, e.g.
@@ -21,7 +22,7 @@ from typing import Any
 import anyio
 
 from loomc.policy.models import ProviderConfig
-from loomc.providers.base import CompletionRequest, Message, ProviderError
+from loomc.providers.base import CompletionRequest, Message, estimate_tokens
 
 
 class ServedPlannerError(RuntimeError):
@@ -82,9 +83,14 @@ class ServedPlanner:
             return future.result()
 
     async def _generate(self, prompts: list[str], batch_size: int) -> list[str]:
+        from loomc.exec.ledger import Ledger
+        from loomc.exec.metered import RetryPolicy, describe, metered_call
         from loomc.providers.registry import build_provider
+        from loomc.units import Budget, Usage
 
         provider = build_provider("conductor", self.config)
+        # the planner's own ledger: one call per prompt, each reserved at its worst case
+        ledger = Ledger(Budget(calls=len(prompts)), name="planner")
         out: list[str | None] = [None] * len(prompts)
         limiter = anyio.CapacityLimiter(batch_size)
         failures: list[str] = []
@@ -98,16 +104,27 @@ class ServedPlanner:
                 temperature=0.0,
                 timeout_s=self.timeout_s,
             )
+            worst = Usage(calls=1, tokens=estimate_tokens(prompt) + self.max_new_tokens)
             async with limiter:
-                try:
-                    done = await provider.complete(request)
-                except ProviderError as exc:
-                    failures.append(str(exc))
-                    return
-            self.calls += 1
-            self.prompt_tokens += done.usage.prompt_tokens
-            self.completion_tokens += done.usage.completion_tokens
-            out[i] = done.content.strip()
+                done = await metered_call(
+                    provider,
+                    request,
+                    ledger=ledger,
+                    reserve=worst,
+                    pricing=None,
+                    retry=RetryPolicy(attempts=2),
+                    timeout_ms=int(self.timeout_s * 1000),
+                    label="planner call",
+                )
+            self.calls += done.attempts
+            for charge in done.charges:
+                self.prompt_tokens += charge.prompt_tokens
+                self.completion_tokens += charge.completion_tokens
+            if done.completion is None:
+                error = next((c.error for c in reversed(done.charges) if c.error), None)
+                failures.append(describe(error) if error else "refused by the planner's ledger")
+                return
+            out[i] = done.completion.content.strip()
 
         try:
             async with anyio.create_task_group() as tg:
