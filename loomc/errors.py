@@ -15,7 +15,8 @@ still catches a ``PlanParseError``)::
     │   ├── MalformedResponse      a body or frame that could not be parsed
     │   └── ProviderConfigError    missing env var, bad base URL (never retried)
     ├── PlanParseError (ValueError)      loomc.conductor.plan: a malformed plan proposal
-    ├── PlannerError (RuntimeError)      loomc.conductor.planners: no plan could be proposed
+    ├── PlannerError (RuntimeError)      loomc.conductor.errors: no plan could be proposed
+    │   └── PlannerUnavailable           the planner cannot run at all (model, pin, endpoint)
     ├── GuardError (RuntimeError)        loomc.conductor.guard: no plan passed the checker
     └── eval input and state
         ├── DatasetError                 loomc.eval.dataset: a dataset file with problems
@@ -25,6 +26,7 @@ still catches a ``PlanParseError``)::
         ├── ReceiptError                 loomc.eval.receipt: a receipt that cannot be loaded
         └── EvalAborted                  loomc.eval.runner: a cell failed unexpectedly
     ├── PlanRejected (RuntimeError)      loomc.api.running: a planner's run could not start
+    ├── PlanningFailed (RuntimeError)    loomc.api.conducting: an eval's planner could not plan
     ├── BudgetRefused (RuntimeError)     loomc.api.evaluating: an eval's worst case passes its totals
     ├── StoreError                       loomc.store.base: a store that cannot be opened or written
     ├── BudgetExhausted                  loomc.store.base: a period budget cannot cover a run

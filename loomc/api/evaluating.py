@@ -18,7 +18,9 @@ from typing import Any
 
 import anyio
 
+from loomc.api.conducting import plan_conductor_cases
 from loomc.api.running import ProjectLike, Providers, open_project
+from loomc.conductor import PLANNER_NAMES
 from loomc.errors import LoomcError
 from loomc.eval.dataset import Case, load_dataset
 from loomc.eval.judge import JudgeSpec, resolve_judge
@@ -33,7 +35,7 @@ from loomc.eval.runner import (
     preflight,
     run_matrix,
 )
-from loomc.eval.strategies import Strategy, parse_strategies
+from loomc.eval.strategies import Strategy, parse_strategies, planner_summary
 from loomc.policy.models import Policy, RiskSettings
 from loomc.project import Project
 from loomc.providers.registry import ProviderPool
@@ -71,6 +73,8 @@ class Evaluation:
     judge: JudgeSpec | None = None
     include_answers: bool = False
     profilers: dict[bool, RiskProfiler] = field(default_factory=dict)
+    # conductor:PLANNER strategies: (case id, strategy) → the guard's decision, for the receipt
+    decisions: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
 
     @cached_property
     def estimate(self) -> Estimate:
@@ -179,13 +183,22 @@ class Evaluation:
             answers=answer_source(pol),
         )
         pricing = {k: v.model_dump(mode="json") for k, v in pol.pricing.items()}
-        return build_receipt(
+        if self.decisions:
+            records = [
+                r.model_copy(update={"conductor": self.decisions[(r.case_id, r.strategy)]})
+                if (r.case_id, r.strategy) in self.decisions
+                else r
+                for r in records
+            ]
+        receipt = build_receipt(
             records,
             settings,
             pricing,
             loomc_version=__version__,
             created_at=datetime.now(UTC).isoformat(timespec="seconds"),
         )
+        receipt.planners = planner_summary(records, self.strategies)
+        return receipt
 
 
 def answer_source(policy: Policy) -> str:
@@ -213,18 +226,27 @@ def prepare_eval(
     judge: str | None = None,
     include_answers: bool = False,
     profilers: Mapping[bool, RiskProfiler] | None = None,
+    planner_options: Mapping[str, Any] | None = None,
+    allow_planner_fallback: bool = False,
 ) -> Evaluation:
     """Plan an eval without calling any model: dataset, strategies (``baseline``, ``fixed``, any
-    tier the policy declares, ``PIPELINE@TIER``, ``X@semantic``), compiled jobs, judge.
+    tier the policy declares, ``PIPELINE@TIER``, ``X@semantic``, ``conductor:PLANNER``),
+    compiled jobs, judge. ``conductor:`` strategies plan every case here (``planner_options``
+    are the planner's, e.g. the learned planner's model or endpoint); a planner that cannot run
+    raises ``PlanningFailed`` unless ``allow_planner_fallback`` (the risk planner then plans,
+    and each decision says so).
 
-    Raises ``DatasetError``, ``StrategyError``, ``JudgeConfigError``, ``DiagnosticError`` or
-    ``ValueError`` (iterations/concurrency below 1, more than ``MAX_RUNS`` runs)."""
+    Raises ``DatasetError``, ``StrategyError``, ``JudgeConfigError``, ``DiagnosticError``,
+    ``PlanningFailed`` or ``ValueError`` (iterations/concurrency below 1, more than
+    ``MAX_RUNS`` runs)."""
     if iterations < 1 or concurrency < 1:
         raise ValueError("iterations and concurrency must be >= 1")
     path = Path(dataset)
     cases = load_dataset(path, limit)
     proj = open_project(project, policy)
-    chosen = parse_strategies(strategies, set(proj.pipeline_names()), tiers=proj.tiers())
+    chosen = parse_strategies(
+        strategies, set(proj.pipeline_names()), tiers=proj.tiers(), planners=PLANNER_NAMES
+    )
     runs = len(cases) * len(chosen) * iterations
     if runs > MAX_RUNS:
         raise ValueError(
@@ -232,11 +254,14 @@ def prepare_eval(
             f"iterations is {runs:,} runs; one eval plans at most {MAX_RUNS:,}"
         )
     spec = resolve_judge(proj.policy, judge) if judge else None
-    jobs = plan_jobs(proj, cases, chosen, iterations)
     if profilers is None:
         settings = proj.policy.risk
         semantic = RiskSettings(**{**settings.model_dump(), "profiler": "semantic"})
         profilers = {False: make_profiler(settings), True: make_profiler(semantic)}
+    planned, decisions = plan_conductor_cases(
+        proj, cases, chosen, profilers, planner_options, allow_fallback=allow_planner_fallback
+    )
+    jobs = plan_jobs(proj, cases, chosen, iterations, planned)
     return Evaluation(
         proj,
         path,
@@ -248,6 +273,7 @@ def prepare_eval(
         spec,
         include_answers,
         dict(profilers),
+        decisions,
     )
 
 

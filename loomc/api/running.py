@@ -176,6 +176,7 @@ def plan_run(
 ) -> Decision:
     """Ask the planner for a plan and guard it; raises ``PlanRejected`` when nothing passes."""
     from loomc.conductor.guard import GuardError, conduct
+    from loomc.conductor.planners import PlannerUnavailable
 
     name = planner if isinstance(planner, str) else type(planner).__name__
     proposer = None if isinstance(planner, str) else planner
@@ -186,6 +187,11 @@ def plan_run(
         )
     except GuardError as exc:
         raise PlanRejected(str(exc), exc.record) from exc
+    except PlannerUnavailable as exc:
+        message = f"{exc} (pass --allow-planner-fallback to plan with the risk planner instead)"
+        raise PlanRejected(
+            message, {"planner": name, "reasons": ["planner_unavailable"], "error": str(exc)}
+        ) from exc
     except ValueError as exc:
         raise PlanRejected(str(exc), {"error": str(exc)}) from exc
 

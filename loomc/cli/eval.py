@@ -9,7 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from loomc.cli.common import _decimal
+from loomc.cli.planner_flags import add_planner_flags, planner_options, planner_problem
 from loomc.cli.reference import add_reference_flags, resolve, translate_strategies
+from loomc.cli.terminal import plain
 
 REPORT_EXTS = (".html", ".svg", ".md", ".json")
 
@@ -47,11 +49,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--policy", type=Path)
     add_reference_flags(p, adaptive=False)
     p.add_argument("--project", type=Path, default=Path("."))
+    c = p.add_argument_group(
+        "conductor", "options of the planners behind conductor:PLANNER strategies"
+    )
+    add_planner_flags(c)
     p.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     import loomc
+    from loomc.api.conducting import PlanningFailed
     from loomc.checker.render import render_text
     from loomc.eval.judge import JudgeConfigError
 
@@ -75,6 +82,11 @@ def run(args: argparse.Namespace) -> int:
     if args.max_total_calls is not None and args.max_total_calls < 0:
         print("loomc eval: --max-total-calls must be >= 0", file=sys.stderr)
         return 2
+    learned = "conductor:learned" in args.strategies
+    problem = planner_problem(args, "learned" if learned else None)
+    if problem is not None:
+        print(f"loomc eval: {problem} (for conductor:learned)", file=sys.stderr)
+        return 2
     outputs = report_paths(args.output, args.artifacts)
     receipt_path = next(p for p in outputs if p.suffix == ".json")
     journal = receipt_path.with_name(receipt_path.name + ".journal.jsonl")
@@ -97,6 +109,8 @@ def run(args: argparse.Namespace) -> int:
             limit=args.limit,
             judge=args.judge_model,
             include_answers=args.include_answers,
+            planner_options=planner_options(args, learned=learned),
+            allow_planner_fallback=args.allow_planner_fallback,
         )
     except loomc.DatasetError as exc:
         print("\n".join(exc.messages), file=sys.stderr)
@@ -106,6 +120,9 @@ def run(args: argparse.Namespace) -> int:
         return 2
     except loomc.DiagnosticError as exc:
         print(render_text(exc.diagnostics), file=sys.stderr)
+        return 1
+    except PlanningFailed as exc:
+        print(f"loomc eval: {plain(str(exc))}; nothing was run", file=sys.stderr)
         return 1
     _print_estimate(ev)
     if args.dry_run:
@@ -261,6 +278,17 @@ def _print_summary(receipt: Any) -> None:
             f"p50 {num(m.p50_ms, 0)} ms  p95 {num(m.p95_ms, 0)} ms  "
             f"route {num(m.route_accuracy)}  over {num(m.over_escalation_rate)}  "
             f"under {num(m.under_escalation_rate)}",
+            file=sys.stderr,
+        )
+    for name, d in receipt.planners.items():
+        policies = ", ".join(f"{k} {v}" for k, v in d["policies"].items())
+        fell = f"; {d['fallbacks']} fell back to risk" if d["fallbacks"] else ""
+        why = ", ".join(f"{k} {v}" for k, v in d["rejections"].items())
+        print(
+            plain(
+                f"{name:<22} planner {d['planner']}: {d['accepted']}/{d['decisions']} proposals "
+                f"accepted{fell}{' (' + why + ')' if why else ''}; plans: {policies}"
+            ),
             file=sys.stderr,
         )
     source = receipt.settings.answers

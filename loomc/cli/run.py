@@ -9,8 +9,10 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from loomc.cli.planner_flags import add_planner_flags, planner_options, planner_problem
 from loomc.cli.reference import add_reference_flags, resolve
 from loomc.cli.terminal import plain
+from loomc.conductor import PLANNER_NAMES
 
 if TYPE_CHECKING:
     from loomc.exec.result import RunResult
@@ -52,17 +54,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     c = p.add_argument_group("conductor", "plan the run with a planner; the checker guards it")
     c.add_argument(
         "--planner",
-        choices=("learned", "search", "risk"),
+        choices=PLANNER_NAMES,
         default=None,
         help="propose a plan (policy, roles, access) instead of running the pipeline's tiers",
     )
-    c.add_argument("--workers", metavar="A,B,C", help="policy workers a plan may use")
-    c.add_argument("--base-model", metavar="DIR", help="learned planner: base causal LM")
-    c.add_argument("--adapter", metavar="DIR", help="learned planner: PEFT adapter")
-    c.add_argument("--revision", help="learned planner: model revision")
-    c.add_argument("--device", help="learned planner: device (auto, cpu, cuda, ...)")
-    c.add_argument("--dtype", help="learned planner: dtype (auto, bfloat16, float32, ...)")
-    c.add_argument("--max-new-tokens", type=int, metavar="N", help="learned planner: decode cap")
+    add_planner_flags(c)
     p.set_defaults(handler=run)
 
 
@@ -90,8 +86,9 @@ def run(args: argparse.Namespace) -> int:
     if planner is not None and (args.baseline or args.fixed):
         print("loomc run: --planner plans its own steps; drop --baseline/--fixed", file=sys.stderr)
         return 2
-    if planner == "learned" and not args.base_model:
-        print("loomc run: --planner learned needs --base-model DIR", file=sys.stderr)
+    problem = planner_problem(args, planner)
+    if problem is not None:
+        print(f"loomc run: {problem}", file=sys.stderr)
         return 2
     sinks: list[EventSink] = []
     live = None if args.json else LiveTrace(tokens=not args.no_stream)
@@ -127,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
             ),
             temperature=args.temperature,
             planner=planner,
-            planner_options=_planner_options(args) if planner else None,
+            planner_options=_planner_options(args, planner) if planner else None,
             sinks=sinks,
             profiler=profiler,
             stream=not args.no_stream,
@@ -255,15 +252,9 @@ class _PlannerVerdict:
         )
 
 
-def _planner_options(args: argparse.Namespace) -> dict[str, Any]:
-    return {
-        "workers": [w.strip() for w in args.workers.split(",") if w.strip()]
-        if args.workers
-        else None,
-        "base_model": args.base_model,
-        "adapter": args.adapter,
-        "revision": args.revision,
-        "device": args.device,
-        "dtype": args.dtype,
-        "max_new_tokens": args.max_new_tokens,
-    }
+def _planner_options(args: argparse.Namespace, planner: str) -> dict[str, Any]:
+    options = planner_options(args, learned=planner == "learned")
+    options["workers"] = options.get("workers")
+    if args.allow_planner_fallback:
+        options["allow_fallback"] = True
+    return options

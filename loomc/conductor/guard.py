@@ -29,49 +29,40 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from decimal import Decimal
+from dataclasses import dataclass, field
 from typing import Any
 
 from loomc.checker.rules import check_pipeline
-from loomc.conductor.mapping import HardLimits, limits_for, task_profile, worker_profiles
-from loomc.conductor.plan import (
-    ROLES,
-    Plan,
-    Planner,
-    PlanParseError,
-    TaskProfile,
-    WorkerProfile,
-    default_access,
+from loomc.conductor.mapping import limits_for, task_estimate, worker_profiles
+from loomc.conductor.plan import ROLES, Plan, Planner, PlanParseError
+from loomc.conductor.plan_ir import (
+    CEILING_REASONS,
+    DEFAULT_INSTRUCTION,
+    GuardContext,
+    _p95,
+    compile_plan,
+    plan_source,
+    receipts,
 )
-from loomc.conductor.planners import PlannerError, RiskPlanner, TextPlanner
+from loomc.conductor.planners import PlannerError, PlannerUnavailable, RiskPlanner, TextPlanner
 from loomc.conductor.prompt_format import extract_first_json
-from loomc.diagnostics import Diagnostic
 from loomc.errors import LoomcError
-from loomc.ir.compile import compile_modules
 from loomc.ir.model import Pipeline
 from loomc.policy.load import PolicySource
 from loomc.risk.base import RiskProfile, RiskProfiler
-from loomc.syntax.parser import parse_text
 
-CREDIT_TOLERANCE = Decimal("0.001")
-SOURCE_NAME = "<conductor-plan>"
-CEILING_REASONS = {
-    "LOOM401": "over_budget:calls",
-    "LOOM402": "over_budget:tokens",
-    "LOOM403": "over_budget:credits",
-    "LOOM404": "over_budget:cost",
-    "LOOM405": "over_budget:latency",
-}
-STEP_ROLES = {"writer": "writer", "finalizer": "finalizer"}  # reviewer: editor or critic
-STEP_TASKS = {
-    "writer": "Answer the task directly and completely.",
-    "editor": "Audit the draft for errors and omissions, then return the complete corrected "
-    "answer.",
-    "critic": "Audit the draft adversarially: list every error, risk and missing case.",
-    "finalizer": "Write the final answer, fixing every issue the critique raised.",
-}
-DEFAULT_INSTRUCTION = "Answer the user's task accurately and concisely. Say what you are unsure of."
+__all__ = [
+    "Decision",
+    "Guard",
+    "GuardContext",
+    "GuardError",
+    "Review",
+    "compile_plan",
+    "conduct",
+    "context_for_run",
+    "plan_source",
+    "receipts",
+]
 
 
 class GuardError(LoomcError, RuntimeError):
@@ -85,24 +76,6 @@ class GuardError(LoomcError, RuntimeError):
             + "; fallback: "
             + ", ".join(record.get("fallback_reasons", []))
         )
-
-
-@dataclass(frozen=True)
-class GuardContext:
-    """What a plan is checked against: the policy, the roster, the task and the hard limits."""
-
-    policy: PolicySource
-    workers: tuple[WorkerProfile, ...]
-    task: TaskProfile
-    limits: HardLimits
-    name: str = "conductor"
-    instruction: str = DEFAULT_INSTRUCTION
-    kind: str = "general"
-    input_tokens: int | None = None  # None: the policy default
-
-    @property
-    def worker_ids(self) -> list[str]:
-        return [w.id for w in self.workers]
 
 
 @dataclass
@@ -131,9 +104,11 @@ class Decision:
     details: list[str]
     fallback: str | None
     proposal: str | None  # the raw proposal text (or the proposed plan's JSON)
+    task: dict[str, Any] | None = None  # the task profile the planner read
+    drivers: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out = {
             "planner": self.planner,
             "accepted": self.accepted,
             "reasons": list(self.reasons),
@@ -143,49 +118,10 @@ class Decision:
             "plan": self.plan.to_dict(),
             "steps": self.pipeline.graph.topological_order(),
         }
-
-
-# --- plan → IR --------------------------------------------------------------------------------
-
-
-def _quote(text: str) -> str:
-    body = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", " ")
-    return f'"{body}"'
-
-
-def plan_source(plan: Plan, context: GuardContext) -> str:
-    """The plan as a `.loom` pipeline (no budget block: the ceilings come as overrides)."""
-    access = plan.access or default_access(plan.reviewer, plan.finalizer)
-    lines = [f"pipeline {context.name} {{", f"  instruction {_quote(context.instruction)}"]
-    lines.append(f"  kind {context.kind}")
-    if context.input_tokens is not None:
-        lines.append(f"  input_tokens {int(context.input_tokens)}")
-    present = []
-    for role, worker in zip(ROLES, (plan.writer, plan.reviewer, plan.finalizer), strict=True):
-        if worker is None:
-            continue
-        present.append(role)
-        step_role = STEP_ROLES.get(role) or ("critic" if plan.finalizer is not None else "editor")
-        sees = ", ".join(access.get(role, ()))
-        clause = f" sees {sees}" if sees else ""
-        lines.append(f"  step {role} : {step_role}({worker}){clause} {{")
-        lines.append(f"    task {_quote(STEP_TASKS[step_role])}")
-        lines.append("  }")
-    lines.append("  answer " + " | ".join(reversed(present)))
-    lines.append("}")
-    return "\n".join(lines) + "\n"
-
-
-def compile_plan(plan: Plan, context: GuardContext) -> tuple[Pipeline | None, list[Diagnostic]]:
-    """Compile a plan with the real parser and compiler; the hard limits are its ceilings."""
-    module, diags = parse_text(plan_source(plan, context), SOURCE_NAME)
-    if module is None:
-        return None, diags
-    pipelines, comp = compile_modules([module], context.policy, context.limits.budget)
-    diags = [*diags, *comp]
-    if not pipelines or any(d.is_error for d in diags):
-        return None, diags
-    return replace(pipelines[0], tier=f"conductor-{plan.policy}"), diags
+        if self.task is not None:
+            out["task"] = self.task
+            out["drivers"] = {k: list(v) for k, v in self.drivers.items()}
+        return out
 
 
 # --- the guard --------------------------------------------------------------------------------
@@ -209,54 +145,25 @@ def _parse(proposal: str | Plan | Mapping[str, Any], worker_ids: Sequence[str]) 
     return plan
 
 
-def _declared(value: float) -> Decimal:
-    return Decimal(repr(float(value)))
-
-
-def receipts(plan: Plan, pipeline: Pipeline, context: GuardContext) -> list[tuple[str, Any, Any]]:
-    """(field, declared, recomputed) for each declared receipt the IR contradicts."""
-    graph = pipeline.graph
-    steps = {s.id: s for s in graph.steps()}
-    credits = sum((s.credits for s in steps.values()), Decimal(0))
-    latency, _ = graph.longest_path(_p95(pipeline))
-    independent = "reviewer" in steps and steps["reviewer"].group != steps["writer"].group
-    constraints = context.limits.constraints
-    canonical = default_access(plan.reviewer, plan.finalizer)
-    declared_access = {r: tuple(plan.access.get(r, ())) for r in ROLES}
-    bad: list[tuple[str, Any, Any]] = []
-    if plan.max_calls != len(steps):
-        bad.append(("max_calls", plan.max_calls, len(steps)))
-    if abs(_declared(plan.estimated_credits) - credits) > CREDIT_TOLERANCE:
-        bad.append(("estimated_credits", plan.estimated_credits, str(credits)))
-    if plan.estimated_latency_ms != latency:
-        bad.append(("estimated_latency_ms", plan.estimated_latency_ms, latency))
-    if plan.independent_verification != independent:
-        bad.append(("independent_verification", plan.independent_verification, independent))
-    if declared_access != canonical:
-        bad.append(("access", declared_access, canonical))
-    if abs(_declared(plan.max_credits) - _declared(constraints.max_credits)) > CREDIT_TOLERANCE:
-        bad.append(("max_credits", plan.max_credits, constraints.max_credits))
-    if plan.max_latency_ms != constraints.max_latency_ms:
-        bad.append(("max_latency_ms", plan.max_latency_ms, constraints.max_latency_ms))
-    return bad
-
-
-def _p95(pipeline: Pipeline) -> dict[str, int]:
-    """Per-step p95 latency (the timeout where the policy gives no p95, as the mapping does)."""
-    return {
-        s.id: s.p95_ms if s.p95_ms is not None else s.timeout_ms for s in pipeline.graph.steps()
-    }
-
-
 class Guard:
     """Checks proposals against one context and falls back to a checked plan."""
 
     def __init__(
-        self, context: GuardContext, fallback: Planner | None = None, fallback_name: str = "risk"
+        self,
+        context: GuardContext,
+        fallback: Planner | None = None,
+        fallback_name: str = "risk",
+        *,
+        allow_fallback: bool = False,
     ) -> None:
+        """`allow_fallback`: a planner that cannot run at all (`PlannerUnavailable`: model
+        missing, pinned base mismatch, endpoint down) is replaced by the fallback instead of
+        raising; the decision says so (`planner_unavailable`). A proposal the checker rejects
+        always falls back: that is the guard's job, not a misconfiguration."""
         self.context = context
         self.fallback: Planner = fallback or RiskPlanner()
         self.fallback_name = fallback_name
+        self.allow_fallback = allow_fallback
 
     def review(self, proposal: str | Plan | Mapping[str, Any]) -> Review:
         ctx = self.context
@@ -314,10 +221,16 @@ class Guard:
             text = json.dumps(proposal, sort_keys=True, default=str)
         return self._decide(planner, text, self.review(proposal))
 
+    def decide_review(self, planner: str, first: Review) -> Decision:
+        """The decision when the planner produced no proposal (`first` says why)."""
+        return self._decide(planner, None, first)
+
     def _decide(self, planner: str, text: str | None, first: Review) -> Decision:
+        ctx = self.context
+        seen = {"task": ctx.task.to_dict(include_request_id=False), "drivers": ctx.drivers}
         if first.accepted:
             assert first.plan is not None and first.pipeline is not None
-            return Decision(planner, True, first.plan, first.pipeline, [], [], None, text)
+            return Decision(planner, True, first.plan, first.pipeline, [], [], None, text, **seen)
         record: dict[str, Any] = {
             "planner": planner,
             "accepted": False,
@@ -347,6 +260,7 @@ class Guard:
             first.details,
             self.fallback_name,
             text,
+            **seen,
         )
 
     def decide(self, planner_name: str, planner: Planner | TextPlanner) -> Decision:
@@ -359,6 +273,13 @@ class Guard:
                 proposal = planner.propose(ctx.task, ctx.workers, constraints)
             else:
                 proposal = planner.plan(ctx.task, ctx.workers, constraints)
+        except PlannerUnavailable as exc:
+            if not self.allow_fallback:
+                raise
+            detail = f"{exc}; the {self.fallback_name} planner planned this run instead"
+            return self._decide(
+                planner_name, None, Review(None, None, ["planner_unavailable"], [detail])
+            )
         except PlanParseError as exc:  # a planner that parsed its own output
             return self._decide(planner_name, None, Review(None, None, [exc.reason], [str(exc)]))
         except (PlannerError, ValueError) as exc:  # NoFeasiblePlan is a ValueError
@@ -380,10 +301,12 @@ def context_for_run(
     """The guard context of one run: roster from the policy, task from the prompt's risk,
     limits from the compiled pipeline x tier (its budget already holds the CLI ceilings)."""
     workers = tuple(worker_profiles(policy.policy, worker_ids, priors))
+    task, drivers = task_estimate(prompt, risk)
     return GuardContext(
         policy=policy,
         workers=workers,
-        task=task_profile(prompt, risk),
+        task=task,
+        drivers=drivers,
         limits=limits_for(base, workers, risk),
         name=base.name,
         instruction=base.instruction or DEFAULT_INSTRUCTION,
@@ -402,15 +325,17 @@ def conduct(
     workers: Sequence[str] | None = None,
     priors: Mapping[str, tuple[float, float]] | None = None,
     proposer: Planner | TextPlanner | None = None,
+    allow_fallback: bool = False,
     **options: Any,
 ) -> Decision:
     """Plan one run: profile the prompt, ask the named planner (or `proposer`), guard the
     proposal; the decision's pipeline is what `loomc.exec.executor.execute` runs.
 
-    Raises `ValueError` for an unusable roster and `GuardError` when no plan passes."""
+    Raises `ValueError` for an unusable roster, `GuardError` when no plan passes and
+    `PlannerUnavailable` when the planner cannot run (unless `allow_fallback`)."""
     from loomc.conductor.planners import make_planner
 
     risk = profiler.profile(prompt, base.kind)
     context = context_for_run(policy, base, prompt, risk, workers, priors)
     chosen = proposer if proposer is not None else make_planner(planner, **options)
-    return Guard(context).decide(planner, chosen)
+    return Guard(context, allow_fallback=allow_fallback).decide(planner, chosen)

@@ -11,8 +11,9 @@
   Strengths are the worker's capabilities plus their v2-vocabulary synonyms
   (`verification` → `review`, `analysis` → `reasoning`, `final-answer` → `writing`, ...), so the
   v2 role-fitness rules see them.
-* **Task** (`task_profile`): the risk profile's level, complexity, kind and signals mapped to the
-  v2 numeric fields (tables below, 4 dp); the summary is the prompt's first line (≤ 160 chars);
+* **Task** (`task_profile`): the six v2 numbers estimated from the prompt and its risk profile
+  (`loomc.conductor.estimate`: which profiler output and which prompt cues drive each); the
+  category from the signals or kind; the summary is the prompt's first line (≤ 160 chars);
   `input_tokens` is the local token estimate snapped to the v2 grid {120, 160, ..., 8000}.
 * **Constraints** (`hard_limits`): the compiled pipeline x tier's effective budget (pipeline and
   tier ceilings tightened by the command line). Missing axes get the reference's defaults:
@@ -27,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import ROUND_FLOOR, Decimal
 
+from loomc.conductor.estimate import estimate
 from loomc.conductor.plan import Constraints, TaskProfile, WorkerProfile
 from loomc.ir.model import Pipeline
 from loomc.policy.models import Policy
@@ -49,13 +51,7 @@ STRENGTH_SYNONYMS: dict[str, str] = {
     "implementation": "coding",
 }
 
-LEVEL_RISK = {"low": 0.2, "medium": 0.5, "high": 0.85}
-LEVEL_COMPLEXITY = {"low": 0.25, "medium": 0.5, "high": 0.8}
 LEVEL_QUALITY_TARGET = {"low": 0.7, "medium": 0.8, "high": 0.88}
-HIGH_CONSEQUENCE_SIGNALS = frozenset(
-    {"security", "identity", "money", "privacy", "safety", "legal"}
-)
-IRREVERSIBLE_SIGNALS = frozenset({"money", "production-code", "concurrency", "safety"})
 SIGNAL_CATEGORY = (
     ("security", "security"),
     ("identity", "identity"),
@@ -67,7 +63,6 @@ SIGNAL_CATEGORY = (
     ("production-code", "coding"),
 )
 KIND_CATEGORY = {"research": "research", "code-review": "review", "general": "general"}
-KIND_EVIDENCE = {"research": 0.75, "code-review": 0.6, "general": 0.35}
 DEFAULT_CALLS = 3
 DEFAULT_LATENCY_MS = 120_000
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*$")  # a .loom NAME: plans compile to .loom
@@ -143,28 +138,29 @@ def _summary(prompt: str) -> str:
     return first if len(first) <= 160 else first[:157] + "..."
 
 
-def task_profile(prompt: str, risk: RiskProfile) -> TaskProfile:
-    """The v2 task fields of one prompt, from its (local) risk profile."""
-    level_risk = LEVEL_RISK[risk.level]
-    if risk.probability is not None:  # a calibrated profiler: keep its number within its level
-        level_risk = max(0.0, min(1.0, float(risk.probability)))
-    consequential = bool(HIGH_CONSEQUENCE_SIGNALS.intersection(risk.signals))
-    consequence = 0.85 if consequential else LEVEL_RISK[risk.level]
-    irreversible = bool(IRREVERSIBLE_SIGNALS.intersection(risk.signals))
+def task_estimate(prompt: str, risk: RiskProfile) -> tuple[TaskProfile, dict[str, tuple[str, ...]]]:
+    """The v2 task fields of one prompt and the cues behind each (`loomc.conductor.estimate`)."""
     tokens = estimate_tokens(prompt)
     snapped = min(8000, max(120, 120 + 40 * round((tokens - 120) / 40)))
-    return TaskProfile(
+    est = estimate(prompt, risk, tokens)
+    task = TaskProfile(
         family=f"runtime_{risk.kind.replace('-', '_')}",
         category=_category(risk),
         summary=_summary(prompt),
-        risk=_r4(level_risk),
-        complexity=_r4(LEVEL_COMPLEXITY[risk.complexity]),
-        consequence=_r4(consequence),
-        ambiguity=_r4(0.5 if risk.kind == "research" else 0.3),
-        evidence_need=_r4(KIND_EVIDENCE.get(risk.kind, 0.35)),
-        reversibility=_r4(0.25 if irreversible else 0.6),
+        risk=est.risk,
+        complexity=est.complexity,
+        consequence=est.consequence,
+        ambiguity=est.ambiguity,
+        evidence_need=est.evidence_need,
+        reversibility=est.reversibility,
         input_tokens=int(snapped),
     )
+    return task, est.drivers
+
+
+def task_profile(prompt: str, risk: RiskProfile) -> TaskProfile:
+    """The v2 task fields of one prompt, estimated from it and its (local) risk profile."""
+    return task_estimate(prompt, risk)[0]
 
 
 @dataclass(frozen=True)

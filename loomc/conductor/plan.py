@@ -49,9 +49,15 @@ class PlanParseError(LoomcError, ValueError):
         super().__init__(f"{reason}: {detail}" if detail else reason)
 
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+
+
 def canonical_json(value: Any) -> str:
-    """Sorted keys, compact separators, ASCII only, Python float repr (so `3.0` stays `3.0`)."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    """Sorted keys, compact separators, ASCII only, Python float repr (so `3.0` stays `3.0`).
+
+    One shared encoder: `json.dumps` with these options builds a new one per call, a fifth of
+    a `search` decision's cost."""
+    return _CANONICAL.encode(value)
 
 
 @dataclass(frozen=True)

@@ -20,28 +20,35 @@ it (the research `router` baseline is `loomc_research.v2.router`, outside the pr
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence
 from itertools import permutations
 from typing import Any, Protocol, runtime_checkable
 
+from loomc.conductor import PLANNER_NAMES
+from loomc.conductor.errors import PlannerError, PlannerUnavailable
 from loomc.conductor.outcome import Candidate, build_candidate, feasible, outcome
 from loomc.conductor.plan import (
     Constraints,
     Plan,
-    PlanParseError,
     Policy,
     TaskProfile,
     WorkerProfile,
 )
-from loomc.conductor.prompt_format import build_prompt, extract_first_json
+from loomc.conductor.proposer import LearnedProposer
 from loomc.conductor.search import SearchPlanner, label_record
-from loomc.errors import LoomcError
 
-PLANNER_NAMES: tuple[str, ...] = ("risk", "search", "learned")
+__all__ = [
+    "PLANNER_NAMES",
+    "LearnedProposer",
+    "PlannerError",
+    "PlannerUnavailable",
+    "RiskPlanner",
+    "make_planner",
+]
+
 DEPTH: tuple[Policy, ...] = ("lean", "balanced", "strict")
 LEVEL_POLICY: dict[str, Policy] = {"low": "lean", "medium": "balanced", "high": "strict"}
-HIGH_RISK = 0.7  # mapping.LEVEL_RISK: low 0.2, medium 0.5, high 0.85
+HIGH_RISK = 0.7  # estimate.LEVEL_RISK: low 0.2, medium 0.5, high 0.85
 MEDIUM_RISK = 0.4
 RISK_REASON = "local_risk_policy"
 
@@ -57,10 +64,6 @@ ROLE_PREFS: dict[str, tuple[frozenset[str], ...]] = {
 }
 
 Admissible = Callable[[Plan], bool]
-
-
-class PlannerError(LoomcError, RuntimeError):
-    """A planner could not propose anything (no feasible plan, model unavailable, ...)."""
 
 
 @runtime_checkable
@@ -180,132 +183,6 @@ class RiskPlanner:
                 if admissible is None or admissible(plan):
                     return plan
         raise PlannerError("no plan of any depth fits the call, credit and latency limits")
-
-
-_ALIAS = re.compile(r'"(worker_[a-z]+)"')
-
-
-def _aliases(n: int) -> list[str]:
-    letters = "abcdefghijklmnopqrstuvwxyz"
-    return [
-        f"worker_{letters[i]}" if i < 26 else f"worker_{letters[i // 26 - 1]}{letters[i % 26]}"
-        for i in range(n)
-    ]
-
-
-class LearnedProposer:
-    """The learned planner: a v2 prompt in, the model's raw text out (worker ids mapped back).
-
-    With `alias_workers` (default) the prompt names the workers `worker_a, worker_b, ...` and
-    their groups `provider_x, provider_y, ...` in roster order — the ids and groups the model was
-    trained on — and every quoted alias in the output is mapped back to the policy's worker id;
-    an alias that names no worker stays as it is and the guard rejects it (`unknown_worker`).
-    `model` may be any object with `.generate(prompts, batch_size) -> list[str]`; by default it
-    is `loomc.conductor.learned.LearnedPlanner`, built on first use.
-    """
-
-    name = "learned"
-
-    def __init__(
-        self,
-        base_model: str | None = None,
-        adapter: str | None = None,
-        *,
-        revision: str | None = None,
-        device: str | None = None,
-        dtype: str | None = None,
-        max_new_tokens: int | None = None,
-        batch_size: int = 1,
-        alias_workers: bool = True,
-        model: Any = None,
-    ) -> None:
-        self.base_model = base_model
-        self.adapter = adapter
-        self.options: dict[str, Any] = {
-            k: v
-            for k, v in {
-                "revision": revision,
-                "device": device,
-                "dtype": dtype,
-                "max_new_tokens": max_new_tokens,
-            }.items()
-            if v is not None
-        }
-        self.batch_size = batch_size
-        self.alias_workers = alias_workers
-        self._model = model
-        self.last_prompt: str | None = None
-        self.last_raw: str | None = None
-
-    def model(self) -> Any:
-        if self._model is None:
-            if not self.base_model:
-                raise PlannerError("the learned planner needs a base model (--base-model DIR)")
-            try:
-                from loomc.conductor.learned import (  # type: ignore[import-not-found,import-untyped,unused-ignore]
-                    LearnedPlanner,
-                )
-
-                options: dict[str, Any] = dict(self.options)
-                self._model = LearnedPlanner(self.base_model, self.adapter, **options)
-            except (ImportError, RuntimeError, OSError, ValueError) as exc:
-                raise PlannerError(f"the learned planner is unavailable: {exc}") from exc
-        return self._model
-
-    def _view(self, workers: Sequence[WorkerProfile]) -> tuple[list[WorkerProfile], dict[str, str]]:
-        if not self.alias_workers:
-            return list(workers), {}
-        ids = _aliases(len(workers))
-        groups: dict[str, str] = {}
-        for w in workers:
-            groups.setdefault(
-                w.provider_group,
-                f"provider_{'xyzuvw'[len(groups) % 6]}"
-                + ("" if len(groups) < 6 else str(len(groups))),
-            )
-        shown = [
-            WorkerProfile(
-                id=alias,
-                provider_group=groups[w.provider_group],
-                quality=w.quality,
-                pass_rate=w.pass_rate,
-                credits_per_call=w.credits_per_call,
-                p95_latency_ms=w.p95_latency_ms,
-                strengths=w.strengths,
-            )
-            for alias, w in zip(ids, workers, strict=True)
-        ]
-        return shown, {alias: w.id for alias, w in zip(ids, workers, strict=True)}
-
-    def prompt(
-        self, task: TaskProfile, workers: Sequence[WorkerProfile], constraints: Constraints
-    ) -> str:
-        shown, _ = self._view(workers)
-        return build_prompt(task, constraints, shown)
-
-    def propose(
-        self, task: TaskProfile, workers: Sequence[WorkerProfile], constraints: Constraints
-    ) -> str:
-        shown, back = self._view(workers)
-        prompt = build_prompt(task, constraints, shown)
-        self.last_prompt = prompt
-        outputs = self.model().generate([prompt], batch_size=self.batch_size)
-        if not outputs:
-            raise PlannerError("the learned planner returned no output")
-        raw = str(outputs[0])
-        self.last_raw = raw
-        if not back:
-            return raw
-        return _ALIAS.sub(lambda m: f'"{back.get(m.group(1), m.group(1))}"', raw)
-
-    def plan(
-        self, task: TaskProfile, workers: Sequence[WorkerProfile], constraints: Constraints
-    ) -> Plan:
-        """Parse the raw proposal (first JSON object) — unchecked: use the guard to run it."""
-        data = extract_first_json(self.propose(task, workers, constraints))
-        if data is None:
-            raise PlanParseError("invalid_json", "no JSON object in the model output")
-        return Plan.from_json(data, worker_ids=[w.id for w in workers])
 
 
 def make_planner(name: str, **options: Any) -> Any:

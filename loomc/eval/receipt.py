@@ -63,6 +63,8 @@ class EvalReceipt(BaseModel):
     deltas: list[PairedDelta] = Field(default_factory=list)
     judge_cost_usd: str | None = None
     judge: JudgeSummary | None = None
+    # conductor:PLANNER strategies: how each planner decided (loomc.eval.strategies)
+    planners: dict[str, Any] = Field(default_factory=dict, exclude_if=lambda v: not v)
 
 
 def judge_summary(records: Sequence[RunRecord]) -> JudgeSummary | None:

@@ -52,3 +52,7 @@ class RunRecord(BaseModel):
     quality: float | None = None  # 0-100: judge score, else check pass fraction x 100
     quality_source: str | None = None  # judge | checks; None when quality is missing
     answer: str | None = None  # kept only with --include-answers
+    # conductor:PLANNER strategies: the planner's guarded decision (task profile and the cues
+    # behind it, proposal, verdict, fallback, the plan that ran)
+    # (left out of the JSON when absent, so records without a planner stay byte-identical)
+    conductor: dict[str, Any] | None = Field(default=None, exclude_if=lambda v: v is None)

@@ -4,7 +4,7 @@ an append-only journal, so an interrupted or unfunded eval resumes without payin
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from functools import partial
@@ -51,18 +51,27 @@ class Job:
 
 
 def plan_jobs(
-    project: Project, cases: Sequence[Case], strategies: Sequence[Strategy], iterations: int
+    project: Project,
+    cases: Sequence[Case],
+    strategies: Sequence[Strategy],
+    iterations: int,
+    planned: Mapping[tuple[str, str], Pipeline] | None = None,
 ) -> list[Job]:
-    """Compile every (pipeline, tier) once; raises DiagnosticError before any call."""
+    """Compile every (pipeline, tier) once; raises DiagnosticError before any call.
+    ``planned`` holds the checked plan of each (case id, conductor strategy)."""
     compiled: dict[tuple[str, str | None], Pipeline] = {}
     jobs = []
     for case in cases:
         for strategy in strategies:
-            key = (strategy.pipeline_for(case.pipeline), strategy.tier)
-            if key not in compiled:
-                compiled[key] = project.compile(*key)
+            if strategy.planner is not None:
+                pipeline = (planned or {})[(case.id, strategy.name)]
+            else:
+                key = (strategy.pipeline_for(case.pipeline), strategy.tier)
+                if key not in compiled:
+                    compiled[key] = project.compile(*key)
+                pipeline = compiled[key]
             for it in range(iterations):
-                jobs.append(Job(case, strategy, it, compiled[key]))
+                jobs.append(Job(case, strategy, it, pipeline))
     return jobs
 
 

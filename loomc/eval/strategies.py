@@ -1,19 +1,25 @@
 """Strategy names of the eval matrix -> (pipeline, tier, profiler) cells.
 
 The tiers are the policy's (a custom tier declared in a policy is a strategy like any other);
-``DEFAULT_TIERS`` only stands in when a caller has no policy at hand.
+``DEFAULT_TIERS`` only stands in when a caller has no policy at hand. ``conductor:PLANNER``
+(``conductor:search``, ...) plans each case with that planner instead of running a tier: the
+caller (``loomc.api.evaluating``) asks the planner per case, the guard checks the plan, and the
+plan's pipeline runs and is checked like any strategy's; ``planner_summary`` condenses the
+planners' decisions for the receipt.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from loomc.errors import LoomcError
 
 DEFAULT_TIERS = ("lean", "balanced", "strict")
 FIXED = ("baseline", "fixed")
 DEFAULT_PIPELINE = "general"
+CONDUCTOR = "conductor:"
 
 
 class StrategyError(LoomcError, ValueError):
@@ -26,6 +32,7 @@ class Strategy:
     pipeline: str | None  # None: the case's own pipeline (default `general`)
     tier: str | None
     semantic: bool = False
+    planner: str | None = None  # conductor:PLANNER: the case's plan comes from this planner
 
     def pipeline_for(self, case_pipeline: str | None) -> str:
         return self.pipeline or case_pipeline or DEFAULT_PIPELINE
@@ -35,8 +42,10 @@ def parse_strategies(
     spec: str,
     pipelines: set[str] | frozenset[str] = frozenset(),
     tiers: Sequence[str] = DEFAULT_TIERS,
+    planners: Sequence[str] = (),
 ) -> list[Strategy]:
-    """Parse ``spec`` (comma-separated) against the project's pipelines and the policy's tiers."""
+    """Parse ``spec`` (comma-separated) against the project's pipelines, the policy's tiers and
+    the conductor's ``planners`` (``conductor:NAME``, optionally ``@semantic``)."""
     out: list[Strategy] = []
     for raw in spec.split(","):
         name = raw.strip()
@@ -45,6 +54,13 @@ def parse_strategies(
         base, _, suffix = name.partition("@")
         semantic = suffix == "semantic"
         tier: str | None = suffix if suffix and not semantic else None
+        if base.startswith(CONDUCTOR) and suffix in ("", "semantic"):
+            planner = base.removeprefix(CONDUCTOR)
+            if planner not in planners:
+                known = ", ".join(CONDUCTOR + p for p in planners) or "none here"
+                raise StrategyError(f"unknown planner in strategy {name!r} (valid: {known})")
+            out.append(Strategy(name, None, None, semantic, planner))
+            continue
         if tier is not None and tier not in tiers:
             raise StrategyError(
                 f"unknown tier {tier!r} in strategy {name!r} (valid: {', '.join(tiers)}, semantic)"
@@ -56,7 +72,7 @@ def parse_strategies(
         elif base in pipelines:
             out.append(Strategy(name, base, tier or "balanced", semantic))
         else:
-            valid = [*FIXED, *tiers, *sorted(pipelines)]
+            valid = [*FIXED, *tiers, *sorted(pipelines), *(CONDUCTOR + p for p in planners)]
             raise StrategyError(
                 f"unknown strategy {name!r} (valid: {', '.join(valid)}, PIPELINE@TIER, X@semantic)"
             )
@@ -66,4 +82,35 @@ def parse_strategies(
     dups = sorted({n for n in names if names.count(n) > 1})
     if dups:
         raise StrategyError(f"duplicate strategy {dups[0]!r}")
+    return out
+
+
+def planner_summary(
+    records: Sequence[Any], strategies: Sequence[Strategy]
+) -> dict[str, dict[str, Any]]:
+    """Per conductor strategy: how its planner decided (records carry ``conductor``, the guard's
+    decision): proposals accepted, fallbacks and why, the policies chosen."""
+    out: dict[str, dict[str, Any]] = {}
+    for strategy in strategies:
+        if strategy.planner is None:
+            continue
+        decisions: list[Mapping[str, Any]] = [
+            r.conductor for r in records if r.strategy == strategy.name and r.conductor
+        ]
+        policies: dict[str, int] = {}
+        reasons: dict[str, int] = {}
+        for d in decisions:
+            policy = str((d.get("plan") or {}).get("policy"))
+            policies[policy] = policies.get(policy, 0) + 1
+            for reason in d.get("reasons") or ():
+                reasons[reason] = reasons.get(reason, 0) + 1
+        out[strategy.name] = {
+            "planner": strategy.planner,
+            "decisions": len(decisions),
+            "accepted": sum(bool(d.get("accepted")) for d in decisions),
+            "fallbacks": sum(d.get("fallback") is not None for d in decisions),
+            "unavailable": reasons.get("planner_unavailable", 0),
+            "policies": dict(sorted(policies.items())),
+            "rejections": dict(sorted(reasons.items())),
+        }
     return out

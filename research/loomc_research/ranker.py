@@ -55,6 +55,18 @@ FEATURES = (
 )
 
 
+# Features that mirror the v3 generator's hidden effects (`v3.generator.TrueOutcomeModel`): the
+# writer's category fit and the same-provider review blind spot scaled by risk. A ranker with
+# them is partly told the answer; `without=HIDDEN_EFFECT_FEATURES` measures it without.
+HIDDEN_EFFECT_FEATURES = (
+    "fit_lean",
+    "fit_balanced",
+    "fit_strict",
+    "independent_x_risk",
+    "shared_review_x_risk",
+)
+
+
 def features(
     task: TaskProfile,
     constraints: Constraints,
@@ -113,10 +125,26 @@ def _feasible(
 
 
 class RankerPlanner:
-    """``plan()`` picks the highest-scoring feasible candidate; ``fit()`` learns the weights."""
+    """``plan()`` picks the highest-scoring feasible candidate; ``fit()`` learns the weights.
+    ``without`` names features the ranker may not use (they are dropped, not zero-weighted)."""
 
-    def __init__(self, weights: Sequence[float] | None = None) -> None:
-        self.weights = list(weights) if weights is not None else [0.0] * len(FEATURES)
+    def __init__(self, weights: Sequence[float] | None = None, without: Sequence[str] = ()) -> None:
+        unknown = sorted(set(without) - set(FEATURES))
+        if unknown:
+            raise ValueError(f"unknown ranker feature(s): {', '.join(unknown)}")
+        self.names = tuple(f for f in FEATURES if f not in set(without))
+        self._keep = [i for i, f in enumerate(FEATURES) if f in self.names]
+        self.weights = list(weights) if weights is not None else [0.0] * len(self.names)
+
+    def _features(
+        self,
+        task: TaskProfile,
+        constraints: Constraints,
+        candidate: Candidate,
+        table: Mapping[str, WorkerProfile],
+    ) -> list[float]:
+        full = features(task, constraints, candidate, table)
+        return [full[i] for i in self._keep]
 
     def fit(
         self,
@@ -143,7 +171,7 @@ class RankerPlanner:
             )
             if index is None or len(cands) < 2:
                 continue
-            blocks.append(np.array([features(task, constraints, c, table) for c in cands]))
+            blocks.append(np.array([self._features(task, constraints, c, table) for c in cands]))
             targets.append(index)
         self._train(blocks, targets, epochs=epochs, lr=lr, l2=l2, seed=seed)
         return self
@@ -195,20 +223,24 @@ class RankerPlanner:
         cands = _feasible(task, constraints, workers)
         if not cands:
             raise NoFeasiblePlan("no plan satisfies max_calls, max_credits and max_latency_ms")
-        best = max(cands, key=lambda c: self.score(features(task, constraints, c, table)))
+        best = max(cands, key=lambda c: self.score(self._features(task, constraints, c, table)))
         est = V2OutcomeModel().outcome(task, best, table)
         codes = reason_codes(task, constraints, best, est)
         return Plan.from_json(label_record(constraints, best, est, codes))
 
     def save(self, path: Path) -> None:
         path.write_text(
-            json.dumps({"features": list(FEATURES), "weights": self.weights}, indent=2) + "\n",
+            json.dumps({"features": list(self.names), "weights": self.weights}, indent=2) + "\n",
             encoding="utf-8",
         )
 
     @classmethod
     def load(cls, path: Path) -> RankerPlanner:
         data = json.loads(path.read_text(encoding="utf-8"))
-        if data.get("features") != list(FEATURES):
+        names = data.get("features")
+        if not isinstance(names, list) or not set(names) <= set(FEATURES):
             raise ValueError(f"{path}: ranker features do not match this loomc version")
-        return cls(data["weights"])
+        ranker = cls(data["weights"], without=[f for f in FEATURES if f not in names])
+        if list(ranker.names) != names:
+            raise ValueError(f"{path}: ranker features do not match this loomc version")
+        return ranker

@@ -82,11 +82,26 @@ def test_run_planner_trace_records_the_verdict(
     assert lines[1]["kind"] == "run-started"
 
 
-def test_run_learned_without_model_falls_back(capsys: pytest.CaptureFixture[str]) -> None:
+def test_run_learned_without_model_exits_1_unless_the_fallback_is_allowed(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     code, out = run_json(capsys, LOW, "--planner", "learned", "--base-model", "/nonexistent")
+    assert code == 1 and "calls" not in out  # a misconfigured planner runs nothing
+    assert out["conductor"]["reasons"] == ["planner_unavailable"]
+    assert "/nonexistent" in out["_stderr"] and "--allow-planner-fallback" in out["_stderr"]
+    code, out = run_json(
+        capsys,
+        LOW,
+        "--planner",
+        "learned",
+        "--base-model",
+        "/nonexistent",
+        "--allow-planner-fallback",
+    )
     assert code == 0
     conductor = out["conductor"]
-    assert conductor["accepted"] is False and conductor["reasons"] == ["planner_failed"]
+    assert conductor["accepted"] is False and conductor["reasons"] == ["planner_unavailable"]
+    assert "risk planner planned this run instead" in conductor["details"][0]
     assert conductor["fallback"] == "risk" and out["calls"] == conductor["plan"]["max_calls"]
 
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 from typing import Any
+from unittest.mock import ANY
 
 import pytest
 
 from loomc.conductor.plan import Constraints, Plan, WorkerProfile
 from loomc.conductor.search import SearchPlanner
-from loomc_research.ranker import RankerPlanner
+from loomc_research.ranker import HIDDEN_EFFECT_FEATURES, RankerPlanner
 from loomc_research.v3.compare import DeepestFeasible, evaluate
 from loomc_research.v3.generator import generate
 
@@ -109,4 +110,42 @@ def test_cli_writes_the_v3_corpus_deterministically(tmp_path: Path) -> None:
             ]
         )
         == 1
+    )
+
+
+def test_family_holdout_shares_no_family_with_training() -> None:
+    corpus = generate(sizes={"train": 300, "test": 120}, holdout="family")
+    train = {r["family"] for r in corpus["train"]}
+    test = {r["family"] for r in corpus["test"]}
+    assert train and test and not train & test
+    assert "payment_races" in test and "direct_facts" in train  # v2's own family split
+    with pytest.raises(ValueError, match="holdout"):
+        generate(sizes={"test": 1}, holdout="task")
+
+
+def test_ranker_without_hidden_effect_features(
+    tmp_path: Path, corpus: dict[str, list[dict[str, Any]]]
+) -> None:
+    blind = RankerPlanner(without=HIDDEN_EFFECT_FEATURES).fit(corpus["train"][:400], epochs=60)
+    assert not set(blind.names) & set(HIDDEN_EFFECT_FEATURES)
+    assert len(blind.weights) == len(blind.names) == 24 - len(HIDDEN_EFFECT_FEATURES)
+    path = tmp_path / "blind.json"
+    blind.save(path)
+    loaded = RankerPlanner.load(path)
+    assert loaded.names == blind.names and loaded.weights == blind.weights
+    rows = corpus["test"][:60]
+    assert evaluate(loaded, rows) == {**evaluate(blind, rows), "ms_per_decision": ANY}
+    with pytest.raises(ValueError, match="unknown ranker feature"):
+        RankerPlanner(without=("psychic",))
+
+
+def test_report_states_both_rankers_against_search() -> None:
+    from loomc_research.v3.compare import RANKER, RANKER_BLIND, compare, section
+
+    results, meta = compare(7, 600, 200, "family")
+    text = section("family", results, meta)
+    assert RANKER_BLIND in text and f"- {RANKER}: regret" in text
+    assert "unsafe under-escalation" in text and "search's" in text
+    assert meta["holdout"] == "family" and not set(meta["train_families"]) & set(
+        meta["test_families"]
     )

@@ -17,8 +17,10 @@ each of these, and nothing else, so the two corpora stay comparable:
   by utility on *sampled* quality/pass-rate (finite trials), so no planner can be exact and a
   learned model has something real to learn.
 
-Families are shared by all splits (v2's test families are all high-risk, which made test
-out of distribution by construction); the split is random by example.
+By default families are shared by all splits and the split is random by example
+(`holdout="example"`). `holdout="family"` holds out by task family exactly like v2: each split
+draws only from its own v2 families (`families_for(split)`), so test tasks come from families
+— and categories — never seen in training (v2's test families are all high-risk).
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from loomc.conductor.outcome import (
 )
 from loomc.conductor.plan import Constraints, TaskProfile, WorkerProfile
 from loomc.conductor.search import label_record, reason_codes
-from loomc_research.v2.families import FAMILIES, category_strength
+from loomc_research.v2.families import FAMILIES, category_strength, families_for
 from loomc_research.v2.generator import make_row, sample_task
 
 SCHEMA_VERSION = "loom-conductor-v3"
@@ -202,12 +204,19 @@ def label_row(
     return Labelled(label, oracle)
 
 
-def generate_split(rng: random.Random, split: str, size: int) -> list[dict[str, Any]]:
+def generate_split(
+    rng: random.Random, split: str, size: int, holdout: str = "example"
+) -> list[dict[str, Any]]:
+    if holdout not in ("example", "family"):
+        raise ValueError(f"holdout must be 'example' or 'family', not {holdout!r}")
+    pool = families_for(split) if holdout == "family" else FAMILIES
+    if not pool:
+        raise ValueError(f"no v2 family belongs to split {split!r}")
     rows: list[dict[str, Any]] = []
     attempt = 0
     while len(rows) < size:
         attempt += 1
-        family = FAMILIES[rng.randrange(len(FAMILIES))]
+        family = pool[rng.randrange(len(pool))]
         task = sample_task(rng, family, attempt)
         task = TaskProfile(**{**task.to_dict(), "request_id": f"v3-{split}-{attempt:06d}"})
         workers = sample_workers(rng)
@@ -231,7 +240,7 @@ def generate_split(rng: random.Random, split: str, size: int) -> list[dict[str, 
 
 
 def generate(
-    seed: int = DEFAULT_SEED, sizes: Mapping[str, int] | None = None
+    seed: int = DEFAULT_SEED, sizes: Mapping[str, int] | None = None, holdout: str = "example"
 ) -> dict[str, list[dict[str, Any]]]:
     rng = random.Random(seed)
-    return {split: generate_split(rng, split, n) for split, n in (sizes or SIZES).items()}
+    return {split: generate_split(rng, split, n, holdout) for split, n in (sizes or SIZES).items()}

@@ -1,0 +1,218 @@
+"""The learned planner's proposer: a v2 prompt in, the model's raw text out.
+
+Split from `loomc.conductor.planners` (the registry and the deterministic `risk` planner) because
+it owns a model's whole life cycle: in-process or served, pinned, batched.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from loomc.conductor.errors import PlannerError, PlannerUnavailable
+from loomc.conductor.plan import Constraints, Plan, PlanParseError, TaskProfile, WorkerProfile
+from loomc.conductor.prompt_format import build_prompt, extract_first_json
+
+_ALIAS = re.compile(r'"(worker_[a-z]+)"')
+
+
+def _aliases(n: int) -> list[str]:
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    return [
+        f"worker_{letters[i]}" if i < 26 else f"worker_{letters[i // 26 - 1]}{letters[i % 26]}"
+        for i in range(n)
+    ]
+
+
+class LearnedProposer:
+    """The learned planner: a v2 prompt in, the model's raw text out (worker ids mapped back).
+
+    The model is in-process (`base_model` + `adapter`: `loomc.conductor.learned`) or served
+    (`endpoint` + `endpoint_model`: `loomc.conductor.served`, through the provider layer). An
+    adapter is loaded only after its pin is verified (`base_model_id` must be the adapter's
+    declared base, `revision` the base directory's commit or weights digest:
+    `loomc.conductor.pin`). Anything that stops the model from running raises
+    `PlannerUnavailable`, one line.
+
+    With `alias_workers` (default) the prompt names the workers `worker_a, worker_b, ...` and
+    their groups `provider_x, provider_y, ...` in roster order — the ids and groups the model was
+    trained on — and every quoted alias in the output is mapped back to the policy's worker id;
+    an alias that names no worker stays as it is and the guard rejects it (`unknown_worker`).
+    `model` may be any object with `.generate(prompts, batch_size) -> list[str]`; by default it
+    is `loomc.conductor.learned.LearnedPlanner`, built on first use.
+    """
+
+    name = "learned"
+
+    def __init__(
+        self,
+        base_model: str | None = None,
+        adapter: str | None = None,
+        *,
+        revision: str | None = None,
+        device: str | None = None,
+        dtype: str | None = None,
+        max_new_tokens: int | None = None,
+        batch_size: int = 8,
+        alias_workers: bool = True,
+        model: Any = None,
+        base_model_id: str | None = None,
+        endpoint: str | None = None,
+        endpoint_model: str | None = None,
+        api_key: str | None = None,
+    ) -> None:
+        self.base_model = base_model
+        self.adapter = adapter
+        self.base_model_id = base_model_id
+        self.endpoint = endpoint
+        self.endpoint_model = endpoint_model
+        self.api_key = api_key
+        self.options: dict[str, Any] = {
+            k: v
+            for k, v in {
+                "revision": revision,
+                "device": device,
+                "dtype": dtype,
+                "max_new_tokens": max_new_tokens,
+            }.items()
+            if v is not None
+        }
+        self.batch_size = batch_size
+        self.alias_workers = alias_workers
+        self._model = model
+        self.last_prompt: str | None = None
+        self.last_raw: str | None = None
+
+    def model(self) -> Any:
+        if self._model is None and self.endpoint:
+            self._model = self._served()
+        if self._model is None:
+            self._verify_pin()
+            if not self.base_model:
+                raise PlannerUnavailable(
+                    "the learned planner needs a base model (--base-model DIR) or an endpoint"
+                )
+            try:
+                from loomc.conductor.learned import (  # type: ignore[import-not-found,import-untyped,unused-ignore]
+                    LearnedPlanner,
+                )
+
+                options: dict[str, Any] = dict(self.options)
+                self._model = LearnedPlanner(self.base_model, self.adapter, **options)
+            except (ImportError, RuntimeError, OSError, ValueError) as exc:
+                raise PlannerUnavailable(f"the learned planner is unavailable: {exc}") from exc
+        return self._model
+
+    def _served(self) -> Any:
+        from loomc.conductor.served import ServedPlanner, ServedPlannerError
+
+        assert self.endpoint is not None
+        if not self.endpoint_model:
+            raise PlannerUnavailable("a served learned planner needs the served model's name")
+        self._verify_pin()
+        try:
+            return ServedPlanner(
+                self.endpoint,
+                self.endpoint_model,
+                api_key=self.api_key,
+                max_new_tokens=int(self.options.get("max_new_tokens", 512)),
+            )
+        except ServedPlannerError as exc:
+            raise PlannerUnavailable(f"the learned planner is unavailable: {exc}") from exc
+
+    def _verify_pin(self) -> None:
+        """The adapter's declared base against our pin, before anything loads."""
+        from pathlib import Path
+
+        from loomc.conductor.pin import PinMismatch, verify_pin
+
+        base = Path(self.base_model) if self.base_model and not self.endpoint else None
+        adapter = Path(self.adapter) if self.adapter else None
+        try:
+            if adapter is not None and not adapter.is_dir():
+                raise PinMismatch(f"adapter directory not found: {adapter}")
+            if base is not None and not base.is_dir():
+                raise PinMismatch(f"base model directory not found: {base}")
+            verify_pin(adapter, base, self.base_model_id, self.options.get("revision"))
+        except PinMismatch as exc:
+            raise PlannerUnavailable(f"the learned planner is unavailable: {exc}") from exc
+
+    def _generate(self, prompts: list[str]) -> list[str]:
+        from loomc.conductor.served import ServedPlannerError
+
+        model = self.model()
+        try:
+            outputs = model.generate(prompts, batch_size=self.batch_size)
+        except ServedPlannerError as exc:
+            raise PlannerUnavailable(f"the learned planner is unavailable: {exc}") from exc
+        if len(outputs) != len(prompts):
+            raise PlannerError("the learned planner returned no output")
+        return [str(o) for o in outputs]
+
+    def propose_batch(
+        self, items: Sequence[tuple[TaskProfile, Sequence[WorkerProfile], Constraints]]
+    ) -> list[str]:
+        """`propose` for many tasks in one batched call (in order)."""
+        views = [self._view(workers) for _, workers, _ in items]
+        prompts = [
+            build_prompt(task, constraints, shown)
+            for (task, _, constraints), (shown, _) in zip(items, views, strict=True)
+        ]
+        raws = self._generate(prompts)
+        return [self._map_back(raw, back) for raw, (_, back) in zip(raws, views, strict=True)]
+
+    def _map_back(self, raw: str, back: Mapping[str, str]) -> str:
+        if not back:
+            return raw
+        return _ALIAS.sub(lambda m: f'"{back.get(m.group(1), m.group(1))}"', raw)
+
+    def _view(self, workers: Sequence[WorkerProfile]) -> tuple[list[WorkerProfile], dict[str, str]]:
+        if not self.alias_workers:
+            return list(workers), {}
+        ids = _aliases(len(workers))
+        groups: dict[str, str] = {}
+        for w in workers:
+            groups.setdefault(
+                w.provider_group,
+                f"provider_{'xyzuvw'[len(groups) % 6]}"
+                + ("" if len(groups) < 6 else str(len(groups))),
+            )
+        shown = [
+            WorkerProfile(
+                id=alias,
+                provider_group=groups[w.provider_group],
+                quality=w.quality,
+                pass_rate=w.pass_rate,
+                credits_per_call=w.credits_per_call,
+                p95_latency_ms=w.p95_latency_ms,
+                strengths=w.strengths,
+            )
+            for alias, w in zip(ids, workers, strict=True)
+        ]
+        return shown, {alias: w.id for alias, w in zip(ids, workers, strict=True)}
+
+    def prompt(
+        self, task: TaskProfile, workers: Sequence[WorkerProfile], constraints: Constraints
+    ) -> str:
+        shown, _ = self._view(workers)
+        return build_prompt(task, constraints, shown)
+
+    def propose(
+        self, task: TaskProfile, workers: Sequence[WorkerProfile], constraints: Constraints
+    ) -> str:
+        shown, back = self._view(workers)
+        prompt = build_prompt(task, constraints, shown)
+        self.last_prompt = prompt
+        raw = self._generate([prompt])[0]
+        self.last_raw = raw
+        return self._map_back(raw, back)
+
+    def plan(
+        self, task: TaskProfile, workers: Sequence[WorkerProfile], constraints: Constraints
+    ) -> Plan:
+        """Parse the raw proposal (first JSON object) — unchecked: use the guard to run it."""
+        data = extract_first_json(self.propose(task, workers, constraints))
+        if data is None:
+            raise PlanParseError("invalid_json", "no JSON object in the model output")
+        return Plan.from_json(data, worker_ids=[w.id for w in workers])
