@@ -9,6 +9,7 @@ providers, sinks and profiler. Nothing here prints: callers render the result.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from decimal import Decimal
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from loomc.api.tracing import StoreLike, TraceRecorder, Traces, stored_run
 from loomc.errors import LoomcError
 from loomc.exec.events import Event, EventSink
 from loomc.exec.result import RunResult
@@ -26,6 +28,7 @@ from loomc.providers.base import Provider
 from loomc.providers.registry import ProviderPool
 from loomc.risk.base import RiskProfiler
 from loomc.risk.factory import make_profiler
+from loomc.store.otel import OtelExporter
 from loomc.units import Budget
 
 if TYPE_CHECKING:
@@ -77,6 +80,8 @@ async def arun(
     profiler: RiskProfiler | None = None,
     stream: bool = True,
     temperature: float | None = None,
+    store: StoreLike | Traces | None = None,
+    telemetry: OtelExporter | None = None,
 ) -> RunResult:
     """Run ``prompt`` through ``pipeline`` at ``tier`` and return the typed result.
 
@@ -104,6 +109,39 @@ async def arun(
     limits = ceilings or Budget()
     chosen_tier = tier or default_tier(proj)
     risk = profiler or make_profiler(proj.policy.risk)
+    # opened before anything runs: a store that cannot be opened refuses the run, unpaid
+    traces = store if isinstance(store, Traces) else Traces(store, telemetry)
+    try:
+        result = await _run_traced(
+            proj, prompt, pipeline, tier, chosen_tier, limits, planner, planner_options,
+            providers, sinks, risk, stream, temperature, traces,
+        )  # fmt: skip
+    finally:
+        if traces is not store:
+            await traces.aclose()
+    return result
+
+
+async def _run_traced(
+    proj: Project,
+    prompt: str,
+    pipeline: str,
+    tier: str | None,
+    chosen_tier: str,
+    limits: Budget,
+    planner: str | Any | None,
+    planner_options: Mapping[str, Any] | None,
+    providers: Providers | None,
+    sinks: Sequence[EventSink],
+    risk: RiskProfiler,
+    stream: bool,
+    temperature: float | None,
+    traces: Traces,
+) -> RunResult:
+    recorder = TraceRecorder()
+    if traces:
+        sinks = [*sinks, recorder]
+    started = time.time()
     decision: Decision | None = None
     if planner is None:
         compiled = proj.compile(pipeline, chosen_tier)  # the promise: proved as in `loomc check`
@@ -119,6 +157,11 @@ async def arun(
     result = await _execute(proj, compiled, prompt, providers, sinks, risk, stream, temperature)
     if decision is not None:
         result.conductor = decision.to_json()
+    if traces:
+        extra = {"conductor": result.conductor} if result.conductor is not None else None
+        await traces.add(
+            stored_run(result, recorder.events, source="run", started=started, extra=extra)
+        )
     return result
 
 

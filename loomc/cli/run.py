@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from loomc.cli.reference import add_reference_flags, resolve
 from loomc.cli.terminal import plain
+from loomc.cli.tracing import add_trace_flags, trace_options
 
 if TYPE_CHECKING:
     from loomc.exec.result import RunResult
@@ -49,6 +50,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_reference_flags(p)
     p.add_argument("--project", type=Path, default=Path("."))
     p.add_argument("--trace", type=Path, help="append events as JSONL")
+    add_trace_flags(p)
     c = p.add_argument_group("conductor", "plan the run with a planner; the checker guards it")
     c.add_argument(
         "--planner",
@@ -113,6 +115,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"loomc: {notice}", file=sys.stderr)
         if not args.json and planner is not None:
             sinks.insert(0, _PlannerVerdict(planner))
+        traces = trace_options(args, args.project)
         result = loomc.run(
             prompt,
             project=project,
@@ -131,6 +134,7 @@ def run(args: argparse.Namespace) -> int:
             sinks=sinks,
             profiler=profiler,
             stream=not args.no_stream,
+            **traces,
         )
     except loomc.DiagnosticError as exc:
         _settle(live)
@@ -146,6 +150,10 @@ def run(args: argparse.Namespace) -> int:
             print(json.dumps({"conductor": exc.record}, indent=2, default=str))
         print(f"loomc run: {plain(exc)}; no model was called", file=sys.stderr)
         return 1
+    except loomc.LoomcError as exc:  # the store or the OpenTelemetry export cannot be set up
+        _settle(live)
+        print(f"loomc run: {plain(exc)}; no model was called", file=sys.stderr)
+        return 2
     _settle(live)
     if args.json:
         out = result.model_dump(mode="json")

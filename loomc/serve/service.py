@@ -22,9 +22,10 @@ from typing import Any
 import anyio
 
 import loomc
+from loomc.api.tracing import TraceRecorder, stored_run
 from loomc.checker.worstcase import worst_case
 from loomc.diagnostics import DiagnosticError
-from loomc.exec.events import Event, EventKind, MemorySink
+from loomc.exec.events import Event, EventKind
 from loomc.exec.result import RunResult, StepStatus, StopReason
 from loomc.ir.model import Pipeline
 from loomc.policy.models import ServeSettings
@@ -35,6 +36,7 @@ from loomc.serve.auth import Client
 from loomc.serve.metrics import Metrics
 from loomc.serve.wire import ApiError, ChatRequest
 from loomc.store import BudgetExhausted, Scope, Store, StoredRun, today
+from loomc.store.otel import OtelExporter
 from loomc.units import Budget, Usage
 
 AUTO = "auto"
@@ -185,8 +187,10 @@ class Service:
         pool: ProviderPool,
         settings: ServeSettings,
         metrics: Metrics,
+        telemetry: OtelExporter | None = None,
     ) -> None:
         self.project, self.store, self.pool = project, store, pool
+        self.telemetry = telemetry
         self.settings, self.metrics = settings, metrics
         self.models = catalog(project)
         self._by_id = {m.id: m for m in self.models}
@@ -255,7 +259,7 @@ class Service:
         admitted.started = True
         request, client, compiled = admitted.request, admitted.client, admitted.compiled
         name, ceilings, reservation = admitted.pipeline, admitted.ceilings, admitted.reservation
-        memory = MemorySink()
+        memory = TraceRecorder()
         answer = AnswerStream(compiled.answer, on_delta or (lambda _text: None))
         options: dict[str, Any] = {}
         ignored = []
@@ -285,15 +289,17 @@ class Service:
             )
         finally:
             with anyio.CancelScope(shield=True):
-                if reservation is not None and result is not None:
+                if result is not None:
+                    # the settlement and the stored run in one transaction, one thread hop
+                    stored = self._stored(result, memory, client, request, started)
                     await anyio.to_thread.run_sync(
-                        self.store.settle, reservation, result.budget.used
+                        self.store.settle_and_save, reservation, result.budget.used, stored
                     )
+                    if self.telemetry is not None:
+                        self.telemetry.export(stored)
                 elif reservation is not None and not _sent(memory):
                     # stopped before any step started: nothing can have been spent
                     await anyio.to_thread.run_sync(self.store.settle, reservation, Usage())
-                if result is not None:
-                    await self._save(result, memory, client, request, started)
         answer.rest(result.answer)
         self.metrics.run(result)
         ext: dict[str, Any] = {"run_id": _run_id(memory, result)}
@@ -333,43 +339,29 @@ class Service:
             ) from None
         return reserved
 
-    async def _save(
-        self,
+    @staticmethod
+    def _stored(
         result: RunResult,
-        memory: MemorySink,
+        memory: TraceRecorder,
         client: Client,
         request: ChatRequest,
         started: float,
-    ) -> None:
-        events = [e.to_json() for e in memory.events if e.kind is not EventKind.TOKEN]
-        run_id = _run_id(memory, result)
-        body = result.model_dump(mode="json")
-        body["request"] = {"model": request.model, "user": request.user}
-        stored = StoredRun(
-            run_id=run_id,
-            ts=started,
-            pipeline=result.pipeline,
-            tier=result.tier,
-            key=client.name,
+    ) -> StoredRun:
+        return stored_run(
+            result,
+            memory.events,
             source="serve",
-            stop_reason=str(result.stop_reason),
-            calls=result.calls,
-            tokens=result.tokens,
-            credits=None if result.credits is None else str(result.credits),
-            cost=None if result.cost is None else str(result.cost),
-            elapsed_ms=result.elapsed_ms,
-            receipt_hash=result.receipt_hash,
-            result=body,
-            events=events,
+            started=started,
+            key=client.name,
+            extra={"request": {"model": request.model, "user": request.user}},
         )
-        await anyio.to_thread.run_sync(self.store.save_run, stored)
 
 
-def _sent(memory: MemorySink) -> bool:
+def _sent(memory: TraceRecorder) -> bool:
     return any(e.kind is EventKind.STEP_STARTED for e in memory.events)
 
 
-def _run_id(memory: MemorySink, result: RunResult) -> str:
+def _run_id(memory: TraceRecorder, result: RunResult) -> str:
     return memory.events[0].run_id if memory.events else result.receipt_hash
 
 
