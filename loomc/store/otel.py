@@ -16,6 +16,7 @@ and request bodies stay in the store. The SDK is imported lazily (the ``otel`` e
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from loomc.errors import LoomcError
@@ -49,8 +50,15 @@ class OtelExporter:
             raise OtelUnavailable(
                 "OpenTelemetry export needs the otel extra: pip install 'loomc[otel]'"
             ) from None
-        provider = TracerProvider(resource=Resource.create({"service.name": "loomc"}))
-        exporter = OTLPSpanExporter(endpoint=endpoint) if endpoint else OTLPSpanExporter()
+        # flushed by loomc with a bound (``flush``): an unreachable collector never holds a
+        # command at exit for the SDK's own retries
+        provider = TracerProvider(
+            resource=Resource.create({"service.name": "loomc"}), shutdown_on_exit=False
+        )
+        options: dict[str, Any] = {"endpoint": endpoint} if endpoint else {}
+        if not any(os.environ.get(f"OTEL_EXPORTER_OTLP_{k}TIMEOUT") for k in ("", "TRACES_")):
+            options["timeout"] = 3  # seconds, retries included (the SDK's default is 10)
+        exporter = OTLPSpanExporter(**options)
         provider.add_span_processor(BatchSpanProcessor(exporter))
         return cls(provider)
 
@@ -145,10 +153,12 @@ class OtelExporter:
             span.set_status(trace.Status(trace.StatusCode.ERROR, "the step failed"))
         span.end(end_time=start_ns + max(0, int(step.get("elapsed_ms") or 0)) * 1_000_000)
 
-    def flush(self) -> None:
+    def flush(self, timeout_ms: int = 3000) -> None:
+        """Send what is queued, waiting at most ``timeout_ms`` (spans still queued after it are
+        dropped when the process ends: telemetry never holds up a command)."""
         flush = getattr(self.provider, "force_flush", None)
         if flush is not None:
-            flush()
+            flush(timeout_ms)
 
     def shutdown(self) -> None:
         stop = getattr(self.provider, "shutdown", None)
