@@ -28,6 +28,7 @@ COMMANDS = (
     "demo",
     "serve",
     "traces",
+    "calibrate",
     "init",
     "doctor",
     "pipelines",
