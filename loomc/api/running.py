@@ -70,7 +70,7 @@ async def arun(
     *,
     project: ProjectLike = ".",
     policy: str | Path | None = None,
-    pipeline: str = DEFAULT_PIPELINE,
+    pipeline: str | Pipeline = DEFAULT_PIPELINE,
     tier: str | None = None,
     ceilings: Budget | None = None,
     planner: str | Any | None = None,
@@ -97,6 +97,9 @@ async def arun(
     decision is on ``result.conductor`` and emitted as a ``conductor-plan`` event first.
     ``providers`` replaces or extends the policy's providers (a pool you manage, or ready
     providers by policy name); ``sinks`` receive every event; ``profiler`` overrides the policy's.
+
+    ``pipeline`` may also be a :class:`~loomc.Pipeline` from ``Project.compile`` (then ``tier``
+    is its own): a caller running one pipeline x tier many times compiles and checks it once.
 
     Raises ``DiagnosticError`` when the pipeline does not compile or check (no model is called)
     and ``PlanRejected`` when a planner's proposal and its fallback both fail the checker.
@@ -125,7 +128,7 @@ async def arun(
 async def _run_traced(
     proj: Project,
     prompt: str,
-    pipeline: str,
+    pipeline: str | Pipeline,
     tier: str | None,
     chosen_tier: str,
     limits: Budget,
@@ -143,7 +146,11 @@ async def _run_traced(
         sinks = [*sinks, recorder]
     started = time.time()
     decision: Decision | None = None
-    if planner is None:
+    if isinstance(pipeline, Pipeline):
+        if planner is not None:
+            raise ValueError("a planner plans from a pipeline name, not a compiled Pipeline")
+        compiled = pipeline  # compiled and checked by the caller (a server caches them)
+    elif planner is None:
         compiled = proj.compile(pipeline, chosen_tier)  # the promise: proved as in `loomc check`
     else:
         # A planner fits its plan into the limits (they choose its depth); the guard proves it.

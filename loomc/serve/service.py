@@ -166,6 +166,17 @@ def _reservation(pipeline: Pipeline) -> tuple[Usage, bool, bool]:
     )
 
 
+PLAN_CACHE_SIZE = 64
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    run: Pipeline  # checked as `loomc check` proves it; the request's ceilings are its limits
+    amount: Usage  # the worst case under the request's ceilings: what is reserved
+    tokens_open: bool
+    cost_open: bool
+
+
 @dataclass
 class Admitted:
     """A request that passed every check and holds its reservation, ready to run."""
@@ -196,6 +207,7 @@ class Service:
         self._by_id = {m.id: m for m in self.models}
         # built once: a keyword profiler compiles its patterns, ~1 ms a request otherwise
         self.profiler = loomc.make_profiler(project.policy.risk)
+        self._plans: dict[tuple[str, str | None, Budget], _Plan] = {}
 
     def resolve(self, request: ChatRequest) -> tuple[str, str | None]:
         model = self._by_id.get(request.model)
@@ -230,21 +242,36 @@ class Service:
         refusal (404, 400, 402) happens here, before a stream starts or a model is called."""
         name, tier = self.resolve(request)
         ceilings = _ceilings(request, client)
-        try:
-            compiled = self.project.compile(name, tier, ceilings)
-        except DiagnosticError as exc:
-            first = exc.diagnostics[0]
-            # the checker names the command line as the ceilings' source; here it is the
-            # request's `loomc` object or the key's per-run ceilings
-            message = first.message.replace("(command line)", "(request or key)")
-            raise ApiError(
-                400,
-                f"the run cannot fit its ceilings: {message}",
-                param="loomc",
-                code=first.code,
-            ) from None
-        reservation = await self._reserve(client, compiled)
-        return Admitted(request, client, name, compiled, ceilings, reservation)
+        plan = self._plan(name, tier, ceilings)
+        reservation = await self._reserve(client, plan)
+        return Admitted(request, client, name, plan.run, ceilings, reservation)
+
+    def _plan(self, name: str, tier: str | None, ceilings: Budget) -> _Plan:
+        """The pipeline x tier proved under the request's ceilings, the checked pipeline to run
+        and its worst-case reservation: compiled and checked once per (pipeline, tier,
+        ceilings), not on every request (a bounded LRU: clients choose the ceilings)."""
+        key = (name, tier, ceilings)
+        plan = self._plans.pop(key, None)
+        if plan is None:
+            try:
+                bounded = self.project.compile(name, tier, ceilings)
+                run = self.project.compile(name, tier)
+            except DiagnosticError as exc:
+                first = exc.diagnostics[0]
+                # the checker names the command line as the ceilings' source; here it is the
+                # request's `loomc` object or the key's per-run ceilings
+                message = first.message.replace("(command line)", "(request or key)")
+                raise ApiError(
+                    400,
+                    f"the run cannot fit its ceilings: {message}",
+                    param="loomc",
+                    code=first.code,
+                ) from None
+            plan = _Plan(run, *_reservation(bounded))
+            while len(self._plans) >= PLAN_CACHE_SIZE:
+                del self._plans[next(iter(self._plans))]  # least recently used
+        self._plans[key] = plan  # most recently used last
+        return plan
 
     async def release(self, admitted: Admitted) -> None:
         """Give back the reservation of an admitted run that never started."""
@@ -258,7 +285,7 @@ class Service:
     ) -> tuple[RunResult, dict[str, Any]]:
         admitted.started = True
         request, client, compiled = admitted.request, admitted.client, admitted.compiled
-        name, ceilings, reservation = admitted.pipeline, admitted.ceilings, admitted.reservation
+        ceilings, reservation = admitted.ceilings, admitted.reservation
         memory = TraceRecorder()
         answer = AnswerStream(compiled.answer, on_delta or (lambda _text: None))
         options: dict[str, Any] = {}
@@ -278,8 +305,7 @@ class Service:
             result = await loomc.arun(
                 request.prompt(),
                 project=self.project,
-                pipeline=name,
-                tier=compiled.tier,
+                pipeline=compiled,
                 ceilings=ceilings,
                 providers=self.pool,
                 sinks=[memory, answer],
@@ -292,8 +318,8 @@ class Service:
                 if result is not None:
                     # the settlement and the stored run in one transaction, one thread hop
                     stored = self._stored(result, memory, client, request, started)
-                    await anyio.to_thread.run_sync(
-                        self.store.settle_and_save, reservation, result.budget.used, stored
+                    await self._store_call(
+                        "settle_and_save", reservation, result.budget.used, stored
                     )
                     if self.telemetry is not None:
                         self.telemetry.export(stored)
@@ -309,11 +335,11 @@ class Service:
             ext["stream_diverged"] = True
         return result, ext
 
-    async def _reserve(self, client: Client, compiled: Pipeline) -> str | None:
+    async def _reserve(self, client: Client, plan: _Plan) -> str | None:
         scopes = self._scopes(client)
         if not scopes:
             return None
-        amount, tokens_unbounded, cost_unknown = _reservation(compiled)
+        amount, tokens_unbounded, cost_unknown = plan.amount, plan.tokens_open, plan.cost_open
         for dim, open_ended in (("tokens", tokens_unbounded), ("usd", cost_unknown)):
             if open_ended and any(
                 getattr(s.limits, "cost" if dim == "usd" else dim) is not None for s in scopes
@@ -325,9 +351,7 @@ class Service:
                     code="unbounded_run",
                 )
         try:
-            reserved: str = await anyio.to_thread.run_sync(
-                self.store.reserve, scopes, amount, today()
-            )
+            reserved: str = await self._store_call("reserve", scopes, amount, today())
         except BudgetExhausted as exc:
             who = "this key's" if exc.scope.startswith("key:") else "the server's"
             raise ApiError(
@@ -338,6 +362,16 @@ class Service:
                 code="budget_exhausted",
             ) from None
         return reserved
+
+    async def _store_call(self, method: str, *args: Any) -> Any:
+        """A store call on the event loop when it cannot block (an uncontended SQLite file),
+        else in a worker thread: each hop to a thread costs a context switch per request."""
+        now = getattr(self.store, "try_now", None)
+        if now is not None:
+            done, value = now(method, *args)
+            if done:
+                return value
+        return await anyio.to_thread.run_sync(getattr(self.store, method), *args)
 
     @staticmethod
     def _stored(

@@ -13,7 +13,7 @@ import sqlite3
 import threading
 import uuid
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +59,7 @@ class SQLiteStore:
         self.path = Path(path)
         self.url = str(self.path)
         self._lock = threading.Lock()
+        self._here = threading.local()  # set while `try_now` holds the lock in this thread
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             # autocommit mode: every transaction below is explicit
@@ -75,7 +76,7 @@ class SQLiteStore:
 
     @contextmanager
     def _tx(self, begin: str | None = None) -> Iterator[sqlite3.Connection]:
-        with self._lock:
+        with nullcontext() if getattr(self._here, "held", False) else self._lock:
             if begin is None:
                 yield self._db
                 return
@@ -86,6 +87,28 @@ class SQLiteStore:
                 self._db.execute("ROLLBACK")
                 raise
             self._db.execute("COMMIT")
+
+    def try_now(self, method: str, *args: Any) -> tuple[bool, Any]:
+        """Call ``method`` right here when it cannot wait: nobody holds the connection and no
+        other connection holds the database's write lock. ``(False, None)`` otherwise, and the
+        caller runs it in a worker thread, where it may wait. A server calls this on its event
+        loop: an uncontended reservation (~0.1 ms) costs less than a hop to a thread."""
+        if not self._lock.acquire(blocking=False):
+            return False, None
+        self._here.held = True
+        try:
+            self._db.execute("PRAGMA busy_timeout=0")
+            try:
+                return True, getattr(self, method)(*args)
+            except sqlite3.OperationalError as exc:
+                if "locked" in str(exc) or "busy" in str(exc):
+                    return False, None
+                raise
+            finally:
+                self._db.execute("PRAGMA busy_timeout=30000")
+        finally:
+            self._here.held = False
+            self._lock.release()
 
     # --- the ledger -----------------------------------------------------------------------------
 
