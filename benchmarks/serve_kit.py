@@ -54,12 +54,17 @@ def _wait_http(url: str, proc: subprocess.Popen[bytes], timeout: float = 60) -> 
 
 
 @contextmanager
-def _process(args: list[str], ready: str, env: dict[str, str] | None = None) -> Iterator[None]:
-    proc = subprocess.Popen(
-        args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env or ENV, cwd=ROOT
-    )
+def _process(
+    args: list[str], ready: str, env: dict[str, str] | None = None, timeout: float = 60
+) -> Iterator[None]:
+    fd, log_name = tempfile.mkstemp(prefix="loomc-bench-", suffix=".log")
+    proc = subprocess.Popen(args, stdout=fd, stderr=subprocess.STDOUT, env=env or ENV, cwd=ROOT)
+    os.close(fd)
     try:
-        _wait_http(ready, proc)
+        try:
+            _wait_http(ready, proc, timeout)
+        except RuntimeError as exc:
+            raise RuntimeError(f"{exc}; its output is in {log_name}") from None
         yield
     finally:
         proc.terminate()
@@ -134,7 +139,8 @@ def litellm_proxy(base_url: str) -> Iterator[str | None]:
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_LOG": "ERROR"}
     args = [str(LITELLM), "--config", str(folder / "config.yaml")]
     args += ["--host", "127.0.0.1", "--port", str(port), "--num_workers", "1"]
-    with _process(args, f"http://127.0.0.1:{port}/health/liveliness", env):
+    # LiteLLM imports for a long while (tens of seconds on a busy machine)
+    with _process(args, f"http://127.0.0.1:{port}/health/liveliness", env, timeout=300):
         yield f"http://127.0.0.1:{port}/v1"
 
 

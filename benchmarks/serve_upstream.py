@@ -17,7 +17,21 @@ from typing import Any
 
 import uvicorn
 
-WORDS = ["DNS", "maps", "names", "to", "addresses", "through", "a", "hierarchy", "of", "cached", "resolvers", "and", "servers."]
+WORDS = [
+    "DNS",
+    "maps",
+    "names",
+    "to",
+    "addresses",
+    "through",
+    "a",
+    "hierarchy",
+    "of",
+    "cached",
+    "resolvers",
+    "and",
+    "servers.",
+]
 USAGE = {"prompt_tokens": 20, "completion_tokens": len(WORDS), "total_tokens": 20 + len(WORDS)}
 DELAY = 0.0
 
