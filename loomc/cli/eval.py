@@ -126,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
             )
         return 1
     try:
-        traces = trace_options(args, args.project)
+        traces = trace_options(args, args.project, ev.project.packaged)
     except loomc.LoomcError as exc:  # the store or the OpenTelemetry export cannot be set up
         print(f"loomc eval: {exc}; nothing was run", file=sys.stderr)
         return 2

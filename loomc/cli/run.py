@@ -115,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"loomc: {notice}", file=sys.stderr)
         if not args.json and planner is not None:
             sinks.insert(0, _PlannerVerdict(planner))
-        traces = trace_options(args, args.project)
+        traces = trace_options(args, args.project, project.packaged)
         result = loomc.run(
             prompt,
             project=project,

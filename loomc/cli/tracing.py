@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 from typing import Any
 
@@ -32,11 +33,16 @@ def add_trace_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def trace_options(args: argparse.Namespace, root: Path) -> dict[str, Any]:
-    """``store=`` and ``telemetry=`` for the API call. Raises ``StoreError`` / ``OtelUnavailable``
-    (both ``LoomcError``) with a one-line message."""
+def trace_options(args: argparse.Namespace, root: Path, packaged: bool = False) -> dict[str, Any]:
+    """``store=`` and ``telemetry=`` for the API call. A folder without a project (``packaged``:
+    the defaults in the wheel ran) gets no ``.loomc/`` written into it unless a store was named
+    (``--store`` or ``$LOOMC_STORE``). Raises ``OtelUnavailable`` (a ``LoomcError``)."""
     from loomc.api.tracing import otel_from_env
-    from loomc.store import store_url
+    from loomc.store import STORE_ENV, store_url
 
-    store = None if args.no_store else store_url(args.store, root)
-    return {"store": store, "telemetry": otel_from_env(args.otel)}
+    named = args.store is not None or bool(os.environ.get(STORE_ENV, "").strip())
+    off = args.no_store or (packaged and not named)
+    return {
+        "store": None if off else store_url(args.store, root),
+        "telemetry": otel_from_env(args.otel),
+    }

@@ -7,7 +7,8 @@ server replicas.
 One convention for every command (``serve``, ``run``, ``eval``, ``traces``, ``calibrate``):
 ``--store URL`` wins, then the ``LOOMC_STORE`` environment variable, then the project's
 ``.loomc/store.db``. ``run`` and ``eval`` record there by default (``--no-store`` or
-``LOOMC_STORE=off`` opts out), so ``loomc traces`` shows what was run without any flag.
+``LOOMC_STORE=off`` opts out), so ``loomc traces`` shows what was run without any flag; in a
+folder without a project (the packaged defaults) they write nothing unless a store is named.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from loomc.store.base import (
 )
 
 __all__ = [
+    "STORE_ENV",
     "BudgetExhausted",
     "RunFilter",
     "Scope",
