@@ -1,106 +1,86 @@
-"""`loomc serve`'s cost over a direct run, and the ledger's cost per reservation (issue 14).
+"""`loomc serve`'s overhead per request over a direct run against the same upstream (issue 14).
 
-    python benchmarks/serve_overhead.py [N]     # from a checkout; mock policy, no network
+    python benchmarks/serve_overhead.py [ROUNDS] [PER_ROUND]    # default 15 x 40
 
-Prints, for N runs of general@lean on the mock provider (zero latency): p50/p95 of a direct
-``loomc.arun`` and of the same run through the server (a non-streaming request with httpx on a
-keep-alive connection, a key and a per-key daily budget, so the ledger and the store are on the
-path), their p50 difference; then the SQLite reservation cost alone, one caller and 128 threads.
+Three processes: a zero-latency OpenAI-compatible upstream, `loomc serve` on a policy whose
+workers are that upstream (``general@lean``: one upstream call per request; a bearer key with a
+daily budget, so auth, the ledger's reservation and settlement and the stored run are all on
+the path), and this client. Arms, alternated in a new shuffled order every round: ``upstream``
+posts the chat request to the upstream itself (for scale), ``direct`` runs the same
+``general@lean`` with ``loomc.arun`` in this process against the same upstream (the direct
+call), ``serve`` posts the request to loomc serve on a keep-alive connection. Printed: min /
+median / max over rounds of each arm's per-round median, and of the per-round difference
+serve - direct (the server's overhead; goal <= 1 ms at the median). Set LOOMC_BENCH_TREE to
+another checkout to measure its server with the same harness (the "before" column).
 """
 
 from __future__ import annotations
 
-import statistics
 import sys
 import tempfile
-import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import anyio
 import httpx
-import uvicorn
-import yaml
+from anyio.from_thread import start_blocking_portal
+from serve_kit import BODY, ROOT, interleaved, loomc_serve, spread, upstream, upstream_policy
 
 import loomc
-from loomc.serve import create_app
-from loomc.store import Scope, open_store
-from loomc.units import Budget, Usage
 
-ROOT = Path(__file__).resolve().parents[1]
-PROMPT = "Explain DNS briefly."
+KEY = "bench-key-0123456789"
+TMP = Path(tempfile.mkdtemp(prefix="loomc-overhead-"))
 
 
-def pct(values: list[float], q: float) -> float:
-    return sorted(values)[min(len(values) - 1, int(q * len(values)))] * 1000
-
-
-def main(n: int) -> None:
-    tmp = Path(tempfile.mkdtemp())
-    policy = yaml.safe_load((ROOT / "policies" / "default.yaml").read_text())
-    policy["serve"] = {
-        "keys": [{"name": "b", "key": "env:LOOMC_BENCH_KEY", "per_day": {"calls": 10**9}}]
+def main(rounds: int, per_round: int) -> None:
+    serve_settings = {
+        "keys": [{"name": "bench", "key": "env:LOOMC_BENCH_KEY", "per_day": {"calls": 10**9}}]
     }
-    (tmp / "p.yaml").write_text(yaml.safe_dump(policy))
-    project = loomc.Project.load(ROOT, tmp / "p.yaml")
+    with (
+        upstream() as up,
+        loomc_serve(up, serve_settings, {"LOOMC_BENCH_KEY": KEY}) as served,
+        httpx.Client(base_url=up) as direct_client,
+        httpx.Client(base_url=served, headers={"authorization": f"Bearer {KEY}"}) as serve_client,
+        start_blocking_portal() as portal,
+        portal.wrap_async_context_manager(
+            loomc.ProviderPool(loomc.Project.load(ROOT, upstream_policy(up, TMP)).policy)
+        ) as pool,
+    ):
+        upstream_body = {**BODY, "model": "worker-small"}
+        project = loomc.Project.load(ROOT, TMP / "policy.yaml")
+        prompt = BODY["messages"][0]["content"]  # type: ignore[index]
 
-    async def direct() -> list[float]:
-        times = []
-        async with loomc.ProviderPool(project.policy) as pool:
-            for _ in range(n):
-                t = time.perf_counter()
-                await loomc.arun(PROMPT, project=project, tier="lean", providers=pool, stream=False)
-                times.append(time.perf_counter() - t)
-        return times
-
-    direct_s = anyio.run(direct)
-    app = create_app(project, open_store(tmp / "store.db"), env={"LOOMC_BENCH_KEY": "bench-key"})
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="critical"))
-    threading.Thread(target=server.run, daemon=True).start()
-    while not server.started:
-        time.sleep(0.01)
-    url = f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}"
-    body = {"model": "general@lean", "messages": [{"role": "user", "content": PROMPT}]}
-    served_s = []
-    with httpx.Client(base_url=url, headers={"authorization": "Bearer bench-key"}) as c:
-        for _ in range(n):
+        def raw() -> float:
             t = time.perf_counter()
-            c.post("/v1/chat/completions", json=body).raise_for_status()
-            served_s.append(time.perf_counter() - t)
-    server.should_exit = True
-    print(f"direct arun     p50 {pct(direct_s, 0.5):7.2f} ms  p95 {pct(direct_s, 0.95):7.2f} ms")
-    print(f"through serve   p50 {pct(served_s, 0.5):7.2f} ms  p95 {pct(served_s, 0.95):7.2f} ms")
-    print(
-        f"serve overhead  p50 {pct(served_s, 0.5) - pct(direct_s, 0.5):7.2f} ms "
-        "(HTTP, JSON, auth, reservation + settle + stored run in SQLite)"
-    )
+            direct_client.post("/chat/completions", json=upstream_body).raise_for_status()
+            return time.perf_counter() - t
 
-    store = open_store(tmp / "ledger.db")
-    scope = [Scope("key:b", Budget(calls=10**9))]
-    one = []
-    for _ in range(n):
-        t = time.perf_counter()
-        store.reserve(scope, Usage(calls=1), "d")
-        one.append(time.perf_counter() - t)
+        async def run_once() -> None:
+            await loomc.arun(prompt, project=project, tier="lean", providers=pool, stream=False)
 
-    def timed(_: int) -> float:
-        t = time.perf_counter()
-        store.reserve(scope, Usage(calls=1), "d")
-        return time.perf_counter() - t
+        def direct() -> float:
+            t = time.perf_counter()
+            portal.call(run_once)
+            return time.perf_counter() - t
 
-    with ThreadPoolExecutor(128) as pool:
-        many = list(pool.map(timed, range(max(n, 256))))
-    wall = time.perf_counter()
-    with ThreadPoolExecutor(128) as pool:
-        list(pool.map(timed, range(max(n, 256))))
-    wall = time.perf_counter() - wall
-    print(
-        f"SQLite reserve  1 caller p50 {pct(one, 0.5):.3f} ms; 128 threads p50 "
-        f"{pct(many, 0.5):.3f} ms, {max(n, 256) / wall:,.0f} reservations/s"
-    )
-    print(f"(N={n}; statistics.mean direct {statistics.mean(direct_s) * 1000:.2f} ms)")
+        def serve() -> float:
+            t = time.perf_counter()
+            got = serve_client.post("/chat/completions", json=BODY)
+            got.raise_for_status()
+            return time.perf_counter() - t
+
+        medians = interleaved(
+            {"upstream": raw, "direct": direct, "serve": serve}, rounds, per_round
+        )
+    overhead = [s - d for s, d in zip(medians["serve"], medians["direct"], strict=True)]
+    print(f"{rounds} rounds x {per_round} requests per arm; min / median / max of round medians")
+    print(f"upstream alone (httpx)   {spread(medians['upstream'])} ms")
+    print(f"direct loomc.arun        {spread(medians['direct'])} ms")
+    print(f"through loomc serve      {spread(medians['serve'])} ms")
+    print(f"serve overhead           {spread(overhead)} ms   (goal <= 1 ms at the median)")
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 300)
+    main(
+        int(sys.argv[1]) if len(sys.argv) > 1 else 15,
+        int(sys.argv[2]) if len(sys.argv) > 2 else 40,
+    )

@@ -36,6 +36,7 @@ _EXPORTS: dict[str, str] = {
     "arun": "loomc.api.running",
     "evaluate": "loomc.api.evaluating",
     "prepare_eval": "loomc.api.evaluating",
+    "calibrate": "loomc.api.calibrating",
     "render": "loomc.report.render",
     "load_receipt": "loomc.eval.receipt",
     "load_project": "loomc.project.workspace",
@@ -66,6 +67,7 @@ _EXPORTS: dict[str, str] = {
     "DatasetError": "loomc.eval.dataset",
     "StrategyError": "loomc.eval.strategies",
     "EvalAborted": "loomc.eval.runner",
+    "CalibrationRefused": "loomc.api.calibrating",
 }
 
 __all__ = ["__version__", *_EXPORTS]
@@ -85,6 +87,8 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # explicit re-exports for type checkers
+    from loomc.api.calibrating import CalibrationRefused as CalibrationRefused
+    from loomc.api.calibrating import calibrate as calibrate
     from loomc.api.checking import check as check
     from loomc.api.checking import compile as compile
     from loomc.api.evaluating import BudgetRefused as BudgetRefused

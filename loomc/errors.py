@@ -30,6 +30,8 @@ still catches a ``PlanParseError``)::
     ├── BudgetRefused (RuntimeError)     loomc.api.evaluating: an eval's worst case passes its totals
     ├── StoreError                       loomc.store.base: a store that cannot be opened or written
     ├── BudgetExhausted                  loomc.store.base: a period budget cannot cover a run
+    ├── OtelUnavailable                  loomc.store.otel: --otel without the otel extra
+    ├── CalibrationRefused               loomc.api.calibrating: too few samples, or a failing policy
     └── ServeConfigError                 loomc.serve.auth: an unsafe or impossible `loomc serve`
 
 Budget refusals are not exceptions: the ledger returns a ``Refused`` value and the run records

@@ -20,6 +20,7 @@ EXPECTED = [
     "arun",
     "evaluate",
     "prepare_eval",
+    "calibrate",
     "render",
     "load_receipt",
     "load_project",
@@ -47,6 +48,7 @@ EXPECTED = [
     "DatasetError",
     "StrategyError",
     "EvalAborted",
+    "CalibrationRefused",
 ]
 
 

@@ -9,6 +9,7 @@ prints it, ``--dry-run`` stops there) before :meth:`Evaluation.arun` spends anyt
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -20,6 +21,7 @@ import anyio
 
 from loomc.api.conducting import plan_conductor_cases
 from loomc.api.running import ProjectLike, Providers, open_project
+from loomc.api.tracing import StoreLike, Traces, stored_run
 from loomc.conductor import PLANNER_NAMES
 from loomc.errors import LoomcError
 from loomc.eval.dataset import Case, load_dataset
@@ -30,17 +32,21 @@ from loomc.eval.runner import (
     Estimate,
     Job,
     Journal,
+    RunHook,
     estimate_json,
     plan_jobs,
     preflight,
     run_matrix,
 )
 from loomc.eval.strategies import Strategy, parse_strategies, planner_summary
+from loomc.exec.events import Event
+from loomc.exec.result import RunResult
 from loomc.policy.models import Policy, RiskSettings
 from loomc.project import Project
 from loomc.providers.registry import ProviderPool
 from loomc.risk.base import RiskProfiler
 from loomc.risk.factory import make_profiler
+from loomc.store.otel import OtelExporter
 from loomc.units import Budget
 
 DEFAULT_STRATEGIES = "baseline,fixed,lean,balanced,strict"
@@ -107,6 +113,8 @@ class Evaluation:
         providers: Providers | None = None,
         on_done: Callable[[RunRecord], None] | None = None,
         on_notice: Callable[[str], None] | None = None,
+        store: StoreLike | None = None,
+        telemetry: OtelExporter | None = None,
     ) -> EvalReceipt:
         """Run every cell (the eval-wide ``totals`` stop it, never overshot) and aggregate.
 
@@ -114,18 +122,42 @@ class Evaluation:
         cells, so nothing finished is paid twice, and counts calls in flight at an interruption
         as spent); without one, nothing survives the process. ``on_notice`` hears what a resume
         changed (edited cases re-run, calls in flight counted), one line each. Raises ``EvalAborted`` when a cell fails
-        unexpectedly (cells in flight are cancelled, finished ones stay in the journal)."""
+        unexpectedly (cells in flight are cancelled, finished ones stay in the journal).
+        ``store`` keeps every run executed here (not the resumed ones) with its events, written
+        in batches; ``telemetry`` exports each as OpenTelemetry spans."""
         book = Journal(journal) if journal is not None else None
-        if book is not None and not resume and book.path.exists():
-            book.path.unlink()
-        if book is None:
-            import tempfile
+        traces = Traces(store, telemetry)  # opened first: a bad store refuses before any call
+        try:
+            if book is not None and not resume and book.path.exists():
+                book.path.unlink()
+            if book is None:
+                import tempfile
 
-            with tempfile.TemporaryDirectory(prefix="loomc-eval-") as tmp:
-                return await self._arun(
-                    Journal(Path(tmp) / "journal.jsonl"), totals, providers, on_done, on_notice
-                )
-        return await self._arun(book, totals, providers, on_done, on_notice)
+                with tempfile.TemporaryDirectory(prefix="loomc-eval-") as tmp:
+                    book = Journal(Path(tmp) / "journal.jsonl")
+                    return await self._arun(book, totals, providers, on_done, on_notice, traces)
+            return await self._arun(book, totals, providers, on_done, on_notice, traces)
+        finally:
+            await traces.aclose()
+
+    def _trace_hook(self, traces: Traces) -> RunHook | None:
+        """Each executed run to the trace store, tagged with its cell."""
+        if not traces:
+            return None
+        dataset = str(self.dataset)
+
+        async def on_run(job: Job, result: RunResult, events: list[Event]) -> None:
+            cell = {
+                "dataset": dataset,
+                "case": job.case.id,
+                "strategy": job.strategy.name,
+                "iteration": job.iteration,
+            }
+            await traces.add(
+                stored_run(result, events, source="eval", started=time.time(), extra={"eval": cell})
+            )
+
+        return on_run
 
     async def _arun(
         self,
@@ -134,6 +166,7 @@ class Evaluation:
         providers: Providers | None,
         on_done: Callable[[RunRecord], None] | None,
         on_notice: Callable[[str], None] | None = None,
+        traces: Traces | None = None,
     ) -> EvalReceipt:
         async def matrix(pool: ProviderPool) -> list[RunRecord]:
             return await run_matrix(
@@ -147,6 +180,7 @@ class Evaluation:
                 on_done=on_done,
                 judge=self.judge,
                 on_notice=on_notice,
+                on_run=None if traces is None else self._trace_hook(traces),
             )
 
         if isinstance(providers, ProviderPool):
@@ -294,6 +328,8 @@ def evaluate(
     resume: bool = False,
     providers: Providers | None = None,
     on_done: Callable[[RunRecord], None] | None = None,
+    store: StoreLike | None = None,
+    telemetry: OtelExporter | None = None,
 ) -> EvalReceipt:
     """Plan and run an eval; returns the receipt (render it with :func:`loomc.render`).
 
@@ -314,5 +350,11 @@ def evaluate(
     if over and not run_until_budget:
         raise BudgetRefused(over)
     return ev.run(
-        journal=journal, resume=resume, totals=totals, providers=providers, on_done=on_done
+        journal=journal,
+        resume=resume,
+        totals=totals,
+        providers=providers,
+        on_done=on_done,
+        store=store,
+        telemetry=telemetry,
     )

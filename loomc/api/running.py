@@ -9,6 +9,7 @@ providers, sinks and profiler. Nothing here prints: callers render the result.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from decimal import Decimal
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from loomc.api.tracing import StoreLike, TraceRecorder, Traces, stored_run
 from loomc.errors import LoomcError
 from loomc.exec.events import Event, EventSink
 from loomc.exec.result import RunResult
@@ -26,6 +28,7 @@ from loomc.providers.base import Provider
 from loomc.providers.registry import ProviderPool
 from loomc.risk.base import RiskProfiler
 from loomc.risk.factory import make_profiler
+from loomc.store.otel import OtelExporter
 from loomc.units import Budget
 
 if TYPE_CHECKING:
@@ -67,7 +70,7 @@ async def arun(
     *,
     project: ProjectLike = ".",
     policy: str | Path | None = None,
-    pipeline: str = DEFAULT_PIPELINE,
+    pipeline: str | Pipeline = DEFAULT_PIPELINE,
     tier: str | None = None,
     ceilings: Budget | None = None,
     planner: str | Any | None = None,
@@ -77,6 +80,8 @@ async def arun(
     profiler: RiskProfiler | None = None,
     stream: bool = True,
     temperature: float | None = None,
+    store: StoreLike | Traces | None = None,
+    telemetry: OtelExporter | None = None,
 ) -> RunResult:
     """Run ``prompt`` through ``pipeline`` at ``tier`` and return the typed result.
 
@@ -93,6 +98,9 @@ async def arun(
     ``providers`` replaces or extends the policy's providers (a pool you manage, or ready
     providers by policy name); ``sinks`` receive every event; ``profiler`` overrides the policy's.
 
+    ``pipeline`` may also be a :class:`~loomc.Pipeline` from ``Project.compile`` (then ``tier``
+    is its own): a caller running one pipeline x tier many times compiles and checks it once.
+
     Raises ``DiagnosticError`` when the pipeline does not compile or check (no model is called)
     and ``PlanRejected`` when a planner's proposal and its fallback both fail the checker.
     """
@@ -104,8 +112,45 @@ async def arun(
     limits = ceilings or Budget()
     chosen_tier = tier or default_tier(proj)
     risk = profiler or make_profiler(proj.policy.risk)
+    # opened before anything runs: a store that cannot be opened refuses the run, unpaid
+    traces = store if isinstance(store, Traces) else Traces(store, telemetry)
+    try:
+        result = await _run_traced(
+            proj, prompt, pipeline, tier, chosen_tier, limits, planner, planner_options,
+            providers, sinks, risk, stream, temperature, traces,
+        )  # fmt: skip
+    finally:
+        if traces is not store:
+            await traces.aclose()
+    return result
+
+
+async def _run_traced(
+    proj: Project,
+    prompt: str,
+    pipeline: str | Pipeline,
+    tier: str | None,
+    chosen_tier: str,
+    limits: Budget,
+    planner: str | Any | None,
+    planner_options: Mapping[str, Any] | None,
+    providers: Providers | None,
+    sinks: Sequence[EventSink],
+    risk: RiskProfiler,
+    stream: bool,
+    temperature: float | None,
+    traces: Traces,
+) -> RunResult:
+    recorder = TraceRecorder()
+    if traces:
+        sinks = [*sinks, recorder]
+    started = time.time()
     decision: Decision | None = None
-    if planner is None:
+    if isinstance(pipeline, Pipeline):
+        if planner is not None:
+            raise ValueError("a planner plans from a pipeline name, not a compiled Pipeline")
+        compiled = pipeline  # compiled and checked by the caller (a server caches them)
+    elif planner is None:
         compiled = proj.compile(pipeline, chosen_tier)  # the promise: proved as in `loomc check`
     else:
         # A planner fits its plan into the limits (they choose its depth); the guard proves it.
@@ -119,6 +164,11 @@ async def arun(
     result = await _execute(proj, compiled, prompt, providers, sinks, risk, stream, temperature)
     if decision is not None:
         result.conductor = decision.to_json()
+    if traces:
+        extra = {"conductor": result.conductor} if result.conductor is not None else None
+        await traces.add(
+            stored_run(result, recorder.events, source="run", started=started, extra=extra)
+        )
     return result
 
 

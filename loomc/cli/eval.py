@@ -12,6 +12,7 @@ from loomc.cli.common import _decimal
 from loomc.cli.planner_flags import add_planner_flags, planner_options, planner_problem
 from loomc.cli.reference import add_reference_flags, resolve, translate_strategies
 from loomc.cli.terminal import plain
+from loomc.cli.tracing import add_trace_flags, trace_options
 
 REPORT_EXTS = (".html", ".svg", ".md", ".json")
 
@@ -48,6 +49,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--policy", type=Path)
     add_reference_flags(p, adaptive=False)
+    add_trace_flags(p)
     p.add_argument("--project", type=Path, default=Path("."))
     c = p.add_argument_group(
         "conductor", "options of the planners behind conductor:PLANNER strategies"
@@ -140,7 +142,12 @@ def run(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
         return 1
-    receipt, code = _run_with_progress(ev, journal, args.resume, totals)
+    try:
+        traces = trace_options(args, args.project, ev.project.packaged)
+    except loomc.LoomcError as exc:  # the store or the OpenTelemetry export cannot be set up
+        print(f"loomc eval: {exc}; nothing was run", file=sys.stderr)
+        return 2
+    receipt, code = _run_with_progress(ev, journal, args.resume, totals, traces)
     if receipt is None:
         return code
     for out in dict.fromkeys(outputs):
@@ -195,7 +202,9 @@ def _unwritable(path: Path) -> str | None:
     return None
 
 
-def _run_with_progress(ev: Any, journal: Path, resume: bool, totals: Any) -> tuple[Any, int]:
+def _run_with_progress(
+    ev: Any, journal: Path, resume: bool, totals: Any, traces: dict[str, Any] | None = None
+) -> tuple[Any, int]:
     """Run with a progress bar; (None, exit code) after one line on stderr when aborted (1) or
     interrupted (130)."""
     from rich.progress import Progress
@@ -211,6 +220,7 @@ def _run_with_progress(ev: Any, journal: Path, resume: bool, totals: Any) -> tup
                 totals=totals,
                 on_done=lambda _r: progress.advance(task),
                 on_notice=lambda line: print(f"loomc eval: {line}", file=sys.stderr),
+                **(traces or {}),
             ), 0
         except loomc.EvalAborted as exc:
             print(
@@ -218,6 +228,9 @@ def _run_with_progress(ev: Any, journal: Path, resume: bool, totals: Any) -> tup
                 "--resume to finish",
                 file=sys.stderr,
             )
+        except loomc.LoomcError as exc:  # the trace store cannot be opened: nothing ran
+            print(f"loomc eval: {exc}; nothing was run", file=sys.stderr)
+            return None, 2
         except KeyboardInterrupt:
             print(
                 f"loomc eval: interrupted; finished runs are kept in {journal}; rerun with "

@@ -29,6 +29,7 @@ COMMANDS = (
     "serve",
     "traces",
     "studio",
+    "calibrate",
     "init",
     "doctor",
     "pipelines",

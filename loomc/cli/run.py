@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from loomc.cli.planner_flags import add_planner_flags, planner_options, planner_problem
 from loomc.cli.reference import add_reference_flags, resolve
 from loomc.cli.terminal import plain
+from loomc.cli.tracing import add_trace_flags, trace_options
 from loomc.conductor import PLANNER_NAMES
 
 if TYPE_CHECKING:
@@ -51,6 +52,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_reference_flags(p)
     p.add_argument("--project", type=Path, default=Path("."))
     p.add_argument("--trace", type=Path, help="append events as JSONL")
+    add_trace_flags(p)
     c = p.add_argument_group("conductor", "plan the run with a planner; the checker guards it")
     c.add_argument(
         "--planner",
@@ -110,6 +112,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"loomc: {notice}", file=sys.stderr)
         if not args.json and planner is not None:
             sinks.insert(0, _PlannerVerdict(planner))
+        traces = trace_options(args, args.project, project.packaged)
         result = loomc.run(
             prompt,
             project=project,
@@ -128,6 +131,7 @@ def run(args: argparse.Namespace) -> int:
             sinks=sinks,
             profiler=profiler,
             stream=not args.no_stream,
+            **traces,
         )
     except loomc.DiagnosticError as exc:
         _settle(live)
@@ -143,6 +147,10 @@ def run(args: argparse.Namespace) -> int:
             print(json.dumps({"conductor": exc.record}, indent=2, default=str))
         print(f"loomc run: {plain(exc)}; no model was called", file=sys.stderr)
         return 1
+    except loomc.LoomcError as exc:  # the store or the OpenTelemetry export cannot be set up
+        _settle(live)
+        print(f"loomc run: {plain(exc)}; no model was called", file=sys.stderr)
+        return 2
     _settle(live)
     if args.json:
         out = result.model_dump(mode="json")

@@ -22,8 +22,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--port", type=int, default=8000, help="0 picks a free port (printed)")
     p.add_argument(
         "--store",
-        metavar="PATH",
-        help="runs and the budget ledger (default PROJECT/.loomc/store.db)",
+        metavar="URL",
+        help="runs and the budget ledger: a SQLite path or postgresql://... (default "
+        "$LOOMC_STORE, else PROJECT/.loomc/store.db)",
+    )
+    p.add_argument(
+        "--otel",
+        action="store_true",
+        help="export runs as OpenTelemetry spans over OTLP/HTTP (also on when "
+        "OTEL_EXPORTER_OTLP_ENDPOINT is set; needs loomc[otel])",
     )
     p.add_argument(
         "--log-level", default="warning", choices=("critical", "error", "warning", "info", "debug")
@@ -55,6 +62,7 @@ def run(args: argparse.Namespace) -> int:
             port=args.port,
             store=args.store,
             log_level=args.log_level,
+            otel=args.otel,
         )
     except DiagnosticError as exc:
         print(render_text(exc.diagnostics), file=sys.stderr)

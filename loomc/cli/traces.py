@@ -1,4 +1,4 @@
-"""`loomc traces list|show|export`: the runs kept in a store (by `loomc serve`, `run --store`)."""
+"""`loomc traces list|show|export`: the runs kept in a store (by `loomc serve`, `run`, `eval`)."""
 
 from __future__ import annotations
 
@@ -35,7 +35,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         v.add_argument("--pipeline")
         v.add_argument("--tier")
         v.add_argument("--key", help="the serve key's name (never the key itself)")
-        v.add_argument("--since", type=_since, metavar="WHEN")
+        v.add_argument("--source", choices=("serve", "run", "eval"), help="which command ran it")
+        v.add_argument("--since", type=_since, metavar="WHEN", help="2026-12-03, ...T10:00, 2h")
+        v.add_argument("--until", type=_since, metavar="WHEN", help="before this time")
         v.add_argument("--limit", type=int, metavar="N")
         _store_flag(v)
         if verb == "list":
@@ -51,14 +53,20 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def _store_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--store", metavar="PATH", default=None, help="the store (default ./.loomc/store.db)"
+        "--store",
+        metavar="URL",
+        default=None,
+        help="a SQLite path or postgresql://... (default $LOOMC_STORE, else "
+        "PROJECT/.loomc/store.db)",
     )
+    parser.add_argument("--project", type=Path, default=Path("."), help="project folder")
 
 
 def run(args: argparse.Namespace) -> int:
-    from loomc.store import DEFAULT_STORE, RunFilter, StoreError, open_store
+    from loomc.store import RunFilter, StoreError, open_store, store_url
 
-    location = args.store or DEFAULT_STORE
+    location = store_url(args.store, args.project, required=True)
+    assert location is not None
     if "://" not in str(location) and not Path(location).is_file():
         print(f"loomc traces: no store at {location}", file=sys.stderr)
         return 1
@@ -75,7 +83,15 @@ def run(args: argparse.Namespace) -> int:
                 return 1
             print(json.dumps(found.to_json(), indent=2, default=str))
             return 0
-        where = RunFilter(args.pipeline, args.tier, args.key, args.since, args.limit)
+        where = RunFilter(
+            pipeline=args.pipeline,
+            tier=args.tier,
+            key=args.key,
+            since=args.since,
+            limit=args.limit,
+            source=args.source,
+            until=args.until,
+        )
         runs = store.runs(where)
         if args.verb == "list":
             _list([r.summary() for r in runs], args.json)
@@ -105,8 +121,20 @@ def _list(rows: list[dict[str, Any]], as_json: bool) -> None:
     from rich.text import Text
 
     table = Table(box=None)
-    for column in ("run", "when (UTC)", "model", "key", "stop", "calls", "tokens", "cost", "ms"):
-        table.add_column(column)
+    columns = (
+        "run",
+        "when (UTC)",
+        "source",
+        "model",
+        "key",
+        "stop",
+        "calls",
+        "tokens",
+        "cost",
+        "ms",
+    )
+    for column in columns:  # the run id (a unique prefix `show` accepts) and time never wrap
+        table.add_column(column, no_wrap=column in ("run", "when (UTC)"))
     for row in rows:
         when = dt.datetime.fromtimestamp(row["ts"], dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
         model = row["pipeline"] + (f"@{row['tier']}" if row["tier"] else "")
@@ -114,8 +142,9 @@ def _list(rows: list[dict[str, Any]], as_json: bool) -> None:
             *(
                 Text(str(v))
                 for v in (  # Text: stored strings never become markup
-                    row["run_id"],
+                    row["run_id"][:12],
                     when,
+                    row["source"],
                     model,
                     row["key"] or "-",
                     row["stop_reason"],

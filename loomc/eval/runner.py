@@ -4,7 +4,7 @@ an append-only journal, so an interrupted or unfunded eval resumes without payin
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from functools import partial
@@ -23,15 +23,19 @@ from loomc.eval.judge import judge as run_judge
 from loomc.eval.judge import worst_case as judge_worst_case
 from loomc.eval.records import JudgeVerdict, RunRecord
 from loomc.eval.strategies import Strategy
+from loomc.exec.events import Event, MemorySink
 from loomc.exec.executor import execute
 from loomc.exec.ledger import Ledger
-from loomc.exec.result import StopReason
+from loomc.exec.result import RunResult, StopReason
 from loomc.ir.model import Pipeline
 from loomc.project import Project
 from loomc.providers.base import redact
 from loomc.providers.registry import ProviderPool
 from loomc.risk.base import RiskProfiler
 from loomc.units import Budget
+
+# hears each run an eval executes, with its events: `loomc.api` stores them as traces
+RunHook = Callable[["Job", RunResult, list[Event]], Awaitable[None]]
 
 
 @dataclass(frozen=True)
@@ -236,6 +240,7 @@ async def run_matrix(
     on_done: Callable[[RunRecord], None] | None = None,
     judge: JudgeSpec | None = None,
     on_notice: Callable[[str], None] | None = None,
+    on_run: RunHook | None = None,
 ) -> list[RunRecord]:
     """Run every cell not already in the journal (and judge every run not yet judged).
 
@@ -243,7 +248,7 @@ async def run_matrix(
     case) counts against ``total``; a journaled cell whose case changed since is run again.
     ``on_notice`` hears both, one line each. An unexpected error in one cell cancels the cells
     in flight and raises EvalAborted; budget and provider trouble never raise, they are recorded
-    on the run."""
+    on the run. ``on_run`` hears each run executed here with its events (the trace store)."""
     done = journal.load()
     stale = _stale(jobs, done, journal)
     for cell in stale:
@@ -323,6 +328,7 @@ async def run_matrix(
         try:
             async with limiter:
                 if prior is None:
+                    memory = MemorySink() if on_run is not None else None
                     result = await execute(
                         job.pipeline,
                         job.case.prompt,
@@ -332,7 +338,10 @@ async def run_matrix(
                         parent_ledger=cell_ledger(job),
                         completed=journal.completed(job.key, job.case_hash),
                         on_step=partial(journal.step, job.key, case_hash=job.case_hash),
+                        sinks=() if memory is None else (memory,),
                     )
+                    if on_run is not None and memory is not None:
+                        await on_run(job, result, memory.events)
                     stop = result.stop_reason
                     stopped = result.calls == 0 and (
                         stop.dimension is not None or stop is StopReason.OVER_CEILING

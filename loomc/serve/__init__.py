@@ -37,24 +37,32 @@ def serve(
     store: str | Path | None = None,
     log_level: str = "warning",
     on_ready: Callable[[str], None] | None = None,
+    otel: bool = False,
 ) -> None:
     """Serve the project at ``root`` until interrupted. Raises ``DiagnosticError`` when the
     project does not load, ``ServeConfigError`` for an unsafe or impossible configuration and
-    ``StoreError`` when the store cannot be opened — all before anything listens."""
+    ``StoreError`` when the store cannot be opened — all before anything listens. The store is
+    ``store``, else ``$LOOMC_STORE``, else ``ROOT/.loomc/store.db``; ``otel`` (or
+    ``OTEL_EXPORTER_OTLP_ENDPOINT``) exports every run as OpenTelemetry spans."""
     import uvicorn
 
     from loomc.api.running import open_project
+    from loomc.api.tracing import otel_from_env
     from loomc.serve.app import create_app as build
     from loomc.serve.auth import Keys, ServeConfigError, check_bind
-    from loomc.store import DEFAULT_STORE, open_store
+    from loomc.store import open_store, store_url
 
     project = open_project(root, policy)
     keys = Keys(project.policy.serve)
     check_bind(host, keys)
-    opened = open_store(store if store is not None else Path(root) / DEFAULT_STORE)
+    telemetry = otel_from_env(otel)
+    opened = open_store(store_url(store, root, required=True) or "")
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY only on sockets that say so, and without
+    # it a response's headers and body (two writes) wait out the client's 40 ms delayed ACK
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     try:
         sock.bind((host, port))
     except OSError as exc:
@@ -62,7 +70,7 @@ def serve(
         raise ServeConfigError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
     bound = sock.getsockname()[1]
     url = f"http://{host if family == socket.AF_INET else f'[{host}]'}:{bound}"
-    app = build(project, opened, keys=keys)
+    app = build(project, opened, keys=keys, telemetry=telemetry)
     config = uvicorn.Config(app, log_level=log_level, access_log=False, lifespan="on")
     server = uvicorn.Server(config)
     (on_ready or (lambda u: sys.stderr.write(f"loomc serve: listening on {u}/v1\n")))(url)

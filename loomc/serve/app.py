@@ -41,6 +41,7 @@ from loomc.serve.wire import (
     usage,
 )
 from loomc.store import Store
+from loomc.store.otel import OtelExporter
 from loomc.studio.app import mount as studio
 
 log = logging.getLogger("loomc.serve")
@@ -53,10 +54,12 @@ def create_app(
     providers: Mapping[str, Provider] | None = None,
     keys: Keys | None = None,
     env: Mapping[str, str] | None = None,
+    telemetry: OtelExporter | None = None,
 ) -> Starlette:
     """The server for ``project``; budgets and traces go to ``store``. ``providers`` replace the
     policy's by name (tests inject counting or faulty ones); ``keys`` defaults to the policy's
-    ``serve.keys`` resolved from ``env`` (the process environment)."""
+    ``serve.keys`` resolved from ``env`` (the process environment); ``telemetry`` exports every
+    run as OpenTelemetry spans (shut down with the server)."""
     settings = project.policy.serve
     metrics = Metrics()
     resolved_keys = keys or Keys(settings, env)
@@ -66,11 +69,13 @@ def create_app(
         async with ProviderPool(project.policy) as pool:
             for name, provider in (providers or {}).items():
                 pool.put(name, provider)
-            app.state.service = Service(project, store, pool, settings, metrics)
+            app.state.service = Service(project, store, pool, settings, metrics, telemetry)
             try:
                 yield
             finally:
                 store.close()
+                if telemetry is not None:
+                    telemetry.shutdown()
 
     def service(request: Request) -> Service:
         svc: Service = request.app.state.service

@@ -22,9 +22,10 @@ from typing import Any
 import anyio
 
 import loomc
+from loomc.api.tracing import TraceRecorder, stored_run
 from loomc.checker.worstcase import worst_case
 from loomc.diagnostics import DiagnosticError
-from loomc.exec.events import Event, EventKind, MemorySink
+from loomc.exec.events import Event, EventKind
 from loomc.exec.result import RunResult, StepStatus, StopReason
 from loomc.ir.model import Pipeline
 from loomc.policy.models import ServeSettings
@@ -35,6 +36,7 @@ from loomc.serve.auth import Client
 from loomc.serve.metrics import Metrics
 from loomc.serve.wire import ApiError, ChatRequest
 from loomc.store import BudgetExhausted, Scope, Store, StoredRun, today
+from loomc.store.otel import OtelExporter
 from loomc.units import Budget, Usage
 
 AUTO = "auto"
@@ -164,6 +166,17 @@ def _reservation(pipeline: Pipeline) -> tuple[Usage, bool, bool]:
     )
 
 
+PLAN_CACHE_SIZE = 64
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    run: Pipeline  # checked as `loomc check` proves it; the request's ceilings are its limits
+    amount: Usage  # the worst case under the request's ceilings: what is reserved
+    tokens_open: bool
+    cost_open: bool
+
+
 @dataclass
 class Admitted:
     """A request that passed every check and holds its reservation, ready to run."""
@@ -185,13 +198,16 @@ class Service:
         pool: ProviderPool,
         settings: ServeSettings,
         metrics: Metrics,
+        telemetry: OtelExporter | None = None,
     ) -> None:
         self.project, self.store, self.pool = project, store, pool
+        self.telemetry = telemetry
         self.settings, self.metrics = settings, metrics
         self.models = catalog(project)
         self._by_id = {m.id: m for m in self.models}
         # built once: a keyword profiler compiles its patterns, ~1 ms a request otherwise
         self.profiler = loomc.make_profiler(project.policy.risk)
+        self._plans: dict[tuple[str, str | None, Budget], _Plan] = {}
 
     def resolve(self, request: ChatRequest) -> tuple[str, str | None]:
         model = self._by_id.get(request.model)
@@ -226,21 +242,36 @@ class Service:
         refusal (404, 400, 402) happens here, before a stream starts or a model is called."""
         name, tier = self.resolve(request)
         ceilings = _ceilings(request, client)
-        try:
-            compiled = self.project.compile(name, tier, ceilings)
-        except DiagnosticError as exc:
-            first = exc.diagnostics[0]
-            # the checker names the command line as the ceilings' source; here it is the
-            # request's `loomc` object or the key's per-run ceilings
-            message = first.message.replace("(command line)", "(request or key)")
-            raise ApiError(
-                400,
-                f"the run cannot fit its ceilings: {message}",
-                param="loomc",
-                code=first.code,
-            ) from None
-        reservation = await self._reserve(client, compiled)
-        return Admitted(request, client, name, compiled, ceilings, reservation)
+        plan = self._plan(name, tier, ceilings)
+        reservation = await self._reserve(client, plan)
+        return Admitted(request, client, name, plan.run, ceilings, reservation)
+
+    def _plan(self, name: str, tier: str | None, ceilings: Budget) -> _Plan:
+        """The pipeline x tier proved under the request's ceilings, the checked pipeline to run
+        and its worst-case reservation: compiled and checked once per (pipeline, tier,
+        ceilings), not on every request (a bounded LRU: clients choose the ceilings)."""
+        key = (name, tier, ceilings)
+        plan = self._plans.pop(key, None)
+        if plan is None:
+            try:
+                bounded = self.project.compile(name, tier, ceilings)
+                run = self.project.compile(name, tier)
+            except DiagnosticError as exc:
+                first = exc.diagnostics[0]
+                # the checker names the command line as the ceilings' source; here it is the
+                # request's `loomc` object or the key's per-run ceilings
+                message = first.message.replace("(command line)", "(request or key)")
+                raise ApiError(
+                    400,
+                    f"the run cannot fit its ceilings: {message}",
+                    param="loomc",
+                    code=first.code,
+                ) from None
+            plan = _Plan(run, *_reservation(bounded))
+            while len(self._plans) >= PLAN_CACHE_SIZE:
+                del self._plans[next(iter(self._plans))]  # least recently used
+        self._plans[key] = plan  # most recently used last
+        return plan
 
     async def release(self, admitted: Admitted) -> None:
         """Give back the reservation of an admitted run that never started."""
@@ -254,8 +285,8 @@ class Service:
     ) -> tuple[RunResult, dict[str, Any]]:
         admitted.started = True
         request, client, compiled = admitted.request, admitted.client, admitted.compiled
-        name, ceilings, reservation = admitted.pipeline, admitted.ceilings, admitted.reservation
-        memory = MemorySink()
+        ceilings, reservation = admitted.ceilings, admitted.reservation
+        memory = TraceRecorder()
         answer = AnswerStream(compiled.answer, on_delta or (lambda _text: None))
         options: dict[str, Any] = {}
         ignored = []
@@ -274,8 +305,7 @@ class Service:
             result = await loomc.arun(
                 request.prompt(),
                 project=self.project,
-                pipeline=name,
-                tier=compiled.tier,
+                pipeline=compiled,
                 ceilings=ceilings,
                 providers=self.pool,
                 sinks=[memory, answer],
@@ -285,15 +315,17 @@ class Service:
             )
         finally:
             with anyio.CancelScope(shield=True):
-                if reservation is not None and result is not None:
-                    await anyio.to_thread.run_sync(
-                        self.store.settle, reservation, result.budget.used
+                if result is not None:
+                    # the settlement and the stored run in one transaction, one thread hop
+                    stored = self._stored(result, memory, client, request, started)
+                    await self._store_call(
+                        "settle_and_save", reservation, result.budget.used, stored
                     )
+                    if self.telemetry is not None:
+                        self.telemetry.export(stored)
                 elif reservation is not None and not _sent(memory):
                     # stopped before any step started: nothing can have been spent
                     await anyio.to_thread.run_sync(self.store.settle, reservation, Usage())
-                if result is not None:
-                    await self._save(result, memory, client, request, started)
         answer.rest(result.answer)
         self.metrics.run(result)
         ext: dict[str, Any] = {"run_id": _run_id(memory, result)}
@@ -303,11 +335,11 @@ class Service:
             ext["stream_diverged"] = True
         return result, ext
 
-    async def _reserve(self, client: Client, compiled: Pipeline) -> str | None:
+    async def _reserve(self, client: Client, plan: _Plan) -> str | None:
         scopes = self._scopes(client)
         if not scopes:
             return None
-        amount, tokens_unbounded, cost_unknown = _reservation(compiled)
+        amount, tokens_unbounded, cost_unknown = plan.amount, plan.tokens_open, plan.cost_open
         for dim, open_ended in (("tokens", tokens_unbounded), ("usd", cost_unknown)):
             if open_ended and any(
                 getattr(s.limits, "cost" if dim == "usd" else dim) is not None for s in scopes
@@ -319,9 +351,7 @@ class Service:
                     code="unbounded_run",
                 )
         try:
-            reserved: str = await anyio.to_thread.run_sync(
-                self.store.reserve, scopes, amount, today()
-            )
+            reserved: str = await self._store_call("reserve", scopes, amount, today())
         except BudgetExhausted as exc:
             who = "this key's" if exc.scope.startswith("key:") else "the server's"
             raise ApiError(
@@ -333,43 +363,39 @@ class Service:
             ) from None
         return reserved
 
-    async def _save(
-        self,
+    async def _store_call(self, method: str, *args: Any) -> Any:
+        """A store call on the event loop when it cannot block (an uncontended SQLite file),
+        else in a worker thread: each hop to a thread costs a context switch per request."""
+        now = getattr(self.store, "try_now", None)
+        if now is not None:
+            done, value = now(method, *args)
+            if done:
+                return value
+        return await anyio.to_thread.run_sync(getattr(self.store, method), *args)
+
+    @staticmethod
+    def _stored(
         result: RunResult,
-        memory: MemorySink,
+        memory: TraceRecorder,
         client: Client,
         request: ChatRequest,
         started: float,
-    ) -> None:
-        events = [e.to_json() for e in memory.events if e.kind is not EventKind.TOKEN]
-        run_id = _run_id(memory, result)
-        body = result.model_dump(mode="json")
-        body["request"] = {"model": request.model, "user": request.user}
-        stored = StoredRun(
-            run_id=run_id,
-            ts=started,
-            pipeline=result.pipeline,
-            tier=result.tier,
-            key=client.name,
+    ) -> StoredRun:
+        return stored_run(
+            result,
+            memory.events,
             source="serve",
-            stop_reason=str(result.stop_reason),
-            calls=result.calls,
-            tokens=result.tokens,
-            credits=None if result.credits is None else str(result.credits),
-            cost=None if result.cost is None else str(result.cost),
-            elapsed_ms=result.elapsed_ms,
-            receipt_hash=result.receipt_hash,
-            result=body,
-            events=events,
+            started=started,
+            key=client.name,
+            extra={"request": {"model": request.model, "user": request.user}},
         )
-        await anyio.to_thread.run_sync(self.store.save_run, stored)
 
 
-def _sent(memory: MemorySink) -> bool:
+def _sent(memory: TraceRecorder) -> bool:
     return any(e.kind is EventKind.STEP_STARTED for e in memory.events)
 
 
-def _run_id(memory: MemorySink, result: RunResult) -> str:
+def _run_id(memory: TraceRecorder, result: RunResult) -> str:
     return memory.events[0].run_id if memory.events else result.receipt_hash
 
 

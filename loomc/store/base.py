@@ -13,6 +13,7 @@ nano-dollar is booked as a whole one, which can only refuse early, never oversho
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from decimal import ROUND_CEILING, Decimal
@@ -113,6 +114,43 @@ class RunFilter:
     key: str | None = None
     since: float | None = None  # unix seconds
     limit: int | None = None
+    source: str | None = None  # serve | run | eval
+    until: float | None = None  # unix seconds, exclusive
+
+    def clauses(self, mark: str) -> tuple[str, list[Any]]:
+        """The SQL ``WHERE`` (or ``""``) and its arguments; ``mark`` is the driver's placeholder."""
+        parts: list[str] = []
+        args: list[Any] = []
+        for column in ("pipeline", "tier", "key", "source"):
+            value = getattr(self, column)
+            if value is not None:
+                parts.append(f"{column} = {mark}")
+                args.append(value)
+        if self.since is not None:
+            parts.append(f"ts >= {mark}")
+            args.append(self.since)
+        if self.until is not None:
+            parts.append(f"ts < {mark}")
+            args.append(self.until)
+        return ("WHERE " + " AND ".join(parts)) if parts else "", args
+
+
+def run_rows(runs: Sequence[StoredRun]) -> tuple[list[tuple[Any, ...]], list[tuple[str, int, str]]]:
+    """The rows to insert, serialised before the lock is taken."""
+    rows = [
+        (
+            r.run_id, r.ts, r.pipeline, r.tier, r.key, r.source, r.stop_reason, r.calls,
+            r.tokens, r.credits, r.cost, r.elapsed_ms, r.receipt_hash,
+            json.dumps(r.result, default=str, separators=(",", ":")),
+        )
+        for r in runs
+    ]  # fmt: skip
+    events = [
+        (r.run_id, i, json.dumps(e, default=str, separators=(",", ":")))
+        for r in runs
+        for i, e in enumerate(r.events)
+    ]
+    return rows, events
 
 
 def usage_row(usage: Usage) -> tuple[int, int, int, int]:
@@ -154,6 +192,15 @@ class Store(Protocol):
         ...
 
     def save_run(self, run: StoredRun) -> None: ...
+
+    def save_runs(self, runs: Sequence[StoredRun]) -> None:
+        """Many runs in one transaction (an eval's batch): one fsync instead of one each."""
+        ...
+
+    def settle_and_save(self, reservation: str | None, actual: Usage, run: StoredRun) -> None:
+        """Settle ``reservation`` (when there is one) and store ``run`` in one transaction: one
+        trip to the database per served request instead of two."""
+        ...
 
     def runs(self, where: RunFilter | None = None) -> list[StoredRun]:
         """Newest first, without events."""

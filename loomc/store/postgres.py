@@ -22,6 +22,7 @@ from loomc.store.base import (
     StoreError,
     check_scope,
     from_nano,
+    run_rows,
     usage_row,
 )
 from loomc.units import Usage
@@ -89,11 +90,14 @@ class PostgresStore:
 
     def settle(self, reservation: str, actual: Usage) -> None:
         with self._lock, self._db.transaction():
-            self._db.execute(
-                "UPDATE loomc_ledger SET settled = TRUE, calls = %s, tokens = %s, credits = %s,"
-                " cost = %s WHERE reservation = %s",
-                (*usage_row(actual), reservation),
-            )
+            self._settle(reservation, actual)
+
+    def _settle(self, reservation: str, actual: Usage) -> None:
+        self._db.execute(
+            "UPDATE loomc_ledger SET settled = TRUE, calls = %s, tokens = %s, credits = %s,"
+            " cost = %s WHERE reservation = %s",
+            (*usage_row(actual), reservation),
+        )
 
     def spent(self, scope: str, period: str) -> Usage:
         with self._lock, self._db.transaction():
@@ -110,39 +114,40 @@ class PostgresStore:
         return int(got[0]), int(got[1]), int(got[2]), int(got[3])
 
     def save_run(self, run: StoredRun) -> None:
-        values = (
-            run.run_id, run.ts, run.pipeline, run.tier, run.key, run.source, run.stop_reason,
-            run.calls, run.tokens, run.credits, run.cost, run.elapsed_ms, run.receipt_hash,
-            json.dumps(run.result, default=str),
-        )  # fmt: skip
+        self.save_runs([run])
+
+    def save_runs(self, runs: Sequence[StoredRun]) -> None:
+        if not runs:
+            return
+        rows, events = run_rows(runs)
         with self._lock, self._db.transaction():
-            self._db.execute(
+            self._insert(rows, events)
+
+    def settle_and_save(self, reservation: str | None, actual: Usage, run: StoredRun) -> None:
+        rows, events = run_rows([run])
+        with self._lock, self._db.transaction():
+            if reservation is not None:
+                self._settle(reservation, actual)
+            self._insert(rows, events)
+
+    def _insert(self, rows: list[tuple[Any, ...]], events: list[tuple[str, int, str]]) -> None:
+        with self._db.cursor() as cur:
+            cur.executemany(
                 f"INSERT INTO loomc_runs ({_COLUMNS}) VALUES ({', '.join(['%s'] * 14)})"
                 " ON CONFLICT (run_id) DO NOTHING",
-                values,
+                rows,
             )
-            with self._db.cursor() as cur:
+            if events:
                 cur.executemany(
                     "INSERT INTO loomc_events (run_id, seq, event) VALUES (%s, %s, %s)"
                     " ON CONFLICT DO NOTHING",
-                    [(run.run_id, i, json.dumps(e, default=str)) for i, e in enumerate(run.events)],
+                    events,
                 )
 
     def runs(self, where: RunFilter | None = None) -> list[StoredRun]:
         where = where or RunFilter()
-        parts: list[str] = []
-        args: list[Any] = []
-        for column in ("pipeline", "tier", "key"):
-            value = getattr(where, column)
-            if value is not None:
-                parts.append(f"{column} = %s")
-                args.append(value)
-        if where.since is not None:
-            parts.append("ts >= %s")
-            args.append(where.since)
-        sql = f"SELECT {_COLUMNS} FROM loomc_runs"
-        sql += (" WHERE " + " AND ".join(parts)) if parts else ""
-        sql += " ORDER BY ts DESC, run_id"
+        clauses, args = where.clauses("%s")
+        sql = f"SELECT {_COLUMNS} FROM loomc_runs {clauses} ORDER BY ts DESC, run_id"
         if where.limit is not None:
             sql += f" LIMIT {int(where.limit)}"
         with self._lock, self._db.transaction():

@@ -187,3 +187,22 @@ def test_store_urls(postgres: PostgresCluster) -> None:
     with pytest.raises(StoreError) as refused:
         open_store(f"postgresql://loomc:hunter2secret@127.0.0.1:{postgres.port}/no_such_db")
     assert "hunter2secret" not in str(refused.value) and "***" in str(refused.value)
+
+
+def test_batched_runs_and_settle_with_save_in_one_transaction(url: str) -> None:
+    store = open_store(url)
+    first = _run("ddd444", 1_800_000_300, "general", "lean", None)
+    first.source = "eval"
+    store.save_runs([first, _run("eee555", 1_800_000_400, "general", "lean", None)])
+    store.save_runs([])
+    assert [r.run_id for r in store.runs(RunFilter(source="eval"))] == ["ddd444"]
+    assert [r.run_id for r in store.runs(RunFilter(until=1_800_000_350))] == ["ddd444"]
+    scope = [Scope("global", Budget(calls=10))]
+    reservation = store.reserve(scope, Usage(calls=8), "d")
+    store.settle_and_save(reservation, Usage(calls=3), _run("fff666", 1.0, "fixed", None, None))
+    assert store.spent("global", "d").calls == 3
+    got = store.run("fff666")
+    assert got is not None and got.events == [{"kind": "run-started"}, {"kind": "run-finished"}]
+    store.settle_and_save(None, Usage(calls=1), _run("ggg777", 2.0, "fixed", None, None))
+    assert store.spent("global", "d").calls == 3 and store.run("ggg777") is not None
+    store.close()

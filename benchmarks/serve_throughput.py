@@ -1,0 +1,153 @@
+"""Throughput at 128 concurrent streaming clients with a 50 ms upstream (issue 14).
+
+    python benchmarks/serve_throughput.py [SECONDS] [CLIENTS] [DELAY_MS]   # default 15 128 50
+
+Processes: the upstream (50 ms before it answers, then a 12-chunk SSE stream), `loomc serve`
+(one process, ``general@lean``: one upstream call per request, a keyed daily budget so the
+ledger is on the path), LiteLLM's proxy on the same upstream (when its venv is there), and this
+client: CLIENTS tasks, each streaming requests back to back (``stream_options.include_usage``)
+for SECONDS after a 3 s warm-up (requests finishing inside the window count). Ideal = CLIENTS / delay (2560 requests/s at 128 and 50 ms);
+printed per arm: completed requests/s, fraction of ideal (goal >= 0.9 for loomc on one
+process), p50/p95 request latency. ``upstream`` (the same client straight to the upstream) is
+the ceiling this machine and client can reach at all; arms run in the order upstream, loomc,
+litellm, loomc, litellm and the better of each arm's runs is reported beside its other run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import statistics
+import sys
+import time
+
+import httpx
+from serve_kit import BODY, litellm_proxy, loomc_serve, upstream
+
+KEY = "bench-key-0123456789"
+WARMUP_S = 3.0
+
+
+class Conn:
+    """One keep-alive HTTP/1.1 connection speaking just enough of the protocol to post a
+    request and read a (chunked or sized) reply: a client this cheap is not the bottleneck at
+    thousands of requests a second, where httpx would be."""
+
+    def __init__(self, host: str, port: int, request: bytes) -> None:
+        self.host, self.port, self.request = host, port, request
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+
+    async def post(self) -> bool:
+        if self.writer is None or self.reader is None:
+            self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+        reader, writer = self.reader, self.writer
+        writer.write(self.request)
+        head = await reader.readuntil(b"\r\n\r\n")
+        status = int(head.split(b" ", 2)[1])
+        lower = head.lower()
+        body = b""
+        if b"transfer-encoding: chunked" in lower:
+            while True:
+                size = int((await reader.readuntil(b"\r\n")).strip().split(b";")[0], 16)
+                body += await reader.readexactly(size + 2)
+                if size == 0:
+                    break
+        else:
+            length = int(lower.split(b"content-length:", 1)[1].split(b"\r\n", 1)[0])
+            body = await reader.readexactly(length)
+        if b"connection: close" in lower:
+            writer.close()
+            self.reader = self.writer = None
+        return status == 200 and b"[DONE]" in body
+
+
+async def drive(
+    base: str, model: str, key: str | None, clients: int, seconds: float
+) -> tuple[float, list[float], int]:
+    """(requests/s, latencies, errors) of ``clients`` back-to-back streaming loops."""
+    url = httpx.URL(base)
+    body = json.dumps(
+        {**BODY, "model": model, "stream": True, "stream_options": {"include_usage": True}}
+    ).encode()
+    auth = f"authorization: Bearer {key}\r\n" if key else ""
+    request = (
+        f"POST {url.path.rstrip('/')}/chat/completions HTTP/1.1\r\nhost: {url.host}\r\n"
+        f"content-type: application/json\r\n{auth}content-length: {len(body)}\r\n\r\n"
+    ).encode() + body
+    latencies: list[float] = []
+    errors = 0
+    conns = [Conn(url.host, url.port or 80, request) for _ in range(clients)]
+
+    async def loop(conn: Conn, start: float, end: float) -> None:
+        """Requests back to back until ``end``; those that finish in [start, end] count (a
+        steady state: every client is busy before the window opens and until it closes)."""
+        nonlocal errors
+        while time.perf_counter() < end:
+            t = time.perf_counter()
+            try:
+                ok = await conn.post()
+            except (OSError, asyncio.IncompleteReadError, ValueError, IndexError):
+                ok, conn.reader, conn.writer = False, None, None
+            done = time.perf_counter()
+            if start <= done <= end:
+                if ok:
+                    latencies.append(done - t)
+                else:
+                    errors += 1
+
+    start = time.perf_counter() + WARMUP_S
+    await asyncio.gather(*(loop(c, start, start + seconds) for c in conns))
+    for c in conns:
+        if c.writer is not None:
+            c.writer.close()
+    return len(latencies) / seconds, latencies, errors
+
+
+def row(name: str, got: tuple[float, list[float], int], ideal: float) -> str:
+    rate, lat, errors = got
+    ordered = sorted(lat) or [0.0]
+    p95 = ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]
+    return (
+        f"{name:10s} {rate:8.1f} req/s  {rate / ideal:5.2f} of ideal  p50 "
+        f"{statistics.median(ordered) * 1000:6.1f} ms  p95 {p95 * 1000:6.1f} ms  errors {errors}"
+    )
+
+
+def main(seconds: float, clients: int, delay_ms: int) -> None:
+    ideal = clients / (delay_ms / 1000)
+    serve = {"keys": [{"name": "b", "key": "env:LOOMC_BENCH_KEY", "per_day": {"calls": 10**9}}]}
+    results: dict[str, list[tuple[float, list[float], int]]] = {}
+    with (
+        upstream(delay_ms) as up,
+        loomc_serve(up, serve, {"LOOMC_BENCH_KEY": KEY}) as served,
+        litellm_proxy(up) as proxy,
+    ):
+        arms: list[tuple[str, str, str, str | None]] = [
+            ("upstream", up, "worker-small", None),
+            ("loomc", served, "general@lean", KEY),
+        ]
+        if proxy is not None:
+            arms.append(("litellm", proxy, "general@lean", "sk-bench"))
+        for name, base, model, key in [*arms, *arms[1:]]:
+            got = asyncio.run(drive(base, model, key, clients, seconds))
+            results.setdefault(name, []).append(got)
+    print(
+        f"{clients} streaming clients, {delay_ms} ms upstream, {seconds:g} s; ideal {ideal:.0f}/s"
+    )
+    for name, runs in results.items():
+        best = max(runs, key=lambda r: r[0])
+        print(row(name, best, ideal))
+        for other in runs:
+            if other is not best:
+                print(row(f"  {name}'", other, ideal))
+    if "litellm" not in results:
+        print("litellm    (not run: no LiteLLM venv at LOOMC_LITELLM_VENV)")
+
+
+if __name__ == "__main__":
+    main(
+        float(sys.argv[1]) if len(sys.argv) > 1 else 15,
+        int(sys.argv[2]) if len(sys.argv) > 2 else 128,
+        int(sys.argv[3]) if len(sys.argv) > 3 else 50,
+    )
