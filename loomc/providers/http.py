@@ -127,6 +127,13 @@ def tls_context(base_url: str) -> ssl.SSLContext:
     return context
 
 
+# An eval or a server keeps ~128 calls in flight against one provider; httpx's default pool (100
+# connections, 20 kept alive) would queue the calls past 100 and close connections past 20 as
+# they free up. Concurrency is bounded upstream (eval's --concurrency, serve's admission), so the
+# pool only has to keep up with it.
+POOL_LIMITS = httpx.Limits(max_connections=512, max_keepalive_connections=256, keepalive_expiry=30)
+
+
 def build_client(
     name: str,
     cfg: ProviderConfig,
@@ -156,7 +163,9 @@ def build_client(
         headers=headers,
         timeout=httpx.Timeout(timeout_s),
         # Retries belong to the executor (it reserves budget for each attempt), never to httpx.
-        transport=httpx.AsyncHTTPTransport(retries=0, verify=tls_context(base_url)),
+        transport=httpx.AsyncHTTPTransport(
+            retries=0, verify=tls_context(base_url), limits=POOL_LIMITS
+        ),
         trust_env=False,
     )
 
