@@ -47,7 +47,7 @@ from loomc.exec.state import CompletedStep, RunState, StepHook
 from loomc.ir.model import Pipeline, StepNode
 from loomc.providers.base import CompletionRequest, ProviderError, estimate_tokens
 from loomc.providers.registry import ProviderPool
-from loomc.risk.base import RiskProfile, RiskProfiler
+from loomc.risk.base import RiskProfiler
 from loomc.units import Dimension, Usage
 
 DEADLINE_PASSED = "run deadline passed"
@@ -80,7 +80,12 @@ async def execute(
     completes, before any step that depends on it starts (an eval journals it there)."""
     if ledger is None:
         ledger = Ledger(pipeline.enforced, parent=parent_ledger, name="run")
-    risk = _profile(profiler, prompt, pipeline.kind)
+    if profiler is None:
+        profiler = _default_profiler()
+    if getattr(profiler, "blocking", False):  # a forward pass: keep the event loop free
+        risk = await anyio.to_thread.run_sync(profiler.profile, prompt, pipeline.kind)
+    else:
+        risk = profiler.profile(prompt, pipeline.kind)
     order = pipeline.graph.topological_order()
     run = RunState(pipeline, prompt, pool, ledger, sinks, risk, stream, order, temperature)
     run.completed = {
@@ -182,13 +187,11 @@ def _limited(run: RunState, step: StepNode, refused: Refused) -> LimitStop:
     )
 
 
-def _profile(profiler: RiskProfiler | None, prompt: str, kind: str) -> RiskProfile:
-    if profiler is None:
-        from loomc.policy.models import RiskSettings
-        from loomc.risk.factory import make_profiler
+def _default_profiler() -> RiskProfiler:
+    from loomc.policy.models import RiskSettings
+    from loomc.risk.factory import make_profiler
 
-        profiler = make_profiler(RiskSettings())
-    return profiler.profile(prompt, kind)
+    return make_profiler(RiskSettings())
 
 
 def _input_tokens(pipeline: Pipeline, prompt: str) -> int:
