@@ -346,7 +346,7 @@ def report(test_path: Path, seed_path: Path, data: Path, hard_test: Path = HARD_
     sem_ms = latency_ms(semantic, prompts)
     lines += [
         "",
-        f"Load (fresh process, safetensors weights + tokenizer): {load['load_seconds']:.2f} s. "
+        f"Load (fresh process, weights memory-mapped + vocabulary): {load['load_seconds']:.2f} s. "
         f"Per-prompt latency after load, median over the hard-test prompts, uncached, "
         f"{semantic.encoder.dtype} numpy encoder, {semantic.encoder.threads} BLAS thread(s) "
         f"on {os.cpu_count()} CPUs: keywords {kw_ms:.3f} ms, semantic {sem_ms:.2f} ms.",
