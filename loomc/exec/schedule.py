@@ -13,6 +13,8 @@ import functools
 import itertools
 from collections.abc import Sequence
 
+import anyio
+
 from loomc.ir.model import Pipeline
 from loomc.providers.base import estimate_tokens
 from loomc.risk.base import RiskProfile, RiskProfiler
@@ -27,8 +29,13 @@ def default_profiler() -> RiskProfiler:
     return make_profiler(RiskSettings())
 
 
-def profile(profiler: RiskProfiler | None, prompt: str, kind: str) -> RiskProfile:
-    return (profiler or default_profiler()).profile(prompt, kind)
+async def profile(profiler: RiskProfiler | None, prompt: str, kind: str) -> RiskProfile:
+    """The run's risk profile; a blocking profiler (a forward pass) runs in a worker thread so
+    concurrent runs on the event loop never wait on it."""
+    chosen = profiler or default_profiler()
+    if getattr(chosen, "blocking", False):
+        return await anyio.to_thread.run_sync(chosen.profile, prompt, kind)
+    return chosen.profile(prompt, kind)
 
 
 def input_tokens(pipeline: Pipeline, prompt: str) -> int:

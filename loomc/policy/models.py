@@ -228,7 +228,8 @@ def _default_tiers() -> dict[str, TierConfig]:
 class RiskSettings(_Model):
     """Which profiler decides escalation, and the signals the keyword profiler looks for."""
 
-    profiler: Literal["keywords", "semantic", "reference"] = "keywords"
+    # auto: semantic when its extra is installed, else keywords (loomc/risk/factory.py)
+    profiler: Literal["auto", "keywords", "semantic", "reference"] = "auto"
     signals: dict[str, list[str]] = Field(default_factory=dict)
     research_terms: list[str] = Field(default_factory=list)
     escalate_terms: list[str] = Field(default_factory=list)

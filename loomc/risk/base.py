@@ -7,6 +7,7 @@ kind hint) to a level, a task kind, named signals and a probability. `when` guar
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, runtime_checkable
 
@@ -41,3 +42,14 @@ class RiskProfiler(Protocol):
     name: str
 
     def profile(self, prompt: str, pipeline_hint: str | None = None) -> RiskProfile: ...
+
+
+def tier_for_level(level: str, tiers: Sequence[str]) -> str:
+    """The ``auto`` rule shared by ``loomc serve`` and the Studio: low risk runs the cheapest tier
+    (the policy's first), high risk the last (the most thorough), medium the default tier
+    (``balanced`` when declared, else the middle one)."""
+    if level == "low":
+        return tiers[0]
+    if level == "high":
+        return tiers[-1]
+    return "balanced" if "balanced" in tiers else tiers[len(tiers) // 2]

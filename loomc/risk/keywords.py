@@ -240,6 +240,7 @@ class KeywordProfiler:
 
     name = "keywords"
     notice: str | None = None  # set by the factory when it stood in for another profiler
+    fallback: str | None = None  # why it stands in for ``auto`` (no notice: keywords is fine)
 
     def __init__(
         self,

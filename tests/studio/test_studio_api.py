@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import pytest
 from replay import ReplayServer
@@ -208,9 +209,21 @@ def test_studio_auto_rule_is_serves(project_dir: Path) -> None:
         "Compare these two designs and investigate the failure in detail, step by step",
         "Audit this contract for a reentrancy exploit and a security vulnerability",
     ):
-        assert studio_auto_tier(profiler, prompt, "general", tiers) == serve_auto_tier(
-            profiler, prompt, tiers
-        )
+        served = anyio.run(serve_auto_tier, profiler, prompt, tiers)
+        assert studio_auto_tier(profiler, prompt, "general", tiers) == served
+
+
+def test_the_auto_rule_maps_risk_levels_to_tiers() -> None:
+    from loomc.risk.base import tier_for_level
+
+    assert [
+        tier_for_level(v, ["lean", "balanced", "strict"]) for v in ("low", "medium", "high")
+    ] == [
+        "lean",
+        "balanced",
+        "strict",
+    ]
+    assert tier_for_level("medium", ["a", "b", "c", "d"]) == "c"  # no balanced: the middle
 
 
 @pytest.mark.parametrize(

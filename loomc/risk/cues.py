@@ -1,0 +1,141 @@
+"""Situational cues for the semantic profiler: what a prompt *asks for* and what it *describes*.
+
+The keyword rules look for risk vocabulary; the hard routing corpus (``evals/routing/hard-*``)
+showed that vocabulary misleads both ways: "translate 'phishing attack'" is harmless, and "I'll
+just run the payroll again from the top" is dangerous without a single risk word. These cues are
+extra classifier features (never a decision on their own), each a named family of patterns in
+English, Spanish, German and French:
+
+* ``task:*`` — harmless transformations of the text (translate, spell, count letters, sort,
+  format, rhyme, trivia phrasing): the request is about the words, not the situation.
+* ``code:*`` — the prompt carries code, and whether the code itself holds a known-dangerous
+  construct (a general CWE-style list: shell/eval/pickle, unverified TLS or tokens, string-built
+  SQL, deletes without WHERE, world-writable files, hard-coded secrets, wildcard CORS ...).
+* ``situation:*`` — what is happening to whom: irreversible deletion, money moving or repeating,
+  a body or symptom, a vulnerable person, a physical hazard, access open to too many people,
+  secrecy or urgency.
+
+The lists were written from general knowledge and the hard *train* split only; the cue names
+that fire are listed in a profile's ``reasons`` so a decision can be traced back to them.
+"""
+
+from __future__ import annotations
+
+import re
+
+_F = re.IGNORECASE | re.UNICODE
+
+
+def _rx(*alts: str) -> re.Pattern[str]:
+    return re.compile("|".join(f"(?:{a})" for a in alts), _F)
+
+
+CUES: dict[str, re.Pattern[str]] = {
+    # --- what is asked: operations on the words themselves
+    "task:transform": _rx(
+        r"\btranslat\w*|\btradu\w*|\büberse\w*|\bspell\w*|\bdeletre\w*|\bbuchstabier\w*|\bépel\w*",
+        r"\bhow many (?:letters|vowels|syllables|words|characters)|\bcount (?:the )?(?:words|letters)",
+        r"\bcuántas letras|\bwie viele buchstaben|\bcombien de lettres",
+        r"\balphabeti[sz]\w*|\bsort (?:these|this list)|\bput [^.?!]{0,40} in alphabetical",
+        r"\bsynonyms?\b|\bantonyms?\b|\brhym\w*|\bplural of\b|\bpronounc\w*|\betymolog\w*",
+        r"\btitle[- ]case\b|\bcapitali[sz]e\b|\bcrossword\b|\bacronym\b|\bstand for\b",
+        r"\bmake this (?:sentence )?passive\b|\bone word or two\b|\bspelling\b",
+        r"\bformat (?:this|these|as)\b|\bmarkdown table\b|\bbulleted list\b|\bturn this list\b",
+    ),
+    "task:trivia": _rx(
+        r"^\s*(?:which|who|when|in which|what year|what was|name the)\b",
+        r"\baccording to (?:legend|plato|the fbi|historians)|\btrivia\b|\bquiz\b|\bhistory\b",
+        r"\bin (?:agatha christie|the story|the film|the novel)",
+    ),
+    "task:fiction": _rx(
+        r"\bnovel\b|\bstory\b|\bmystery\b|\bplot\b|\bcharacter sheets?\b|\bfictional\b|\bpretend\b"
+    ),
+    # --- code in the prompt, and dangerous constructs in it
+    "code:present": _rx(
+        r"\n\s{2,}\S|```|\bdef \w+\(|\bfunction \w+\(|;\s*$|\w+\(\w*\)\s*[:{]",
+        r"\bimport \w+|\b\w+\.\w+\([^)]*\)|=\s*['\"\[{]|`[^`]{4,}`",
+    ),
+    "code:exec": _rx(
+        r"shell\s*=\s*true|os\.system\(|\beval\(|\bexec\(|pickle\.loads?\(|yaml\.load\(",
+        r"subprocess\.\w+\([^)]*\+|child_process|Runtime\.getRuntime",
+        r"\bTemplate\([^)]*\)\.render|\|\s*safe\b|innerHTML\s*=|dangerouslySetInnerHTML",
+    ),
+    "code:trust": _rx(
+        r"verify\s*=\s*false|verify_signature['\"]?\s*:\s*false|rejectUnauthorized\s*:\s*false",
+        r"origin\s*:\s*['\"]\*|allow all\b|ALLOWED_HOSTS\s*=\s*\[\s*['\"]\*|DEBUG\s*=\s*True",
+        r"\bmd5\(|\bsha1\(|random\.(?:seed|randint|random)\([^)]*\)[^\n]{0,40}(?:token|session|password)",
+        r"(?:api_?key|secret|token|passwd|password)\s*=\s*['\"][^'\"]{8,}|\bsk_live_\w+|\bAKIA[0-9A-Z]{8,}",
+        r"request\.(?:args|GET|POST|json|form|files)\b|user[_ ]supplied|from the query string",
+    ),
+    "code:destroy": _rx(
+        r"\brm\s+-\w*r\w*f|\brm\s+-\w*f\w*r|\bdrop\s+(?:table|column|database|schema)\b",
+        r"\btruncate\s+(?:table\s+)?\w+|\bdelete\s+from\s+\w+(?![^;\n]*\bwhere\b)",
+        r"\bupdate\s+\w+\s+set\b(?![^;\n]*\bwhere\b)|\bkubectl\s+delete\b|-delete\b|--force\b",
+        r"\bchmod\s+(?:-R\s+)?777\b|\bUSER\s+root\b|\.delete\(\)",
+    ),
+    "code:sql-built": _rx(
+        r"(?:select|insert|update|delete)\b[^\n]{0,80}['\"]\s*(?:\+|%\s|%\()",
+        r"execute\(\s*f['\"]|f['\"](?:select|insert|update|delete)\b",
+    ),
+    # --- what the prompt describes
+    "situation:irreversible": _rx(
+        r"\b(?:no|without|sin|sans|ohne|keine?)\s+(?:backups?|cop(?:y|ies)|copias?|sauvegardes?|sicherung|backup)",
+        r"\bonly cop(?:y|ies)\b|\bseuls? exemplaires?\b|\bsolo ahí\b",
+        r"\boverwrit\w*|\bwip(?:e|ing)\b|\bdelet\w*|\bdrop\b|\btruncat\w*|\bpurg\w*|\berase\w*",
+        r"\bborra\w*|\bformatea\w*|\blösch\w*|\bentsorg\w*|\bsupprim\w*|\bvider\b|\bcancel the old",
+    ),
+    "situation:repeat": _rx(
+        r"\bagain\b|\bre-?run\w*|\bfrom the top\b|\bmore than once\b|\btwice\b|\bthree times\b",
+        r"\bboth (?:workers|servers|cron|app)|\bsame (?:job|counter|stock)|\bat once\b|\blisted twice\b",
+        r"\bnochmal\b|\bbeide server\b|\bdos veces\b|\bdeux fois\b|\brecarga\b|\bone of each\b",
+    ),
+    "situation:money-moving": _rx(
+        r"\b(?:wire|transfer|move|send|pay)\w*\s[^.?!]{0,30}(?:\$|€|£|\d+k\b|account|iban|difference)",
+        r"\bgift ?cards?\b|\biban\b|\bpension\b|\bsavings\b|\bemergency fund\b|\bguarantee\w*\s+\d+%",
+        r"\bcode (?:they|it) (?:texted|sent)\b|\bsix-digit code\b|\bcosign\w*",
+        r"\bvir(?:er|ement)\b|\bübe?rweis\w*|\btransfier\w*|\bgutschein\w*|\btarjetas? regalo\b",
+        r"\bahorros\b|\béconomies\b|\bcódigo\b|\bcode reçu\b|\bsms\b",
+    ),
+    "situation:body": _rx(
+        r"\bswallow\w*|\bate\b|\bdrank\b|\bpills?\b|\btablets?\b|\bdoses?\b|\bdoubl\w* (?:up|my)",
+        r"\bfever\b|\bchest\b|\bdizz\w*|\bfaint\w*|\bhard to wake\b|\bconfus\w*|\bslurr\w*|\bdroop\w*",
+        r"\bhit (?:his|her|my) head\b|\binsulin\b|\bantibiotics?\b|\bheart pills\b|\bstiff neck\b",
+        r"\bpastillas?\b|\btom[óo]\b|\bfiebre\b|\bpecho\b|\bjarabe\b|\bdolor\b",
+        r"\btablette\w*|\bgeschluckt\b|\bgegessen\b|\bfieber\b|\bbrust\b|\bschmerz\w*|\bantidepressiva\b",
+        r"\bavalé\b|\bbu du\b|\bcomprimés?\b|\bsomnifères?\b|\bfièvre\b|\bpoitrine\b|\bmal à\b",
+    ),
+    "situation:vulnerable-person": _rx(
+        r"\bbaby\b|\btoddler\b|\bkids?\b|\bchild\w*|\b\d+-month-old\b|\bgrand(?:pa|ma|father|mother)\b",
+        r"\bmy (?:son|daughter|dad|mum|mom|father|mother|friend|neighbour|neighbor)\b|\belderly\b",
+        r"\bbebé\b|\bhij[oa]\b|\bpadre\b|\bmadre\b|\bkind\b|\bvater\b|\bmutter\b|\bsohn\b|\btochter\b",
+        r"\bfille\b|\bfils\b|\bpère\b|\bmère\b|\bbébé\b",
+    ),
+    "situation:hazard": _rx(
+        r"\bgenerator\b|\bgas\b|\bcharcoal\b|\bbarbecue\b|\bgrill\b|\bheater\b|\bthin ice\b|\bice on\b",
+        r"\bquarry\b|\bswim\w*|\bbrakes?\b|\bcord\b|\bsmoke detector\b|\bbattery\b|\bbatteries\b",
+        r"\bin the (?:garage|basement|car)\b|\bfridge\b|\bbath(?:tub)?\b|\bbañera\b|\bmultiprise\b",
+        r"\bradiateur\b|\bgarage\b|\bbeers?\b|\bwet hands\b|\boven\b|\bmagnets?\b",
+    ),
+    "situation:open-access": _rx(
+        r"\banyone (?:who|can|with)\b|\beveryone (?:on|in)\b|\bshare[sd]? (?:the )?(?:one|same)\b",
+        r"\bsame password\b|\bpublic (?:link|tweet)\b|\bnever expires\b|\bstill has\b|\bleft last\b",
+        r"\bdifferent number\b|\bchanging the number\b|\bhides?\b|\bwithout any code\b|\bdate of birth\b",
+        r"\bcualquiera\b|\btodos usamos\b|\btodavía (?:tiene|puede)\b|\bn'importe qui\b|\btout le monde\b",
+        r"\bnoch zugang\b|\bjeder\b|\bnur den benutzernamen\b|\bexempleado\b|\behemalige\b",
+    ),
+    "situation:secrecy": _rx(
+        r"\bkeep it quiet\b|\bwithout telling\b|\bdon't tell\b|\bsin decir\b|\bsans en parler\b",
+        r"\bohne jemanden\b|\btoday\b|\bhoy mismo\b|\baujourd'hui\b|\bheute\b|\burgent\w*|\bright now\b",
+    ),
+}
+CUE_NAMES: tuple[str, ...] = tuple(CUES)
+
+
+def cues_of(prompt: str) -> tuple[str, ...]:
+    """Names of the cue families that match ``prompt``, in ``CUE_NAMES`` order."""
+    return tuple(name for name, rx in CUES.items() if rx.search(prompt))
+
+
+def cue_vector(prompt: str) -> list[float]:
+    hits = set(cues_of(prompt))
+    return [float(n in hits) for n in CUE_NAMES]

