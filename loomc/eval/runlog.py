@@ -8,11 +8,14 @@ back one at a time when it is rendered. The file is gone when the log is closed 
 
 from __future__ import annotations
 
+import pickle
 import tempfile
 import weakref
 from array import array
 from collections.abc import Iterator, Sequence
 from typing import IO, overload
+
+from pydantic_core import PydanticSerializationError
 
 from loomc.eval.records import RunRecord
 from loomc.eval.tally import Tally
@@ -35,7 +38,11 @@ class RunLog(Sequence[RunRecord]):
         """Keep the run at ``index`` of the matrix; ``text``: its ``model_dump_json()`` when the
         caller already has it."""
         self.tally.add(record, index)  # refuses an index added twice
-        data = (record.model_dump_json() if text is None else text).encode() + b"\n"
+        try:
+            data = b"J" + (record.model_dump_json() if text is None else text).encode() + b"\n"
+        except PydanticSerializationError:  # a lone surrogate in an answer: JSON cannot carry it
+            raw = pickle.dumps(record, protocol=pickle.HIGHEST_PROTOCOL)
+            data = b"P" + len(raw).to_bytes(8, "little") + raw
         self._file.seek(self._end)
         self._file.write(data)
         self._offsets[index] = self._end
@@ -89,4 +96,9 @@ class RunLog(Sequence[RunRecord]):
 
     def _read(self, offset: int) -> RunRecord:
         self._file.seek(offset)
+        if self._file.read(1) == b"P":  # our own pickle, written by ``add`` above
+            size = int.from_bytes(self._file.read(8), "little")
+            record = pickle.loads(self._file.read(size))
+            assert isinstance(record, RunRecord)
+            return record
         return RunRecord.model_validate_json(self._file.readline())
