@@ -168,11 +168,14 @@ class Tally:
     def metrics(self) -> tuple[list[StrategyMetrics], list[PairedDelta]]:
         """What ``metrics.compute`` gives for the runs in matrix order."""
         slots: list[list[int]] = [[] for _ in self.per]
+        order: list[int] = []  # strategies by their first run in the matrix, not to finish
         for index, number in enumerate(self.strategy):
             if number != -1:
+                if not slots[number]:
+                    order.append(number)
                 slots[number].append(index)
         names = list(self.names)
-        metrics = [self._metrics(names[n], self.per[n], slots[n]) for n in range(len(names))]
+        metrics = [self._metrics(names[n], self.per[n], slots[n]) for n in order]
         base = next((m for m in metrics if m.strategy == BASELINE), None)
         if base is not None and base.avg_cost_usd is not None and Decimal(base.avg_cost_usd) > 0:
             for m in metrics:
@@ -181,11 +184,7 @@ class Tally:
         if BASELINE not in self.names:
             return metrics, []
         pair_of = {(self.case[i], self.iteration[i]): i for i in slots[self.names[BASELINE]]}
-        deltas = [
-            self._delta(name, slots[n], pair_of)
-            for name, n in self.names.items()
-            if name != BASELINE
-        ]
+        deltas = [self._delta(names[n], slots[n], pair_of) for n in order if names[n] != BASELINE]
         return metrics, deltas
 
     def _metrics(self, name: str, s: _Strategy, slots: list[int]) -> StrategyMetrics:

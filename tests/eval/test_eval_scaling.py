@@ -17,6 +17,7 @@ import loomc
 from loomc.eval.receipt import EvalReceipt, EvalSettings, build_receipt, receipt_json
 from loomc.eval.records import RunRecord
 from loomc.eval.runlog import RunLog
+from loomc.eval.tally import Tally
 from loomc.providers.mock import MockProvider
 from loomc.report.render import render
 from tests.eval import old_metrics
@@ -148,6 +149,13 @@ def test_golden_receipts_aggregate_as_the_old_code_did() -> None:
         assert [d.model_dump() for d in receipt.deltas] == [d.model_dump() for d in deltas]
         old = old_metrics.judge_summary(records)
         assert (receipt.judge and receipt.judge.model_dump()) == (old and old.model_dump())
+        # the same runs arriving last first, as they may at concurrency 128
+        tally = Tally(len(records))
+        for index in reversed(range(len(records))):
+            tally.add(records[index], index)
+        late_metrics, late_deltas = tally.metrics()
+        assert [m.model_dump() for m in late_metrics] == [m.model_dump() for m in metrics]
+        assert [d.model_dump() for d in late_deltas] == [d.model_dump() for d in deltas]
 
 
 def test_receipt_json_written_run_by_run_is_byte_identical(tmp_path: Path) -> None:
