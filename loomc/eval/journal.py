@@ -38,6 +38,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
+from pydantic_core import PydanticSerializationError
+
 from loomc.eval.dataset import Case
 from loomc.eval.records import RunRecord
 from loomc.exec.ledger import Reservation
@@ -163,20 +165,17 @@ class Journal:
     def step(self, cell: Cell, done: CompletedStep, case_hash: str) -> None:
         """Journal a step of ``cell`` that completed (its output included), before its
         dependents start."""
-        self._write(
-            json.dumps(
-                {
-                    "ledger": "step",
-                    "id": done.record.id,
-                    "cell": list(cell),
-                    "case_hash": case_hash,
-                    "record": done.record.model_dump(mode="json"),
-                    "booked": done.booked.to_json(),
-                },
-                separators=(",", ":"),
-                ensure_ascii=True,
-            )
+        try:  # pydantic's serializer: a quarter of the time of model_dump + json.dumps
+            record = done.record.model_dump_json()
+        except PydanticSerializationError:  # a lone surrogate in the output: escape it
+            record = json.dumps(done.record.model_dump(mode="json"), ensure_ascii=True)
+        head = json.dumps(
+            {"ledger": "step", "id": done.record.id, "cell": list(cell), "case_hash": case_hash},
+            separators=(",", ":"),
+            ensure_ascii=True,
         )
+        booked = json.dumps(done.booked.to_json(), separators=(",", ":"))
+        self._write(f'{head[:-1]},"record":{record},"booked":{booked}}}')
 
     def repair(self) -> None:
         """Cut a torn last line (one without its newline) so the next append starts clean."""
