@@ -20,6 +20,11 @@ def with_checks(job: Job, record: RunRecord) -> RunRecord:
 
 
 def grade(record: RunRecord) -> RunRecord:
+    """A copy of ``record`` with passed and quality set (``grading``)."""
+    return record.model_copy(update=grading(record))
+
+
+def grading(record: RunRecord) -> dict[str, object]:
     """passed and quality from the checks and, when present, the judge's verdict.
 
     With a judge a run passes only if the judge and the checks both pass, and quality is the
@@ -43,9 +48,7 @@ def grade(record: RunRecord) -> RunRecord:
         passed, quality = None, None
     else:
         passed, quality = False, None
-    return record.model_copy(
-        update={"passed": passed, "quality": quality, "quality_source": source}
-    )
+    return {"passed": passed, "quality": quality, "quality_source": source}
 
 
 def score(job: Job, record: RunRecord) -> RunRecord:
@@ -92,6 +95,17 @@ def journaled(record: RunRecord) -> RunRecord:
     return record.model_copy(
         update={"result": record.result.model_copy(update={"steps": steps, "answer": ""})}
     )
+
+
+def strip(record: RunRecord) -> RunRecord:
+    """``public(record, False)`` made in place, without the four copies: only for a record (and
+    result) that nothing else holds, like the one a worker just built from ``execute``."""
+    record.answer = None
+    if record.result is not None:
+        record.result.answer = ""
+        for step in record.result.steps:
+            step.output = None
+    return record
 
 
 def public(record: RunRecord, include_answers: bool) -> RunRecord:

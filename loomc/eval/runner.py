@@ -16,9 +16,11 @@ from loomc.diagnostics import DiagnosticError
 from loomc.errors import LoomcError
 from loomc.eval.grading import grade as grade
 from loomc.eval.grading import (
+    grading,
     journaled,
     needs_judging,
     public,
+    strip,
     to_verdict,
     with_checks,
 )
@@ -203,14 +205,15 @@ async def run_matrix(
             record = prior
         if judge is not None and needs_judging(record):
             record = await judged(job, digest, record, fresh=prior is None)
-        record = grade(record)
+        for name, value in grading(record).items():  # the record is this worker's own
+            setattr(record, name, value)
         if judge is not None and needs_judging(record):
             final = journaled(record)
             shown = public(record, include_answers)
         elif include_answers:
             final, shown = journaled(record), record
         else:  # the common case: what the journal keeps is what the receipt keeps
-            final = shown = public(record, include_answers)
+            final = shown = strip(record)
         text = journal.append(final, digest)
         runs.add(index, shown, text if shown is final else None)
         if on_done:
