@@ -1,94 +1,167 @@
-"""Eval throughput against a mock provider with a fixed 50 ms latency, at concurrency 1, 8, 32,
-128: achieved runs per second against the ideal (concurrency / latency), in the same run.
-Run: pytest benchmarks/bench_eval.py --benchmark-only -s"""
+"""Eval throughput and memory, in one run. Run: python benchmarks/bench_eval.py [--quick]
+
+Throughput: an eval of the `lean` strategy (one call per run) through the public API
+(`loomc.prepare_eval(...).run()`) against the policy's mock provider answering after 50 ms, at
+concurrency 128. The ideal is fixed by the sleep (ceil(runs / 128) x 50 ms), so the eval can run
+in-process; the fraction is ideal / achieved wall time, and the CPU the process spent per run
+(time.process_time) is reported beside it: at 50 ms and 128 in flight, anything above 0.39 ms of
+CPU per run cannot keep the provider busy on one core.
+
+Memory: peak RSS (VmHWM) of a fresh process that plans, runs and writes the JSON receipt of an
+eval of 10,000 and of 100,000 runs (1,000 cases x `baseline,lean` x 5 or 50 iterations, a mock
+answering at once, concurrency 128), each size in its own subprocess.
+
+Every figure is the min / median / max over repeats, each repeat its own process; on a busy
+machine read the median, the lead re-measures on a quiet one."""
 
 from __future__ import annotations
 
-import time
-from decimal import Decimal
+import argparse
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
-import anyio
-import pytest
-
-from loomc.eval.dataset import Case
-from loomc.eval.runner import Job, Journal, run_matrix
-from loomc.eval.strategies import Strategy
-from loomc.ir.model import Pipeline, StepGraph, StepNode
-from loomc.policy.models import MockScript, ProviderConfig, RiskSettings
-from loomc.providers.registry import ProviderPool
-from loomc.risk.factory import make_profiler
-from loomc.units import Budget
-
+ROOT = Path(__file__).resolve().parents[1]
 LATENCY_MS = 50
+CONCURRENCY = 128
+CASES = 1000
 
 
-def _pipeline() -> Pipeline:
-    step = StepNode(
-        id="a",
-        role="writer",
-        worker="w",
-        model="mock/m",
-        provider="mock",
-        provider_type="mock",
-        group="g",
-        task="t",
-        max_tokens=50,
-        timeout_ms=5000,
-        retries=0,
-        credits=Decimal(0),
-        p95_ms=None,
-        pricing=None,
+def _policy(tmp: Path, latency_ms: int) -> Path:
+    import yaml
+
+    policy = yaml.safe_load((ROOT / "policies" / "default.yaml").read_text())
+    policy["providers"]["mock"]["mock"] = {"latency_ms": latency_ms, "rules": []}
+    path = tmp / "policy.yaml"
+    path.write_text(yaml.safe_dump(policy))
+    return path
+
+
+def _dataset(tmp: Path, cases: int) -> Path:
+    path = tmp / "cases.jsonl"
+    path.write_text(
+        "".join(
+            json.dumps({"id": f"c{i}", "prompt": f"Name {i % 97 + 2} colours of case {i}."}) + "\n"
+            for i in range(cases)
+        )
     )
-    return Pipeline(
-        name="one",
-        tier=None,
-        policy="bench",
-        instruction="",
-        graph=StepGraph({"a": step}),
-        answer=("a",),
-        budget=Budget(),
-        pipeline_budget=Budget(),
-        tier_budget=Budget(),
+    return path
+
+
+def child_throughput(runs: int) -> dict[str, float]:
+    """One eval of ``runs`` runs at 50 ms and concurrency 128, in this process."""
+    import time
+
+    import loomc
+
+    with tempfile.TemporaryDirectory() as name:
+        tmp = Path(name)
+        ev = loomc.prepare_eval(
+            _dataset(tmp, runs),
+            "lean",
+            project=ROOT,
+            policy=_policy(tmp, LATENCY_MS),
+            concurrency=CONCURRENCY,
+        )
+        ev.run(journal=tmp / "warm.journal.jsonl")  # imports, pools, first-call costs
+        wall, cpu = time.perf_counter(), time.process_time()
+        receipt = ev.run(journal=tmp / "journal.jsonl")
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        assert len(receipt.runs) == runs and all(r.status == "ok" for r in receipt.runs)
+    ideal = math.ceil(runs / CONCURRENCY) * LATENCY_MS / 1000
+    return {"fraction": ideal / wall, "cpu_ms_per_run": 1000 * cpu / runs, "wall_s": wall}
+
+
+def child_memory(runs: int) -> dict[str, float]:
+    """Plan, run and write the JSON receipt of a ``runs``-run eval; peak RSS in MiB."""
+    import loomc
+
+    iterations = runs // (2 * CASES)
+    with tempfile.TemporaryDirectory() as name:
+        tmp = Path(name)
+        ev = loomc.prepare_eval(
+            _dataset(tmp, CASES),
+            "baseline,lean",
+            project=ROOT,
+            policy=_policy(tmp, 0),
+            iterations=iterations,
+            concurrency=CONCURRENCY,
+        )
+        before = _vm("VmRSS")
+        receipt = ev.run(journal=tmp / "journal.jsonl")
+        loomc.render(receipt, tmp / "receipt.json")
+        assert len(receipt.runs) == runs
+    return {"peak_mib": _vm("VmHWM"), "before_run_mib": before}
+
+
+def _vm(field: str) -> float:
+    """A VmRSS/VmHWM line of /proc/self/status in MiB (ru_maxrss where there is no /proc)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _spawn(kind: str, runs: int) -> dict[str, float]:
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", kind, str(runs)],
+        check=True,
+        capture_output=True,
+        text=True,
+        env={
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+        },
+    )
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def _spread(values: list[float], digits: int) -> str:
+    return " / ".join(
+        f"{v:.{digits}f}" for v in (min(values), statistics.median(values), max(values))
     )
 
 
-@pytest.mark.parametrize("concurrency", [1, 8, 32, 128])
-def test_eval_throughput(benchmark, tmp_path: Path, concurrency: int) -> None:  # type: ignore[no-untyped-def]
-    runs = max(16, concurrency * 4)
-    pipeline = _pipeline()
-    strategy = Strategy("one", "one", None)
-    jobs = [Job(Case(id=f"c{i}", prompt=f"p{i}"), strategy, 0, pipeline) for i in range(runs)]
-    profiler = make_profiler(RiskSettings())
-
-    def once() -> float:
-        journal = Journal(tmp_path / f"j{time.monotonic_ns()}.jsonl")
-
-        async def go() -> None:
-            pool = ProviderPool(
-                {"mock": ProviderConfig(type="mock", mock=MockScript(latency_ms=LATENCY_MS))}
-            )
-            async with pool:
-                await run_matrix(
-                    jobs,
-                    policy_pool=pool,
-                    profilers={False: profiler, True: profiler},
-                    concurrency=concurrency,
-                    journal=journal,
-                    total=Budget(),
-                    include_answers=False,
-                )
-
-        start = time.perf_counter()
-        anyio.run(go)
-        return time.perf_counter() - start
-
-    elapsed = benchmark.pedantic(once, rounds=3, iterations=1)
-    achieved = runs / elapsed
-    ideal = concurrency / (LATENCY_MS / 1000)
-    benchmark.extra_info.update(
-        runs=runs, achieved_rps=achieved, ideal_rps=ideal, ratio=achieved / ideal
-    )
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer runs and repeats")
+    parser.add_argument("--child", nargs=2, metavar=("KIND", "RUNS"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        kind, runs = args.child[0], int(args.child[1])
+        fn = child_throughput if kind == "throughput" else child_memory
+        print(json.dumps(fn(runs)))
+        return
+    runs = CONCURRENCY * (5 if args.quick else 20)
+    repeats = 3 if args.quick else 5
+    sizes = (10_000,) if args.quick else (10_000, 100_000)
+    mem_repeats = 1 if args.quick else 3
     print(
-        f"\nconcurrency {concurrency}: {achieved:.1f} runs/s vs ideal {ideal:.1f} ({achieved / ideal:.0%})"
+        f"eval at concurrency {CONCURRENCY}, mock provider {LATENCY_MS} ms, {runs} runs, "
+        f"{repeats} repeats (min / median / max)"
     )
+    rows = [_spawn("throughput", runs) for _ in range(repeats)]
+    print(f"  fraction of ideal        {_spread([r['fraction'] for r in rows], 2)}   (goal >= 0.9)")
+    print(
+        f"  CPU ms per run           {_spread([r['cpu_ms_per_run'] for r in rows], 3)}   (goal <= 0.3)"
+    )
+    for size in sizes:
+        mem = [_spawn("memory", size) for _ in range(mem_repeats)]
+        print(
+            f"  peak RSS at {size:>7,} runs {_spread([m['peak_mib'] for m in mem], 0)} MiB"
+            f"   (before the run {_spread([m['before_run_mib'] for m in mem], 0)} MiB; goal <= 150)"
+        )
+
+
+if __name__ == "__main__":
+    main()

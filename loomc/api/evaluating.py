@@ -10,7 +10,7 @@ prints it, ``--dry-run`` stops there) before :meth:`Evaluation.arun` spends anyt
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cached_property
@@ -28,6 +28,7 @@ from loomc.eval.dataset import Case, load_dataset
 from loomc.eval.judge import JudgeSpec, resolve_judge
 from loomc.eval.receipt import EvalReceipt, EvalSettings, build_receipt, sha256_file
 from loomc.eval.records import RunRecord
+from loomc.eval.runlog import RunLog
 from loomc.eval.runner import (
     Estimate,
     Job,
@@ -168,7 +169,9 @@ class Evaluation:
         on_notice: Callable[[str], None] | None = None,
         traces: Traces | None = None,
     ) -> EvalReceipt:
-        async def matrix(pool: ProviderPool) -> list[RunRecord]:
+        log = RunLog(len(self.jobs))  # the receipt reads its runs from here; closed when dropped
+
+        async def matrix(pool: ProviderPool) -> RunLog:
             return await run_matrix(
                 self.jobs,
                 policy_pool=pool,
@@ -181,6 +184,7 @@ class Evaluation:
                 judge=self.judge,
                 on_notice=on_notice,
                 on_run=None if traces is None else self._trace_hook(traces),
+                log=log,
             )
 
         if isinstance(providers, ProviderPool):
@@ -200,8 +204,9 @@ class Evaluation:
 
         return anyio.run(main)
 
-    def receipt(self, records: list[RunRecord]) -> EvalReceipt:
-        """The versioned eval receipt of these records under this eval's settings."""
+    def receipt(self, records: Sequence[RunRecord]) -> EvalReceipt:
+        """The versioned eval receipt of these records under this eval's settings (a ``RunLog``
+        stays on disk: the receipt reads its runs back one at a time)."""
         from loomc import __version__
 
         pol = self.project.policy

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, GetCoreSchemaHandler, ValidationError
+from pydantic_core import CoreSchema, core_schema
 
 from loomc.errors import LoomcError
-from loomc.eval.metrics import PairedDelta, StrategyMetrics, compute
+from loomc.eval.metrics import PairedDelta, StrategyMetrics
 from loomc.eval.records import RunRecord
+from loomc.eval.runlog import RunLog
+from loomc.eval.tally import JudgeTally, Tally
 
 RECEIPT_VERSION = 2  # 2: judge verdicts and summary, quality_source, over/under-escalation
 
@@ -51,6 +54,26 @@ class JudgeSummary(BaseModel):
     missing_pricing: list[str] = Field(default_factory=list)
 
 
+class _RunsSchema:
+    """``EvalReceipt.runs``: a list, or a ``RunLog`` kept as it is (an eval's runs stay on disk
+    until rendered); either serializes as the JSON list of the runs."""
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> CoreSchema:
+        items = core_schema.list_schema(handler.generate_schema(RunRecord))
+        return core_schema.json_or_python_schema(
+            json_schema=items,
+            python_schema=core_schema.union_schema([core_schema.is_instance_schema(RunLog), items]),
+            serialization=core_schema.plain_serializer_function_ser_schema(
+                list, return_schema=items
+            ),
+        )
+
+
+Runs = Annotated[Sequence[RunRecord], _RunsSchema()]
+
+
 class EvalReceipt(BaseModel):
     version: int = RECEIPT_VERSION
     loomc_version: str | None = None  # the loomc that ran the eval
@@ -58,7 +81,7 @@ class EvalReceipt(BaseModel):
     settings: EvalSettings = Field(default_factory=EvalSettings)
     models: list[str] = Field(default_factory=list)
     pricing: dict[str, Any] = Field(default_factory=dict)  # model -> price as in the policy
-    runs: list[RunRecord] = Field(default_factory=list)
+    runs: Runs = Field(default_factory=list)
     metrics: list[StrategyMetrics] = Field(default_factory=list)
     deltas: list[PairedDelta] = Field(default_factory=list)
     judge_cost_usd: str | None = None
@@ -68,27 +91,27 @@ class EvalReceipt(BaseModel):
 
 
 def judge_summary(records: Sequence[RunRecord]) -> JudgeSummary | None:
-    from decimal import Decimal
+    judged = JudgeTally()
+    for r in records:
+        if r.judge is not None:
+            judged.add(r.judge)
+    return _summary(judged)
 
-    verdicts = [r.judge for r in records if r.judge is not None]
-    if not verdicts:
+
+def _summary(j: JudgeTally) -> JudgeSummary | None:
+    if not j.runs:
         return None
-    paid = [v for v in verdicts if v.calls]
-    models = sorted({v.model for v in verdicts if v.model})
-    unpriced = sorted({v.model or "?" for v in paid if v.cost is None})
-    credits = [v.credits for v in paid if v.credits is not None]
+    unpriced = sorted(j.unpriced)
     return JudgeSummary(
-        model=", ".join(models) or None,
-        runs=len(verdicts),
-        judged=sum(v.status == "ok" for v in verdicts),
-        errors=sum(v.status == "error" for v in verdicts),
-        pending=sum(v.status == "budget-stopped" for v in verdicts),
-        calls=sum(v.calls for v in verdicts),
-        tokens=sum(int(v.usage.get("total_tokens", 0)) for v in verdicts),
-        cost_usd=None
-        if unpriced
-        else str(sum((v.cost for v in paid if v.cost is not None), Decimal(0))),
-        credits=str(sum(credits, Decimal(0))) if credits else None,
+        model=", ".join(sorted(j.models)) or None,
+        runs=j.runs,
+        judged=j.judged,
+        errors=j.errors,
+        pending=j.pending,
+        calls=j.calls,
+        tokens=j.tokens,
+        cost_usd=None if unpriced else str(j.cost),
+        credits=None if j.credits is None else str(j.credits),
         missing_pricing=unpriced,
     )
 
@@ -110,22 +133,48 @@ def build_receipt(
     created_at: str | None = None,
     loomc_version: str | None = None,
 ) -> EvalReceipt:
-    """Aggregate runs into a receipt; models are read from the steps that actually ran."""
-    models = sorted({s.model for r in records if r.result for s in r.result.steps})
-    summary = judge_summary(records)
-    metrics, deltas = compute(records)
+    """Aggregate runs into a receipt; models are read from the steps that actually ran. A
+    ``RunLog`` (what an eval returns) is aggregated already and stays on disk."""
+    if isinstance(records, RunLog):
+        runs: Sequence[RunRecord] = records
+        tally = records.tally
+    else:
+        runs, tally = list(records), Tally()
+        for r in runs:
+            tally.add(r)
+    summary = _summary(tally.judge)
+    metrics, deltas = tally.metrics()
     return EvalReceipt(
         loomc_version=loomc_version,
         created_at=created_at,
         settings=settings,
-        models=models,
+        models=sorted(tally.models),
         pricing=dict(pricing or {}),
-        runs=list(records),
+        runs=runs,
         metrics=metrics,
         deltas=deltas,
         judge_cost_usd=None if summary is None else summary.cost_usd,
         judge=summary,
     )
+
+
+def receipt_json(receipt: EvalReceipt) -> Iterator[str]:
+    """``receipt.model_dump_json(indent=2)``, in pieces: the runs one at a time, so writing the
+    receipt of 100,000 runs never holds them (or their text) all at once."""
+    if not receipt.runs:
+        yield receipt.model_dump_json(indent=2)
+        return
+    head, tail = (
+        receipt.model_copy(update={"runs": []}).model_dump_json(indent=2).split(_EMPTY_RUNS, 1)
+    )
+    yield head + '\n  "runs": [\n'
+    for n, run in enumerate(receipt.runs):
+        text = run.model_dump_json(indent=2).replace("\n", "\n    ")
+        yield ("    " if n == 0 else ",\n    ") + text
+    yield "\n  ]," + tail
+
+
+_EMPTY_RUNS = '\n  "runs": [],'  # a newline never occurs inside a JSON string
 
 
 def load_receipt(path: str | Path) -> EvalReceipt:

@@ -348,7 +348,9 @@ async def _finish(run: RunState, step: StepNode, record: StepRecord, out: Metere
     await _finished_ok(run, step, record)
     if run.on_step is not None:
         booked = sum((c.usage for c in out.charges), Usage())
-        heard = run.on_step(CompletedStep(record.model_copy(deep=True), booked))
+        # a shallow copy is the snapshot: the executor only ever reassigns a record's fields
+        # (a deep copy cost ~0.1 ms per eval step, the one caller that passes on_step)
+        heard = run.on_step(CompletedStep(record.model_copy(), booked))
         if inspect.isawaitable(heard):
             await heard
 

@@ -11,7 +11,7 @@ from markupsafe import Markup
 from pydantic_core import PydanticSerializationError
 
 from loomc.eval.metrics import StrategyMetrics
-from loomc.eval.receipt import EvalReceipt
+from loomc.eval.receipt import EvalReceipt, receipt_json
 from loomc.report import charts
 
 FORMATS = (".html", ".svg", ".md", ".json")
@@ -139,5 +139,14 @@ def render(receipt: EvalReceipt, path: str | Path) -> Path:
     ext = p.suffix.lower()
     if ext not in FORMATS:
         raise ReportError(f"{p}: unsupported report format '{ext}' (use {', '.join(FORMATS)})")
+    if ext == ".json":  # run by run: the receipt of a large eval never sits in memory whole
+        with p.open("w", encoding="utf-8") as out:
+            try:
+                out.writelines(receipt_json(receipt))
+                out.write("\n")
+                return p
+            except PydanticSerializationError:  # a lone surrogate: the scrubbed receipt
+                out.seek(0)
+                out.truncate()
     p.write_text(render_text(receipt, ext), encoding="utf-8")
     return p

@@ -1,0 +1,135 @@
+"""Planning an eval before anything is spent: the matrix of jobs (every pipeline x tier compiled
+once) and its pre-flight worst case, judge calls included."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+
+from loomc.checker.worstcase import WorstCase, worst_case
+from loomc.eval.dataset import Case
+from loomc.eval.journal import Cell, case_hash
+from loomc.eval.judge import JudgeSpec
+from loomc.eval.judge import worst_case as judge_worst_case
+from loomc.eval.strategies import Strategy
+from loomc.ir.model import Pipeline
+from loomc.project import Project
+
+
+@dataclass(frozen=True)
+class Job:
+    case: Case
+    strategy: Strategy
+    iteration: int
+    pipeline: Pipeline
+
+    @property
+    def key(self) -> Cell:
+        return (self.case.id, self.strategy.name, self.iteration)
+
+    @property
+    def case_hash(self) -> str:
+        return case_hash(self.case, self.pipeline.key)
+
+
+def plan_jobs(
+    project: Project,
+    cases: Sequence[Case],
+    strategies: Sequence[Strategy],
+    iterations: int,
+    planned: Mapping[tuple[str, str], Pipeline] | None = None,
+) -> list[Job]:
+    """Compile every (pipeline, tier) once; raises DiagnosticError before any call.
+    ``planned`` holds the checked plan of each (case id, conductor strategy)."""
+    compiled: dict[tuple[str, str | None], Pipeline] = {}
+    jobs = []
+    for case in cases:
+        for strategy in strategies:
+            if strategy.planner is not None:
+                pipeline = (planned or {})[(case.id, strategy.name)]
+            else:
+                key = (strategy.pipeline_for(case.pipeline), strategy.tier)
+                if key not in compiled:
+                    compiled[key] = project.compile(*key)
+                pipeline = compiled[key]
+            for it in range(iterations):
+                jobs.append(Job(case, strategy, it, pipeline))
+    return jobs
+
+
+@dataclass
+class Estimate:
+    per_strategy: dict[str, dict[str, object]]
+    total_calls: int  # workflow and judge calls together
+    total_tokens: int | None
+    total_credits: Decimal
+    total_cost: Decimal | None
+    judge_calls: int = 0
+    judge_tokens: int | None = 0
+    judge_credits: Decimal = Decimal(0)
+    judge_cost: Decimal | None = Decimal(0)
+
+
+def _add_int(a: object, b: int | None) -> int | None:
+    return None if a is None or b is None else int(str(a)) + b
+
+
+def _add_dec(a: object, b: Decimal | None) -> Decimal | None:
+    return None if a is None or b is None else Decimal(str(a)) + b
+
+
+def preflight(jobs: Sequence[Job], judge: JudgeSpec | None = None) -> Estimate:
+    """Worst case of the whole matrix, judge calls included (one judging per run)."""
+    cache: dict[str, WorstCase] = {}
+    per: dict[str, dict[str, object]] = {}
+    est = Estimate(per, 0, 0, Decimal(0), Decimal(0))
+    for job in jobs:
+        wc = cache.setdefault(job.pipeline.key, worst_case(job.pipeline))
+        row = per.setdefault(
+            job.strategy.name,
+            {"runs": 0, "calls": 0, "tokens": 0, "credits": Decimal(0), "cost": Decimal(0)},
+        )
+        row["runs"] = int(str(row["runs"])) + 1
+        row["calls"] = int(str(row["calls"])) + wc.calls
+        row["tokens"] = _add_int(row["tokens"], wc.tokens)
+        row["credits"] = Decimal(str(row["credits"])) + wc.credits
+        row["cost"] = _add_dec(row["cost"], wc.cost)
+        est.total_calls += wc.calls
+        est.total_credits += wc.credits
+        est.total_tokens = _add_int(est.total_tokens, wc.tokens)
+        est.total_cost = _add_dec(est.total_cost, wc.cost)
+        if judge is None:
+            continue
+        jc = judge_worst_case(judge, job.pipeline, job.case.rubric)
+        row["judge_calls"] = int(str(row.get("judge_calls", 0))) + jc.calls
+        est.judge_calls += jc.calls
+        est.judge_tokens = _add_int(est.judge_tokens, jc.tokens)
+        est.judge_credits += jc.credits
+        est.judge_cost = _add_dec(est.judge_cost, jc.cost)
+        est.total_calls += jc.calls
+        est.total_credits += jc.credits
+        est.total_tokens = _add_int(est.total_tokens, jc.tokens)
+        est.total_cost = _add_dec(est.total_cost, jc.cost)
+    return est
+
+
+def estimate_json(est: Estimate) -> str:
+    return json.dumps(
+        {
+            "per_strategy": est.per_strategy,
+            "total_calls": est.total_calls,
+            "total_tokens": est.total_tokens,
+            "total_credits": str(est.total_credits),
+            "total_cost": None if est.total_cost is None else str(est.total_cost),
+            "judge": {
+                "calls": est.judge_calls,
+                "tokens": est.judge_tokens,
+                "credits": str(est.judge_credits),
+                "cost": None if est.judge_cost is None else str(est.judge_cost),
+            },
+        },
+        default=str,
+        indent=2,
+    )
