@@ -12,7 +12,7 @@ The public API. Everything the CLI, the server and the Studio do goes through th
     loomc.render(receipt, "report.html")
 
 Names load lazily (PEP 562), so ``import loomc`` — and ``loomc --help`` — stays cheap: pydantic,
-networkx and the runtime are imported on first use of a name that needs them.
+lark and the runtime are imported on first use of a name that needs them.
 
 Every error derives from ``LoomcError``: ``DiagnosticError`` (the project does not compile or
 check; ``.diagnostics`` holds every finding), ``PlanRejected`` (no planner proposal passed the checker), ``BudgetRefused`` (an eval's

@@ -9,13 +9,12 @@ executor evaluates when a step becomes ready.
 
 from __future__ import annotations
 
+import heapq
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Literal, Union
-
-import networkx as nx
 
 from loomc.diagnostics import Span
 from loomc.units import Budget
@@ -239,82 +238,174 @@ class Require:
 
 
 class StepGraph:
-    """A typed wrapper over ``networkx.DiGraph``: nodes are step ids carrying a ``StepNode``.
+    """The dependency graph of one pipeline: nodes are step ids carrying a ``StepNode``, an
+    edge ``a -> b`` says b waits for a, with the set of reasons (``kinds``) drawn from
+    ``{"sees", "after", "guard"}``.
 
-    Edge attribute ``kinds`` is a set drawn from ``{"sees", "after", "guard"}``. Only the IR
-    package touches networkx; everyone else uses these methods.
+    A few dicts rather than a graph library: the algorithms needed here (topological order,
+    one cycle, ancestors, the heaviest path) are a dozen lines each, and importing networkx
+    cost ~270 ms of every ``loomc`` start. Iteration orders are insertion orders (declaration
+    order), so every result is deterministic; ``find_cycle`` and ``topological_order`` return
+    exactly what networkx's ``find_cycle`` and ``lexicographical_topological_sort`` (keyed on
+    declaration order) returned, which the diagnostics' goldens pin.
     """
 
     def __init__(self, steps: Mapping[str, StepNode] | None = None) -> None:
-        self._g: nx.DiGraph = nx.DiGraph()
+        self._steps: dict[str, StepNode] = {}
+        self._succ: dict[str, dict[str, set[str]]] = {}  # a -> {b: kinds}
+        self._pred: dict[str, dict[str, set[str]]] = {}  # b -> {a: kinds}, the same sets
+        self._order: list[str] | None = None  # topological order, [] when cyclic
+        self._cyclic = False
         for step in (steps or {}).values():
             self.add(step)
         self.link_all()
 
     def add(self, step: StepNode) -> None:
-        self._g.add_node(step.id, step=step)
+        if step.id not in self._steps:
+            self._succ[step.id] = {}
+            self._pred[step.id] = {}
+        self._steps[step.id] = step
+        self._order = None
 
     def link_all(self) -> None:
-        for step in list(self.steps()):
+        for step in list(self._steps.values()):
             for dep, kind in _edges_of(step):
-                if dep in self._g:
-                    data = self._g.get_edge_data(dep, step.id)
-                    if data is None:
-                        self._g.add_edge(dep, step.id, kinds={kind})
-                    else:
-                        data["kinds"].add(kind)
+                if dep in self._steps:
+                    kinds = self._succ[dep].get(step.id)
+                    if kinds is None:
+                        kinds = self._succ[dep][step.id] = self._pred[step.id][dep] = set()
+                    kinds.add(kind)
+        self._order = None
 
     def __contains__(self, step_id: object) -> bool:
-        return step_id in self._g
+        return step_id in self._steps
 
     def __len__(self) -> int:
-        return int(self._g.number_of_nodes())
+        return len(self._steps)
 
     def step(self, step_id: str) -> StepNode:
-        node: StepNode = self._g.nodes[step_id]["step"]
-        return node
+        return self._steps[step_id]
 
     def steps(self) -> Iterator[StepNode]:
-        for node_id in self._g.nodes:
-            yield self._g.nodes[node_id]["step"]
+        yield from self._steps.values()
 
     def ids(self) -> list[str]:
-        return list(self._g.nodes)
+        return list(self._steps)
 
     def predecessors(self, step_id: str) -> list[str]:
-        return list(self._g.predecessors(step_id))
+        return list(self._pred[step_id])
 
     def successors(self, step_id: str) -> list[str]:
-        return list(self._g.successors(step_id))
+        return list(self._succ[step_id])
 
     def ancestors(self, step_id: str) -> set[str]:
-        return set(nx.ancestors(self._g, step_id))
+        seen: set[str] = set()
+        stack = list(self._pred[step_id])
+        while stack:
+            sid = stack.pop()
+            if sid not in seen:
+                seen.add(sid)
+                stack.extend(self._pred[sid])
+        seen.discard(step_id)
+        return seen
 
     def edges(self) -> list[tuple[str, str, frozenset[str]]]:
-        return [(u, v, frozenset(d["kinds"])) for u, v, d in self._g.edges(data=True)]
+        return [(u, v, frozenset(k)) for u, out in self._succ.items() for v, k in out.items()]
 
     def is_acyclic(self) -> bool:
-        return bool(nx.is_directed_acyclic_graph(self._g))
+        return self._sorted() is not None
 
     def find_cycle(self) -> list[str] | None:
-        """One cycle as a path ``a -> b -> a`` (dbt's habit), or None."""
-        try:
-            edges = nx.find_cycle(self._g)
-        except nx.NetworkXNoCycle:
+        """One cycle as a path ``a -> b -> a`` (dbt's habit), or None.
+
+        Depth-first over edges from each step in declaration order, successors in the order
+        their edges were added: the first edge that closes the active path ends the search.
+        """
+        if self.is_acyclic():
             return None
-        path = [u for u, _v in edges]
-        return [*path, path[0]]
+        explored: set[str] = set()
+        for start in self._steps:
+            if start in explored:
+                continue
+            path: list[tuple[str, str]] = []
+            seen = {start}
+            active = {start}
+            previous: str | None = None
+            for tail, head in self._edge_dfs(start):
+                if head in explored:
+                    continue
+                if previous is not None and tail != previous:
+                    # backtracked: drop edges until the path ends where this edge starts
+                    while True:
+                        if not path:
+                            active = {tail}
+                            break
+                        active.remove(path.pop()[1])
+                        if path and path[-1][1] == tail:
+                            break
+                path.append((tail, head))
+                if head in active:
+                    first = next(i for i, (u, _v) in enumerate(path) if u == head)
+                    cycle = [u for u, _v in path[first:]]
+                    return [*cycle, cycle[0]]
+                seen.add(head)
+                active.add(head)
+                previous = head
+            explored |= seen
+        return None  # unreachable: a graph that is not acyclic has a cycle
+
+    def _edge_dfs(self, start: str) -> Iterator[tuple[str, str]]:
+        """Every edge reachable from ``start``, each once, in depth-first order."""
+        visited: set[tuple[str, str]] = set()
+        pending: dict[str, Iterator[str]] = {}
+        stack = [start]
+        while stack:
+            node = stack[-1]
+            if node not in pending:
+                pending[node] = iter(list(self._succ[node]))
+            head = next(pending[node], None)
+            if head is None:
+                stack.pop()
+            elif (node, head) not in visited:
+                visited.add((node, head))
+                stack.append(head)
+                yield node, head
 
     def topological_order(self) -> list[str]:
-        """Deterministic order: ties broken by declaration order."""
-        index = {sid: i for i, sid in enumerate(self._g.nodes)}
-        return list(nx.lexicographical_topological_sort(self._g, key=lambda s: index[s]))
+        """Deterministic order: ties broken by declaration order. Raises ValueError on a cycle
+        (the checker reports cycles before anything asks for an order)."""
+        order = self._sorted()
+        if order is None:
+            raise ValueError("the step graph has a cycle")
+        return list(order)
+
+    def _sorted(self) -> list[str] | None:
+        """Kahn's algorithm with a heap on declaration index (None when there is a cycle);
+        computed once per graph."""
+        if self._order is None:
+            index = {sid: i for i, sid in enumerate(self._steps)}
+            waiting = {sid: len(preds) for sid, preds in self._pred.items() if preds}
+            ready = [index[sid] for sid, preds in self._pred.items() if not preds]
+            heapq.heapify(ready)
+            ids = list(self._steps)
+            order: list[str] = []
+            while ready:
+                sid = ids[heapq.heappop(ready)]
+                order.append(sid)
+                for child in self._succ[sid]:
+                    waiting[child] -= 1
+                    if not waiting[child]:
+                        del waiting[child]
+                        heapq.heappush(ready, index[child])
+            self._cyclic = bool(waiting)
+            self._order = [] if self._cyclic else order
+        return None if self._cyclic else self._order
 
     def longest_path(self, weight: Mapping[str, int]) -> tuple[int, list[str]]:
         """Heaviest source-to-sink path by node weight (latency: parallel branches count once)."""
         best: dict[str, tuple[int, list[str]]] = {}
         for sid in self.topological_order():
-            preds = [best[p] for p in self._g.predecessors(sid)]
+            preds = [best[p] for p in self._pred[sid]]
             base = max(preds, key=lambda t: t[0]) if preds else (0, [])
             best[sid] = (base[0] + weight.get(sid, 0), [*base[1], sid])
         if not best:
