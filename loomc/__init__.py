@@ -23,7 +23,10 @@ Budget and provider trouble during a run never raises: it is the result's ``stop
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (`loomc --help` start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 __version__ = "0.1.0"
 
