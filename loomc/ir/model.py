@@ -9,7 +9,6 @@ executor evaluates when a step becomes ready.
 
 from __future__ import annotations
 
-import heapq
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -17,6 +16,7 @@ from decimal import Decimal
 from typing import Any, Literal, Union
 
 from loomc.diagnostics import Span
+from loomc.ir.graph import StepGraph as StepGraph  # re-exported: Pipeline.graph
 from loomc.units import Budget
 
 # --- guard expressions ---------------------------------------------------------------------------
@@ -229,197 +229,21 @@ class StepNode:
     def dependencies(self) -> set[str]:
         return set(self.access) | set(self.after) | expr_steps(self.guard)
 
+    def edges_in(self) -> Iterator[tuple[str, str]]:
+        """``(step it waits for, why)``: its reads, its `after`s, then its guard's steps."""
+        for dep in self.access:
+            yield dep, "sees"
+        for dep in self.after:
+            yield dep, "after"
+        for dep in sorted(expr_steps(self.guard)):
+            yield dep, "guard"
+
 
 @dataclass(frozen=True, slots=True)
 class Require:
     kind: str  # "independent"
     steps: tuple[str, ...]
     span: Span | None = field(default=None, compare=False)
-
-
-class StepGraph:
-    """The dependency graph of one pipeline: nodes are step ids carrying a ``StepNode``, an
-    edge ``a -> b`` says b waits for a, with the set of reasons (``kinds``) drawn from
-    ``{"sees", "after", "guard"}``.
-
-    A few dicts rather than a graph library: the algorithms needed here (topological order,
-    one cycle, ancestors, the heaviest path) are a dozen lines each, and importing networkx
-    cost ~270 ms of every ``loomc`` start. Iteration orders are insertion orders (declaration
-    order), so every result is deterministic; ``find_cycle`` and ``topological_order`` return
-    exactly what networkx's ``find_cycle`` and ``lexicographical_topological_sort`` (keyed on
-    declaration order) returned, which the diagnostics' goldens pin.
-    """
-
-    def __init__(self, steps: Mapping[str, StepNode] | None = None) -> None:
-        self._steps: dict[str, StepNode] = {}
-        self._succ: dict[str, dict[str, set[str]]] = {}  # a -> {b: kinds}
-        self._pred: dict[str, dict[str, set[str]]] = {}  # b -> {a: kinds}, the same sets
-        self._order: list[str] | None = None  # topological order, [] when cyclic
-        self._cyclic = False
-        for step in (steps or {}).values():
-            self.add(step)
-        self.link_all()
-
-    def add(self, step: StepNode) -> None:
-        if step.id not in self._steps:
-            self._succ[step.id] = {}
-            self._pred[step.id] = {}
-        self._steps[step.id] = step
-        self._order = None
-
-    def link_all(self) -> None:
-        for step in list(self._steps.values()):
-            for dep, kind in _edges_of(step):
-                if dep in self._steps:
-                    kinds = self._succ[dep].get(step.id)
-                    if kinds is None:
-                        kinds = self._succ[dep][step.id] = self._pred[step.id][dep] = set()
-                    kinds.add(kind)
-        self._order = None
-
-    def __contains__(self, step_id: object) -> bool:
-        return step_id in self._steps
-
-    def __len__(self) -> int:
-        return len(self._steps)
-
-    def step(self, step_id: str) -> StepNode:
-        return self._steps[step_id]
-
-    def steps(self) -> Iterator[StepNode]:
-        yield from self._steps.values()
-
-    def ids(self) -> list[str]:
-        return list(self._steps)
-
-    def predecessors(self, step_id: str) -> list[str]:
-        return list(self._pred[step_id])
-
-    def successors(self, step_id: str) -> list[str]:
-        return list(self._succ[step_id])
-
-    def ancestors(self, step_id: str) -> set[str]:
-        seen: set[str] = set()
-        stack = list(self._pred[step_id])
-        while stack:
-            sid = stack.pop()
-            if sid not in seen:
-                seen.add(sid)
-                stack.extend(self._pred[sid])
-        seen.discard(step_id)
-        return seen
-
-    def edges(self) -> list[tuple[str, str, frozenset[str]]]:
-        return [(u, v, frozenset(k)) for u, out in self._succ.items() for v, k in out.items()]
-
-    def is_acyclic(self) -> bool:
-        return self._sorted() is not None
-
-    def find_cycle(self) -> list[str] | None:
-        """One cycle as a path ``a -> b -> a`` (dbt's habit), or None.
-
-        Depth-first over edges from each step in declaration order, successors in the order
-        their edges were added: the first edge that closes the active path ends the search.
-        """
-        if self.is_acyclic():
-            return None
-        explored: set[str] = set()
-        for start in self._steps:
-            if start in explored:
-                continue
-            path: list[tuple[str, str]] = []
-            seen = {start}
-            active = {start}
-            previous: str | None = None
-            for tail, head in self._edge_dfs(start):
-                if head in explored:
-                    continue
-                if previous is not None and tail != previous:
-                    # backtracked: drop edges until the path ends where this edge starts
-                    while True:
-                        if not path:
-                            active = {tail}
-                            break
-                        active.remove(path.pop()[1])
-                        if path and path[-1][1] == tail:
-                            break
-                path.append((tail, head))
-                if head in active:
-                    first = next(i for i, (u, _v) in enumerate(path) if u == head)
-                    cycle = [u for u, _v in path[first:]]
-                    return [*cycle, cycle[0]]
-                seen.add(head)
-                active.add(head)
-                previous = head
-            explored |= seen
-        return None  # unreachable: a graph that is not acyclic has a cycle
-
-    def _edge_dfs(self, start: str) -> Iterator[tuple[str, str]]:
-        """Every edge reachable from ``start``, each once, in depth-first order."""
-        visited: set[tuple[str, str]] = set()
-        pending: dict[str, Iterator[str]] = {}
-        stack = [start]
-        while stack:
-            node = stack[-1]
-            if node not in pending:
-                pending[node] = iter(list(self._succ[node]))
-            head = next(pending[node], None)
-            if head is None:
-                stack.pop()
-            elif (node, head) not in visited:
-                visited.add((node, head))
-                stack.append(head)
-                yield node, head
-
-    def topological_order(self) -> list[str]:
-        """Deterministic order: ties broken by declaration order. Raises ValueError on a cycle
-        (the checker reports cycles before anything asks for an order)."""
-        order = self._sorted()
-        if order is None:
-            raise ValueError("the step graph has a cycle")
-        return list(order)
-
-    def _sorted(self) -> list[str] | None:
-        """Kahn's algorithm with a heap on declaration index (None when there is a cycle);
-        computed once per graph."""
-        if self._order is None:
-            index = {sid: i for i, sid in enumerate(self._steps)}
-            waiting = {sid: len(preds) for sid, preds in self._pred.items() if preds}
-            ready = [index[sid] for sid, preds in self._pred.items() if not preds]
-            heapq.heapify(ready)
-            ids = list(self._steps)
-            order: list[str] = []
-            while ready:
-                sid = ids[heapq.heappop(ready)]
-                order.append(sid)
-                for child in self._succ[sid]:
-                    waiting[child] -= 1
-                    if not waiting[child]:
-                        del waiting[child]
-                        heapq.heappush(ready, index[child])
-            self._cyclic = bool(waiting)
-            self._order = [] if self._cyclic else order
-        return None if self._cyclic else self._order
-
-    def longest_path(self, weight: Mapping[str, int]) -> tuple[int, list[str]]:
-        """Heaviest source-to-sink path by node weight (latency: parallel branches count once)."""
-        best: dict[str, tuple[int, list[str]]] = {}
-        for sid in self.topological_order():
-            preds = [best[p] for p in self._pred[sid]]
-            base = max(preds, key=lambda t: t[0]) if preds else (0, [])
-            best[sid] = (base[0] + weight.get(sid, 0), [*base[1], sid])
-        if not best:
-            return 0, []
-        return max(best.values(), key=lambda t: t[0])
-
-
-def _edges_of(step: StepNode) -> Iterator[tuple[str, str]]:
-    for dep in step.access:
-        yield dep, "sees"
-    for dep in step.after:
-        yield dep, "after"
-    for dep in sorted(expr_steps(step.guard)):
-        yield dep, "guard"
 
 
 @dataclass(frozen=True, slots=True)

@@ -94,6 +94,25 @@ def test_step_graph_matches_networkx(steps: dict[str, StepNode]) -> None:
             ours.topological_order()
 
 
+def _longest_path_reference(graph: StepGraph, weight: dict[str, int]) -> tuple[int, list[str]]:
+    """The straightforward version (a path copied per step) the linear one replaced."""
+    best: dict[str, tuple[int, list[str]]] = {}
+    for sid in graph.topological_order():
+        preds = [best[p] for p in graph.predecessors(sid)]
+        base = max(preds, key=lambda t: t[0]) if preds else (0, [])
+        best[sid] = (base[0] + weight.get(sid, 0), [*base[1], sid])
+    return max(best.values(), key=lambda t: t[0]) if best else (0, [])
+
+
+@settings(max_examples=300, deadline=None)
+@given(graphs(), st.lists(st.integers(0, 5), min_size=9, max_size=9))
+def test_longest_path_matches_the_reference(steps: dict[str, StepNode], w: list[int]) -> None:
+    graph = StepGraph(steps)
+    if graph.is_acyclic():  # small weights: many ties, which must break the same way
+        weight = {f"s{i}": w[i] for i in range(9)}
+        assert graph.longest_path(weight) == _longest_path_reference(graph, weight)
+
+
 def test_edge_kinds_are_merged_per_pair() -> None:
     a = _step("a", (), (), None)
     b = _step("b", ("a",), ("a",), "a")
