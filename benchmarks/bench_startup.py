@@ -157,7 +157,7 @@ def main() -> None:
 
     growth = compile_growth()
     print("\ncompile + check of an n-step chain (CPU, best of 3)")
-    base_n, base_t = growth[0]
+    base_t = growth[0][1]
     for n, t in growth:
         per_step = t / n * 1e6
         print(f"  {n:6,} steps {t * 1e3:8.1f} ms  {per_step:6.1f} us/step  x{t / base_t:5.1f} time")
