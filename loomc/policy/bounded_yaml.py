@@ -21,6 +21,7 @@ reference reader, which reports it exactly as before. libyaml's own nesting limi
 
 from __future__ import annotations
 
+import bisect
 import re
 from typing import Any
 
@@ -119,20 +120,57 @@ _FAST_LOADER = _libyaml_loader()
 
 # What both readers surely treat alike: printable characters and newlines (and CR LF); no tab,
 # BOM, NEL, U+2028/U+2029, control or surrogate; no directive line (`%YAML 1.3`), no tag (`!x`);
-# no `?` outside a comment line (libyaml reads `a?b` in `[...]` as one scalar, PyYAML as an
-# error); no empty value in a flow collection (`{a: }`: libyaml puts its null a column later);
+# no `?` but in a comment line or a quoted string (libyaml reads `a?b` in `[...]` as one scalar,
+# PyYAML as an error: checked on libyaml's nodes, see `_quoted_only`); no empty value in a flow collection (`{a: }`: libyaml puts its null a column later);
 # and a last line that ends (libyaml ends a collection at EOF one line later than PyYAML).
 _UNUSUAL = re.compile(
     "[^\n\r\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]"
     "|\r(?!\n)|^%|(?:^|[\\s\\[\\]{},:])!|:[ \r\n]*[,}\\]]|[^\n]\\Z",
     re.MULTILINE,
 )
-_COMMENT_LINE = re.compile("^[ ]*#[^\n]*", re.MULTILINE)
+_COMMENT_LINE = re.compile("^[ ]*#", re.MULTILINE)
 
 
 def _usual(text: str) -> bool:
-    """Whether libyaml and PyYAML surely read ``text`` alike (see above)."""
-    return not _UNUSUAL.search(text) and "?" not in _COMMENT_LINE.sub("", text)
+    """Whether libyaml and PyYAML surely read ``text`` alike, but for the ``?`` that
+    :func:`_questions` lists, which must lie in quoted scalars (see above)."""
+    return not _UNUSUAL.search(text)
+
+
+def _questions(text: str) -> list[int]:
+    """Offsets of the ``?`` outside comment lines."""
+    out = []
+    at = text.find("?")
+    while at != -1:
+        line_start = text.rfind("\n", 0, at) + 1
+        if not _COMMENT_LINE.match(text, line_start):
+            out.append(at)
+        at = text.find("?", at + 1)
+    return out
+
+
+def _quoted_only(root: Any, questions: list[int]) -> None:
+    """Refuse (to the reference reader) a ``?`` that libyaml did not read inside a quoted
+    scalar: inside quotes both readers take it as text; elsewhere they may not agree."""
+    if not questions:
+        return
+    spans = []
+    stack = [root]
+    seen: set[int] = set()
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.ScalarNode) and node.style in ("'", '"'):
+            spans.append((node.start_mark.index, node.end_mark.index))
+        stack.extend(_children(node))
+    spans.sort()
+    starts = [a for a, _ in spans]
+    for at in questions:
+        i = bisect.bisect_right(starts, at) - 1
+        if i < 0 or not spans[i][0] < at < spans[i][1] - 1:
+            raise Limit("a ? outside quotes", root.start_mark)
 
 
 def compose_and_construct(text: str) -> tuple[Any, Any]:
@@ -140,21 +178,26 @@ def compose_and_construct(text: str) -> tuple[Any, Any]:
     reference reader's error (``Limit`` for LOOM607, another ``yaml.YAMLError`` otherwise)."""
     if _FAST_LOADER is not None and _usual(text):
         try:
-            return _read(_FAST_LOADER, text, fast=True)
+            return _read(_FAST_LOADER, text, fast=True, questions=_questions(text))
         except Exception:  # any doubt: the reference reader decides and reports
             pass
     return _read(_BoundedLoader, text, fast=False)
 
 
-def _read(loader_class: Any, text: str, fast: bool) -> tuple[Any, Any]:
+def _read(
+    loader_class: Any, text: str, fast: bool, questions: list[int] | None = None
+) -> tuple[Any, Any]:
     loader = loader_class(text)
     try:
         node = loader.get_single_node()
         if node is None:
+            if fast and questions:
+                raise Limit("a ? in an empty document", None)
             return None, None
         expanded_size(node)
         if fast:
             _shallow_enough(node)
+            _quoted_only(node, questions or [])
         return node, loader.construct_document(node)
     finally:
         loader.dispose()
