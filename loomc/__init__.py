@@ -12,7 +12,7 @@ The public API. Everything the CLI, the server and the Studio do goes through th
     loomc.render(receipt, "report.html")
 
 Names load lazily (PEP 562), so ``import loomc`` — and ``loomc --help`` — stays cheap: pydantic,
-networkx and the runtime are imported on first use of a name that needs them.
+lark and the runtime are imported on first use of a name that needs them.
 
 Every error derives from ``LoomcError``: ``DiagnosticError`` (the project does not compile or
 check; ``.diagnostics`` holds every finding), ``PlanRejected`` (no planner proposal passed the checker), ``BudgetRefused`` (an eval's
@@ -23,7 +23,10 @@ Budget and provider trouble during a run never raises: it is the result's ``stop
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (`loomc --help` start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 __version__ = "0.1.0"
 

@@ -15,25 +15,37 @@ from collections.abc import Sequence
 
 from loomc import __version__
 
-COMMANDS = (
-    "check",
-    "plan",
-    "compile",
-    "schema",
-    "importer",
-    "run",
-    "eval",
-    "report",
-    "conductor",
-    "demo",
-    "serve",
-    "traces",
-    "studio",
-    "calibrate",
-    "init",
-    "doctor",
-    "pipelines",
-)
+# command -> (module under loomc.cli, the one-line help its ``register`` gives); the help is
+# repeated here so that `loomc --help` lists every command without importing any of them
+# (tests/cli/test_startup.py keeps the two equal).
+COMMANDS: dict[str, tuple[str, str]] = {
+    "check": ("check", "check pipelines and policies; exit 1 on errors"),
+    "plan": ("plan", "print the worst-case table per pipeline x tier"),
+    "compile": ("compile", "write the canonical, content-hashed plan artifact"),
+    "schema": ("schema", "write the JSON Schema of a policy file"),
+    "import": ("importer", "convert a reference-runtime JSON config into a policy"),
+    "run": ("run", "run a pipeline on a prompt (argument or stdin)"),
+    "eval": ("eval", "benchmark strategies over a JSONL dataset"),
+    "report": ("report", "render an eval receipt as .html, .svg, .md or .json"),
+    "conductor": ("conductor", "conductor research: generate, predict, guard, score, stats"),
+    "demo": ("demo", "run the mock-provider demo end to end"),
+    "serve": (
+        "serve",
+        "serve pipelines as OpenAI-compatible models (pipeline@tier) with shared budgets",
+    ),
+    "traces": ("traces", "list, show or export stored runs"),
+    "studio": (
+        "studio",
+        "open the Studio: compiled graphs, live runs, traces and reports in a local page",
+    ),
+    "calibrate": (
+        "calibrate",
+        "propose p95 latency, max tokens and credits per worker from stored runs",
+    ),
+    "init": ("init", "write a working starter project into DIR (default: .)"),
+    "doctor": ("doctor", "check the policy, its keys (by name) and its providers"),
+    "pipelines": ("pipelines", "list pipeline x tier with worst cases and runnability"),
+}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -43,21 +55,34 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser. With ``only``, that command alone is registered in full (its module
+    imported); the others are listed by name and help, so a run of one command, or
+    ``loomc --help``, imports no other command's module (start-up time)."""
     parser = _Parser(
         prog="loomc",
         description="Compile, prove, run and benchmark budgeted multi-model LLM pipelines.",
     )
     parser.add_argument("--version", action="version", version=f"loomc {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for name in COMMANDS:
-        importlib.import_module(f"loomc.cli.{name}").register(sub)
+    for name, (module, help_text) in COMMANDS.items():
+        if only is None or name == only:
+            importlib.import_module(f"loomc.cli.{module}").register(sub)
+        else:
+            sub.add_parser(name, help=help_text)
     return parser
 
 
+def _command(argv: Sequence[str]) -> str:
+    """The command word of ``argv`` ("" when none): the first word that is not an option (the
+    top level has only ``-h`` and ``--version``, which take no value)."""
+    return next((word for word in argv if not word.startswith("-")), "")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(_command(words))
+    args = parser.parse_args(words)
     handler = getattr(args, "handler", None)
     if handler is None:
         parser.print_help()

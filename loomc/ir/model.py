@@ -15,9 +15,8 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Literal, Union
 
-import networkx as nx
-
 from loomc.diagnostics import Span
+from loomc.ir.graph import StepGraph as StepGraph  # re-exported: Pipeline.graph
 from loomc.units import Budget
 
 # --- guard expressions ---------------------------------------------------------------------------
@@ -230,111 +229,21 @@ class StepNode:
     def dependencies(self) -> set[str]:
         return set(self.access) | set(self.after) | expr_steps(self.guard)
 
+    def edges_in(self) -> Iterator[tuple[str, str]]:
+        """``(step it waits for, why)``: its reads, its `after`s, then its guard's steps."""
+        for dep in self.access:
+            yield dep, "sees"
+        for dep in self.after:
+            yield dep, "after"
+        for dep in sorted(expr_steps(self.guard)):
+            yield dep, "guard"
+
 
 @dataclass(frozen=True, slots=True)
 class Require:
     kind: str  # "independent"
     steps: tuple[str, ...]
     span: Span | None = field(default=None, compare=False)
-
-
-class StepGraph:
-    """A typed wrapper over ``networkx.DiGraph``: nodes are step ids carrying a ``StepNode``.
-
-    Edge attribute ``kinds`` is a set drawn from ``{"sees", "after", "guard"}``. Only the IR
-    package touches networkx; everyone else uses these methods.
-    """
-
-    def __init__(self, steps: Mapping[str, StepNode] | None = None) -> None:
-        self._g: nx.DiGraph = nx.DiGraph()
-        self._order: list[str] | None = None  # topological_order, until the graph changes
-        for step in (steps or {}).values():
-            self.add(step)
-        self.link_all()
-
-    def add(self, step: StepNode) -> None:
-        self._order = None
-        self._g.add_node(step.id, step=step)
-
-    def link_all(self) -> None:
-        self._order = None
-        for step in list(self.steps()):
-            for dep, kind in _edges_of(step):
-                if dep in self._g:
-                    data = self._g.get_edge_data(dep, step.id)
-                    if data is None:
-                        self._g.add_edge(dep, step.id, kinds={kind})
-                    else:
-                        data["kinds"].add(kind)
-
-    def __contains__(self, step_id: object) -> bool:
-        return step_id in self._g
-
-    def __len__(self) -> int:
-        return int(self._g.number_of_nodes())
-
-    def step(self, step_id: str) -> StepNode:
-        node: StepNode = self._g.nodes[step_id]["step"]
-        return node
-
-    def steps(self) -> Iterator[StepNode]:
-        for node_id in self._g.nodes:
-            yield self._g.nodes[node_id]["step"]
-
-    def ids(self) -> list[str]:
-        return list(self._g.nodes)
-
-    def predecessors(self, step_id: str) -> list[str]:
-        return list(self._g.predecessors(step_id))
-
-    def successors(self, step_id: str) -> list[str]:
-        return list(self._g.successors(step_id))
-
-    def ancestors(self, step_id: str) -> set[str]:
-        return set(nx.ancestors(self._g, step_id))
-
-    def edges(self) -> list[tuple[str, str, frozenset[str]]]:
-        return [(u, v, frozenset(d["kinds"])) for u, v, d in self._g.edges(data=True)]
-
-    def is_acyclic(self) -> bool:
-        return bool(nx.is_directed_acyclic_graph(self._g))
-
-    def find_cycle(self) -> list[str] | None:
-        """One cycle as a path ``a -> b -> a`` (dbt's habit), or None."""
-        try:
-            edges = nx.find_cycle(self._g)
-        except nx.NetworkXNoCycle:
-            return None
-        path = [u for u, _v in edges]
-        return [*path, path[0]]
-
-    def topological_order(self) -> list[str]:
-        """Deterministic order: ties broken by declaration order. Sorted once per graph (a run
-        asks for it several times: the executor, the worst case's longest paths)."""
-        if self._order is None:
-            index = {sid: i for i, sid in enumerate(self._g.nodes)}
-            self._order = list(nx.lexicographical_topological_sort(self._g, key=lambda s: index[s]))
-        return list(self._order)
-
-    def longest_path(self, weight: Mapping[str, int]) -> tuple[int, list[str]]:
-        """Heaviest source-to-sink path by node weight (latency: parallel branches count once)."""
-        best: dict[str, tuple[int, list[str]]] = {}
-        for sid in self.topological_order():
-            preds = [best[p] for p in self._g.predecessors(sid)]
-            base = max(preds, key=lambda t: t[0]) if preds else (0, [])
-            best[sid] = (base[0] + weight.get(sid, 0), [*base[1], sid])
-        if not best:
-            return 0, []
-        return max(best.values(), key=lambda t: t[0])
-
-
-def _edges_of(step: StepNode) -> Iterator[tuple[str, str]]:
-    for dep in step.access:
-        yield dep, "sees"
-    for dep in step.after:
-        yield dep, "after"
-    for dep in sorted(expr_steps(step.guard)):
-        yield dep, "guard"
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,10 +19,13 @@ from loomc.ir.model import Pipeline
 from loomc.policy.load import PolicySource, load_policy
 from loomc.policy.models import Policy
 from loomc.project.defaults import fallback_root
+from loomc.sources import read_source
 from loomc.syntax.ast import Module
-from loomc.syntax.parser import parse_file
+from loomc.syntax.parser import parse_file, parse_text
 from loomc.text import did_you_mean
 from loomc.units import Budget
+
+_Compiled = tuple[list[Pipeline], list[Diagnostic]]
 
 COMPILE_CACHE_SIZE = 32
 """Sets of ceilings whose compiled graphs a Project keeps (least recently used dropped first)."""
@@ -31,14 +34,28 @@ COMPILE_CACHE_SIZE = 32
 @dataclass
 class Project:
     """Parsed pipelines plus one policy. Build it with :func:`load_project` (or
-    ``Project.load``); compile with :meth:`compile`, which caches per set of ceilings."""
+    ``Project.load``); compile with :meth:`compile`, which caches per set of ceilings.
+
+    `.loom` files are parsed when first needed: compiling one pipeline (``loomc run``) parses
+    only the files that could bear on it (those that mention its name, and, transitively, the
+    names they define, so a pipeline defined twice is still found twice); ``modules``,
+    ``diagnostics`` and :meth:`pipelines` parse them all. Either way the findings are the same.
+    """
 
     root: Path
     policy_source: PolicySource
-    modules: list[Module]
-    diagnostics: list[Diagnostic] = field(default_factory=list)  # parse + policy problems
+    paths: list[Path]  # the project's .loom files, in the order they are compiled
+    policy_diagnostics: list[Diagnostic] = field(default_factory=list)  # loading the policy
+    policy_findings: list[Diagnostic] = field(default_factory=list)  # checking it
     packaged: bool = False  # the folder held no project: the packaged defaults were loaded
-    _compiled: dict[Budget | None, tuple[list[Pipeline], list[Diagnostic]]] = field(
+    _parsed: dict[Path, tuple[Module | None, list[Diagnostic]]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
+    _texts: dict[Path, str | None] = field(default_factory=dict, repr=False, compare=False)
+    _compiled: dict[Budget | None, _Compiled] = field(
+        default_factory=dict, repr=False, compare=False
+    )
+    _partly: dict[tuple[Budget | None, tuple[Path, ...]], _Compiled] = field(
         default_factory=dict, repr=False, compare=False
     )
 
@@ -51,10 +68,21 @@ class Project:
     def policy(self) -> Policy:
         return self.policy_source.policy
 
+    @property
+    def modules(self) -> list[Module]:
+        """Every module that parsed, in path order (parses the rest first)."""
+        return self._modules(self.paths)
+
+    @property
+    def diagnostics(self) -> list[Diagnostic]:
+        """Policy, parse and source findings of the whole project (parses the rest first)."""
+        return self._diagnostics(self.paths)
+
     def replace_policy(self, policy: Policy) -> None:
         """Swap the validated policy (e.g. a per-call credit override); drops compiled graphs."""
         self.policy_source.policy = policy
         self._compiled.clear()
+        self._partly.clear()
 
     def pipelines(self, overrides: Budget | None = None) -> tuple[list[Pipeline], list[Diagnostic]]:
         """Every pipeline x tier under ``overrides`` and the compiler's diagnostics (cached)."""
@@ -74,12 +102,65 @@ class Project:
     def pipeline_names(self) -> list[str]:
         return [p.name.value for m in self.modules for p in m.pipelines]
 
+    def _parse(self, path: Path) -> tuple[Module | None, list[Diagnostic]]:
+        found = self._parsed.get(path)
+        if found is None:
+            text = self._text(path)  # None: unreadable or binary, parse_file says so
+            found = parse_file(path) if text is None else parse_text(text, str(path))
+            self._parsed[path] = found
+        return found
+
+    def _text(self, path: Path) -> str | None:
+        if path not in self._texts:
+            self._texts[path], _ = read_source(path, "LOOM103", "file")
+        return self._texts[path]
+
+    def _modules(self, paths: list[Path]) -> list[Module]:
+        return [m for m in (self._parse(p)[0] for p in paths) if m is not None]
+
+    def _diagnostics(self, paths: list[Path]) -> list[Diagnostic]:
+        parse = [d for p in paths for d in self._parse(p)[1]]
+        found = check_sources(self._modules(paths))
+        return [*self.policy_diagnostics, *parse, *self.policy_findings, *found]
+
+    def _relevant(self, name: str) -> list[Path] | None:
+        """The files that can bear on pipeline ``name``: those mentioning it and, transitively,
+        the pipelines they define (a duplicate elsewhere is an error here); None when none
+        defines it (then every file is read, for the error and its suggestions)."""
+        chosen: set[Path] = set()
+        wanted, done = {name}, set[str]()
+        while wanted - done:
+            word = (wanted - done).pop()
+            done.add(word)
+            for path in self.paths:
+                text = self._text(path)
+                if path not in chosen and (text is None or word in text):
+                    chosen.add(path)
+                    module = self._parse(path)[0]
+                    wanted |= {p.name.value for p in module.pipelines} if module else set()
+        paths = [p for p in self.paths if p in chosen]
+        defined = {p.name.value for m in self._modules(paths) for p in m.pipelines}
+        return paths if name in defined else None
+
     def compile(
         self, pipeline_name: str, tier: str | None, overrides: Budget | None = None
     ) -> Pipeline:
         """One pipeline x tier, checked; raises DiagnosticError listing every error."""
-        compiled, diags = self.pipelines(overrides)
-        errors = [d for d in self.diagnostics + diags if d.is_error]
+        paths = None if len(self._parsed) == len(self.paths) else self._relevant(pipeline_name)
+        if paths is None:  # all parsed already (a server), or the name is unknown
+            compiled, diags = self.pipelines(overrides)
+            known = self.diagnostics
+        else:  # `loomc run`: only the files that bear on this pipeline
+            key = overrides if overrides != Budget() else None
+            part = self._partly.get((key, tuple(paths)))
+            if part is None:
+                if len(self._partly) >= COMPILE_CACHE_SIZE:
+                    self._partly.clear()
+                part = compile_modules(self._modules(paths), self.policy_source, key)
+                self._partly[(key, tuple(paths))] = part
+            compiled, diags = part
+            known = self._diagnostics(paths)
+        errors = [d for d in known + diags if d.is_error]
         candidates = [p for p in compiled if p.name == pipeline_name]
         if not candidates:
             hint = did_you_mean(pipeline_name, self.pipeline_names())
@@ -143,12 +224,12 @@ def load_project(root: Path | str = ".", policy: Path | str | None = None) -> Pr
     source, policy_diags = load_policy(policy_path)
     if source is None:
         raise DiagnosticError(policy_diags)
-    modules, diags = load_modules(find_files(root)[0])
     return Project(
         root,
         source,
-        modules,
-        [*policy_diags, *diags, *check_policy(source), *check_sources(modules)],
+        find_files(root)[0],
+        policy_diags,
+        check_policy(source),
         packaged=packaged is not None,
     )
 

@@ -2,7 +2,7 @@
 
 The LALR parser is built once per process (python-hcl2's habit) from the one canonical grammar,
 which ships inside the wheel as ``loomc/syntax/loom.lark`` and is read from ``grammar/`` in a
-source checkout.
+source checkout; its tables are cached on disk between processes (:mod:`loomc.syntax.tables`).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from lark.exceptions import (
 from loomc.diagnostics import Diagnostic, Severity, Span
 from loomc.sources import read_source
 from loomc.syntax import ast
+from loomc.syntax.tables import build_parser
 from loomc.units import DURATION_FACTORS
 
 _HERE = Path(__file__).resolve().parent
@@ -67,13 +68,8 @@ def grammar_path() -> Path:
 
 @functools.cache
 def _parser() -> Lark:
-    return Lark(
-        grammar_path().read_text(encoding="utf-8"),
-        parser="lalr",
-        lexer="contextual",
-        propagate_positions=True,
-        maybe_placeholders=False,
-    )
+    parser: Lark = build_parser(grammar_path().read_text(encoding="utf-8"))
+    return parser
 
 
 def parse_file(path: str | Path) -> tuple[ast.Module | None, list[Diagnostic]]:

@@ -1,0 +1,176 @@
+"""Start-up and check cost, each as a ratio to a baseline measured in the same run.
+
+    python benchmarks/bench_startup.py [--repeats 7] [--json FILE]
+
+Every figure is a fresh process (what a user waits for), timed by wall clock. Each repeat runs
+every arm once, loomc and baselines alternated in a new shuffled order, so a machine that gets
+busier or quieter during the run moves both sides of a ratio alike; the ratios are of medians.
+
+- ``loomc --help`` / ``python -c pass``: the cost of reaching the command line.
+- ``loomc check`` on this repository / ``ruff check --no-cache`` on a generated tree of Python
+  files of the same size in bytes: a checker against a linter.
+- ``loomc run`` with the mock provider, cold (a new process; the parser tables cache warm, as
+  after any first run): seconds, and its ratio to ``python -c pass``.
+- compile + check of generated chains of 1,000 to 10,000 steps, in this process: time per step
+  should stay flat (linear growth).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+SIZES = (1_000, 2_000, 4_000, 8_000, 10_000)
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env["NO_COLOR"] = "1"
+    return env
+
+
+def _python_tree(folder: Path, size: int) -> int:
+    """Clean Python files totalling about ``size`` bytes (13 files, like this project's)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    per_file = size // 13
+    written = 0
+    for i in range(13):
+        lines = ['"""A module."""', "", ""]
+        n = 0
+        while sum(len(x) + 1 for x in lines) < per_file:
+            lines += [f"def f{n}(x: int) -> int:", f"    return x + {n}", "", ""]
+            n += 1
+        text = "\n".join(lines).rstrip() + "\n"
+        (folder / f"m{i}.py").write_text(text, encoding="utf-8")
+        written += len(text)
+    return written
+
+
+def _project_bytes() -> int:
+    files = [*(ROOT / "pipelines").glob("*.loom"), *(ROOT / "policies").glob("*.y*ml")]
+    return sum(p.stat().st_size for p in files)
+
+
+def _arms(tree: Path) -> dict[str, list[str]]:
+    py = sys.executable
+    ruff = shutil.which("ruff") or str(Path(py).parent / "ruff")
+    return {
+        "python -c pass": [py, "-c", "pass"],
+        "loomc --help": [py, "-m", "loomc", "--help"],
+        "ruff check (same size)": [ruff, "check", "--no-cache", "--quiet", str(tree)],
+        "loomc check (this repo)": [py, "-m", "loomc", "check", str(ROOT)],
+        "loomc run (mock, cold)": [py, "-m", "loomc", "run", "--no-stream", "Say hello."],
+    }
+
+
+def _time(cmd: list[str]) -> float:
+    start = time.perf_counter()
+    done = subprocess.run(
+        cmd, cwd=ROOT, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False
+    )
+    elapsed = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed: {done.stderr.decode()[-500:]}")
+    return elapsed
+
+
+def measure(repeats: int) -> dict[str, list[float]]:
+    with tempfile.TemporaryDirectory() as tmp:
+        tree = Path(tmp) / "tree"
+        _python_tree(tree, _project_bytes())
+        arms = _arms(tree)
+        for cmd in arms.values():  # warm the OS cache and the parser tables once
+            _time(cmd)
+        times: dict[str, list[float]] = {name: [] for name in arms}
+        for _ in range(repeats):
+            order = list(arms)
+            random.shuffle(order)
+            for name in order:
+                times[name].append(_time(arms[name]))
+    return times
+
+
+def compile_growth() -> list[tuple[int, float]]:
+    """CPU seconds to compile and check a chain of n steps (best of 3), per size."""
+    from loomc.checker.rules import check_pipeline
+    from loomc.ir.compile import compile_modules
+    from loomc.policy.load import load_policy
+    from loomc.syntax.parser import parse_text
+
+    source, _ = load_policy(ROOT / "policies" / "default.yaml")
+    assert source is not None
+    out = []
+    for n in SIZES:
+        steps = ['  step s0 : writer(drafter) { task "t" max_tokens 10 }']
+        steps += [
+            f'  step s{i} : writer(drafter) sees s{i - 1} after s0 {{ task "t" max_tokens 10 }}'
+            for i in range(1, n)
+        ]
+        text = "pipeline big {\n" + "\n".join(steps) + f"\n  answer s{n - 1}\n}}\n"
+        module, _ = parse_text(text, "big.loom")
+        assert module is not None
+        best = float("inf")
+        for _ in range(3):
+            start = time.process_time()
+            for p in compile_modules([module], source)[0]:
+                check_pipeline(p)
+            best = min(best, time.process_time() - start)
+        out.append((n, best))
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--json", type=Path, help="also write the figures as JSON")
+    args = parser.parse_args()
+
+    times = measure(args.repeats)
+    med = {name: statistics.median(v) for name, v in times.items()}
+    print(f"{'arm':28} {'min ms':>9} {'median ms':>10} {'max ms':>9}   ({args.repeats} repeats)")
+    for name, values in times.items():
+        print(
+            f"{name:28} {min(values) * 1e3:9.1f} {med[name] * 1e3:10.1f} {max(values) * 1e3:9.1f}"
+        )
+    ratios = {
+        "loomc --help / python -c pass": med["loomc --help"] / med["python -c pass"],
+        "loomc check / ruff check": med["loomc check (this repo)"] / med["ruff check (same size)"],
+        "loomc run (mock) / python -c pass": med["loomc run (mock, cold)"] / med["python -c pass"],
+    }
+    print()
+    for name, value in ratios.items():
+        print(f"{name:36} {value:6.2f}x")
+    print(f"{'loomc run (mock, cold), seconds':36} {med['loomc run (mock, cold)']:6.3f}")
+
+    growth = compile_growth()
+    print("\ncompile + check of an n-step chain (CPU, best of 3)")
+    base_t = growth[0][1]
+    for n, t in growth:
+        per_step = t / n * 1e6
+        print(f"  {n:6,} steps {t * 1e3:8.1f} ms  {per_step:6.1f} us/step  x{t / base_t:5.1f} time")
+    print(f"  growth 1,000 -> 10,000 steps: x{growth[-1][1] / base_t:.1f} (linear: x10)")
+
+    if args.json:
+        figures = {
+            "times_s": times,
+            "ratios": ratios,
+            "compile_growth": [{"steps": n, "cpu_s": t} for n, t in growth],
+        }
+        args.json.write_text(json.dumps(figures, indent=2), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
