@@ -12,7 +12,7 @@ import json
 import logging
 import math
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -22,7 +22,6 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
-from starlette.types import Receive, Scope, Send
 
 from loomc.project import Project
 from loomc.providers.base import Provider, redact
@@ -43,6 +42,7 @@ from loomc.serve.wire import (
 from loomc.store import Store
 from loomc.store.otel import OtelExporter
 from loomc.studio.app import mount as studio
+from loomc.studio.sse import EventStream, Write
 
 log = logging.getLogger("loomc.serve")
 
@@ -98,7 +98,7 @@ def create_app(
             admitted = await svc.admit(chat_request, client)
             if chat_request.stream:
                 metrics.request(200)
-                return _EventStream(lambda write: _stream(svc, admitted, write))
+                return EventStream(lambda write: _stream(svc, admitted, write))
             result, extra = await svc.execute(admitted)
         except ApiError:
             raise
@@ -170,9 +170,6 @@ def _upstream(error: str | None) -> ApiError:
     )
 
 
-Write = Callable[[dict[str, Any] | str], Awaitable[None]]
-
-
 async def _stream(svc: Service, admitted: Admitted, write: Write) -> None:
     """One SSE stream: a role chunk, content deltas as the answer arrives, the finish chunk with
     the ``loomc`` object, the usage chunk when asked, then ``[DONE]``. Errors after the stream
@@ -237,51 +234,3 @@ async def _stream(svc: Service, admitted: Admitted, write: Write) -> None:
             }
         )
     await write("[DONE]")
-
-
-class _EventStream(Response):
-    """An SSE response whose producer is cancelled when the client disconnects, so the run's
-    in-flight calls stop (the ledger keeps their reservation booked)."""
-
-    def __init__(self, produce: Callable[[Write], Awaitable[None]]) -> None:
-        super().__init__(media_type="text/event-stream")
-        self.produce = produce
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 200,
-                "headers": [
-                    (b"content-type", b"text/event-stream; charset=utf-8"),
-                    (b"cache-control", b"no-cache"),
-                    (b"x-accel-buffering", b"no"),
-                ],
-            }
-        )
-
-        async def write(item: dict[str, Any] | str) -> None:
-            text = item if isinstance(item, str) else json.dumps(item, separators=(",", ":"))
-            await send(
-                {
-                    "type": "http.response.body",
-                    "body": f"data: {text}\n\n".encode(),
-                    "more_body": True,
-                }
-            )
-
-        async with anyio.create_task_group() as tg:
-
-            async def watch() -> None:
-                while (await receive())["type"] != "http.disconnect":
-                    pass
-                tg.cancel_scope.cancel()
-
-            tg.start_soon(watch)
-            try:
-                await self.produce(write)
-            except* OSError:  # the client went away mid-write (maybe inside a task group)
-                pass
-            tg.cancel_scope.cancel()
-        with contextlib.suppress(OSError):  # uvicorn's ClientDisconnected is an OSError
-            await send({"type": "http.response.body", "body": b"", "more_body": False})

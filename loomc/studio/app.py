@@ -24,7 +24,6 @@ import anyio
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
-from starlette.types import Receive, Scope, Send
 
 import loomc
 from loomc.api.running import default_tier
@@ -36,6 +35,7 @@ from loomc.risk.factory import make_profiler
 from loomc.secrets import redact
 from loomc.store import RunFilter, Store
 from loomc.studio.runs import BYOK_TYPES, MODES, Runner, StudioError, parse_form
+from loomc.studio.sse import EventStream, Write
 from loomc.studio.views import check_view, pipelines_view, project_sources
 
 log = logging.getLogger("loomc.studio")
@@ -142,7 +142,11 @@ def mount(
         del body, raw  # the key, if any, now lives in the form only
         compiled, decision = runner.prepare(form)
         shared = pool(request) if pool is not None else None
-        return _EventStream(lambda write: runner.stream(form, compiled, decision, write, shared))
+        return EventStream(
+            lambda write: runner.stream(form, compiled, decision, write, shared),
+            cache_control="no-store",
+            on_error=_run_failed,
+        )
 
     async def traces(request: Request) -> Response:
         q = request.query_params
@@ -233,57 +237,10 @@ def _receipts(folder: Path) -> list[dict[str, Any]]:
     return found
 
 
-Write = Callable[[dict[str, Any]], Awaitable[None]]
-
-
-class _EventStream(Response):
-    """A server-sent event stream whose producer is cancelled when the page goes away (the
-    run's calls in flight stop; what they used is booked by the ledger)."""
-
-    def __init__(self, produce: Callable[[Write], Awaitable[None]]) -> None:
-        super().__init__(media_type="text/event-stream")
-        self.produce = produce
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 200,
-                "headers": [
-                    (b"content-type", b"text/event-stream; charset=utf-8"),
-                    (b"cache-control", b"no-store"),
-                    (b"x-accel-buffering", b"no"),
-                ],
-            }
-        )
-
-        async def write(item: dict[str, Any]) -> None:
-            text = json.dumps(item, separators=(",", ":"), default=str, allow_nan=False)
-            await send(
-                {
-                    "type": "http.response.body",
-                    "body": f"data: {text}\n\n".encode(),
-                    "more_body": True,
-                }
-            )
-
-        async with anyio.create_task_group() as tg:
-
-            async def watch() -> None:
-                while (await receive())["type"] != "http.disconnect":
-                    pass
-                tg.cancel_scope.cancel()
-
-            tg.start_soon(watch)
-            try:
-                await self.produce(write)
-            except* OSError:  # the page went away mid-write
-                pass
-            except* Exception as group:  # never a traceback on the page or in the log
-                for exc in group.exceptions:
-                    log.error("studio run failed: %s", redact(repr(exc)))
-                with contextlib.suppress(OSError):
-                    await write({"kind": "error", "data": {"message": "internal error"}})
-            tg.cancel_scope.cancel()
-        with contextlib.suppress(OSError):
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
+async def _run_failed(group: BaseExceptionGroup[Exception], write: Write) -> None:
+    """Never a traceback on the page or in the log: the failure, redacted, to the log; a plain
+    error event to the page (when it is still there)."""
+    for exc in group.exceptions:
+        log.error("studio run failed: %s", redact(repr(exc)))
+    with contextlib.suppress(OSError):
+        await write({"kind": "error", "data": {"message": "internal error"}})
