@@ -70,7 +70,9 @@ class PostgresStore:
                 for statement in filter(str.strip, SCHEMA.split(";")):
                     self._db.execute(statement)
         except psycopg.Error as exc:
-            raise StoreError(f"cannot open store {self.url}: {exc}".strip()) from None
+            # psycopg adds a hint on its own line: one line, so the CLI prints one-line errors
+            reason = " ".join(str(exc).split())
+            raise StoreError(f"cannot open store {self.url}: {reason}") from None
 
     def reserve(self, scopes: Sequence[Scope], amount: Usage, period: str) -> str:
         reservation = uuid.uuid4().hex

@@ -151,3 +151,17 @@ def test_cli_opt_out_and_explicit_store(project: Path, tmp_path: Path) -> None:
     assert "Traceback" not in bad.stderr and "no model was called" in bad.stderr
     clash = cli("run", "hi", "--store", "a.db", "--no-store", cwd=project)
     assert clash.returncode == 2 and "not allowed with" in clash.stderr
+
+
+def test_an_unreachable_postgresql_store_is_one_line_without_the_password(project: Path) -> None:
+    """psycopg's connection error carries a hint on a line of its own; the CLI's error is one
+    line, exit 1, and the URL's password is never shown."""
+    secret = "Zq8vNw3kTr"
+    url = f"postgresql://loomc:{secret}@127.0.0.1:1/traces"
+    done = cli("traces", "list", cwd=project, env={"LOOMC_STORE": url})
+    assert done.returncode == 1
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("loomc traces: cannot open store postgresql://")
+    assert "Connection refused" in lines[0] or "connection failed" in lines[0]
+    assert secret not in done.stderr + done.stdout
