@@ -11,9 +11,9 @@ eval's work, and it stays.
 - its **settlement**, written after the call was reconciled: ``{"ledger": "settle", "id",
   "actual"}``;
 - a **completed step** of a cell still running, written before any step that depends on it
-  starts: ``{"ledger": "step", "id", "cell", "case_hash", "record", "booked"}`` (the step's
-  record, its output text included, and what the ledger booked for it, its settlements
-  already journaled);
+  starts: ``{"ledger": "step", "id", "cell", "case_hash", "record", "booked", "peak"}`` (the
+  step's record, its output text included, what the ledger booked for it, its settlements
+  already journaled, and the run ledger's peak so far, which the resumed receipt reports);
   a resume gives these to the executor as done, so a cell killed mid-run never pays a completed
   step again;
 - a **finished cell**: the ``RunRecord`` itself, with the ``case_hash`` of the case it ran
@@ -159,7 +159,8 @@ class Journal:
         except (ValueError, TypeError):
             return
         if record.status is StepStatus.OK and record.output is not None and record.id == obj["id"]:
-            done = CompletedStep(record, _usage(obj.get("booked")))
+            peak = _usage(obj["peak"]) if isinstance(obj.get("peak"), dict) else None
+            done = CompletedStep(record, _usage(obj.get("booked")), peak)
             self.steps.setdefault(key, {})[record.id] = (obj["case_hash"], done)
 
     def step(self, cell: Cell, done: CompletedStep, case_hash: str) -> None:
@@ -175,7 +176,12 @@ class Journal:
             ensure_ascii=True,
         )
         booked = json.dumps(done.booked.to_json(), separators=(",", ":"))
-        self._write(f'{head[:-1]},"record":{record},"booked":{booked}}}')
+        peak = (
+            ""
+            if done.peak is None
+            else f',"peak":{json.dumps(done.peak.to_json(), separators=(",", ":"))}'
+        )
+        self._write(f'{head[:-1]},"record":{record},"booked":{booked}{peak}}}')
 
     def repair(self) -> None:
         """Cut a torn last line (one without its newline) so the next append starts clean."""

@@ -350,7 +350,7 @@ async def _finish(run: RunState, step: StepNode, record: StepRecord, out: Metere
         booked = sum((c.usage for c in out.charges), Usage())
         # a shallow copy is the snapshot: the executor only ever reassigns a record's fields
         # (a deep copy cost ~0.1 ms per eval step, the one caller that passes on_step)
-        heard = run.on_step(CompletedStep(record.model_copy(), booked))
+        heard = run.on_step(CompletedStep(record.model_copy(), booked, run.ledger.peak))
         if inspect.isawaitable(heard):
             await heard
 
@@ -373,7 +373,7 @@ async def _carry(run: RunState, step: StepNode, done: CompletedStep) -> None:
     booked usage on the run's ledger only; nothing is sent."""
     record = done.record.model_copy(deep=True)
     run.records[step.id] = record
-    run.ledger.carry(done.booked)
+    run.ledger.carry(done.booked, peak=done.peak)
     run.outcomes[step.id] = Outcome(StepStatus.OK, record.output or "")
     await _finished_ok(run, step, record, resumed=True)
     over = run.ledger.overshoot()

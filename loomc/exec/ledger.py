@@ -148,13 +148,16 @@ class Ledger:
         """What is booked for good: settled actuals (and spend seeded from a journal)."""
         return self.committed - self.outstanding
 
-    def carry(self, usage: Usage) -> None:
+    def carry(self, usage: Usage, peak: Usage | None = None) -> None:
         """Book usage settled by an earlier process on this ledger only: a resumed run's steps
-        that completed before a kill (its parents already count them, from the journal)."""
+        that completed before a kill (its parents already count them, from the journal).
+        ``peak``: this ledger's peak in that process, so the resumed receipt reports it too."""
         usage = nonnegative(usage)
         self.committed = self.committed + usage
         self.actual = self.actual + usage
         self.peak = _max(self.peak, self.committed)
+        if peak is not None:
+            self.peak = _max(self.peak, nonnegative(peak))
 
     def chain(self) -> list[Ledger]:
         out: list[Ledger] = []

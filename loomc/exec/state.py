@@ -32,6 +32,9 @@ class CompletedStep:
 
     record: StepRecord
     booked: Usage
+    # the run ledger's peak (reservations in flight + settled) when the step completed: a
+    # resumed run's receipt reports the peak its first process reached, not only its own
+    peak: Usage | None = None
 
 
 StepHook = Callable[[CompletedStep], Awaitable[None] | None]

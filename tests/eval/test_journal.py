@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -153,7 +154,7 @@ class KillAtDraft:
     async def complete(self, request, on_event=None):
         with open(sys.argv[3], "a") as fh:  # what a counting server would have seen
             fh.write(request.step_role + "\\n")
-        if request.step_role == "drafter":  # killed with the draft in flight
+        if request.step_role == sys.argv[5]:  # killed with this step in flight
             os.kill(os.getpid(), signal.SIGKILL)
         return await self.inner.complete(request, on_event)
     async def aclose(self):
@@ -176,21 +177,23 @@ class ByStep(Counting):
         return await super().complete(request, on_event)
 
 
-def _killed_at_draft(tmp_path: Path) -> tuple[Path, Path, Path]:
-    """A one-case ``fixed`` eval SIGKILLed (in its own process) while its draft is in flight,
-    the route step answered and paid; returns the dataset, the journal and what was sent."""
+def _killed_at_draft(tmp_path: Path, role: str = "drafter") -> tuple[Path, Path, Path]:
+    """A one-case ``fixed`` eval SIGKILLed (in its own process) while its ``role`` step is in
+    flight (the draft: the route step answered and paid); returns the dataset, the journal and
+    what was sent."""
     data = _dataset(tmp_path / "d.jsonl", {"c0": PROMPTS["c0"]})
     journal, seen = tmp_path / "j.jsonl", tmp_path / "seen.txt"
     script = tmp_path / "killed.py"
     script.write_text(KILLED_AT_DRAFT)
     proc = subprocess.run(
-        [sys.executable, str(script), str(data), str(journal), str(seen), str(ROOT)],
+        [sys.executable, str(script), str(data), str(journal), str(seen), str(ROOT), role],
         capture_output=True,
         text=True,
         timeout=120,
     )
     assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
-    assert seen.read_text().split() == ["router", "drafter"]  # route paid, draft in flight
+    sent = seen.read_text().split()
+    assert sent[-1] == role and len(sent) == len(set(sent))  # the earlier steps paid once
     return data, journal, seen
 
 
@@ -198,6 +201,7 @@ def test_a_cell_killed_mid_run_resumes_without_paying_its_completed_steps_again(
     tmp_path: Path,
 ) -> None:
     data, journal, seen = _killed_at_draft(tmp_path)
+    assert seen.read_text().split() == ["router", "drafter"]  # route paid, draft in flight
 
     provider = ByStep()
     notices: list[str] = []
@@ -224,6 +228,34 @@ def test_a_cell_killed_mid_run_resumes_without_paying_its_completed_steps_again(
     whole = loomc.prepare_eval(data, "fixed", project=ROOT).run(providers={"mock": ByStep()})
     assert whole.runs[0].result is not None
     assert whole.runs[0].result.receipt_hash == run.result.receipt_hash
+
+
+def test_a_resumed_cell_reports_the_peak_its_first_process_reached(tmp_path: Path) -> None:
+    """The receipt's ``reserved_peak`` is the run ledger's peak over both processes: steps
+    carried from the journal bring the peak they reached, so a cell killed after its last step
+    was journaled but before its record was resumes to the receipt of an uninterrupted run."""
+    data = _dataset(tmp_path / "d.jsonl", {"c0": PROMPTS["c0"]})
+    journal = tmp_path / "j.jsonl"
+    whole = loomc.prepare_eval(data, "fixed", project=ROOT).run(
+        journal=journal, providers={"mock": ByStep()}
+    )
+    lines = journal.read_text().splitlines(keepends=True)
+    assert "ledger" not in json.loads(lines[-1])  # the finished cell's record, written last
+    journal.write_text("".join(lines[:-1]))  # killed just before it was written
+
+    provider = ByStep()
+    receipt = loomc.prepare_eval(data, "fixed", project=ROOT).run(
+        journal=journal, resume=True, providers={"mock": provider}
+    )
+    assert sum(provider.roles.values()) == 0  # every step was carried, none sent again
+    resumed, uninterrupted = receipt.runs[0].result, whole.runs[0].result
+    assert resumed is not None and uninterrupted is not None
+    untimed = {"latency_ms": 0}  # wall time differs between processes; the books do not
+    assert replace(resumed.budget.reserved_peak, **untimed) == replace(
+        uninterrupted.budget.reserved_peak, **untimed
+    )
+    assert resumed.budget.reserved_peak.tokens > resumed.budget.used.tokens
+    assert resumed.receipt_hash == uninterrupted.receipt_hash
 
 
 def test_completed_steps_of_an_edited_case_are_not_reused(tmp_path: Path) -> None:

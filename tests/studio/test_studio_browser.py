@@ -80,7 +80,10 @@ def page(browser: Any) -> Iterator[Any]:
 
 
 def open_tab(page: Any, server: StudioProcess, tab: str, width: int = 1280) -> None:
+    """A fresh load of the page at ``tab`` (a goto that changes only the hash would keep the
+    last run's trace and receipt on the page)."""
     page.set_viewport_size({"width": width, "height": 900 if width > 400 else 844})
+    page.goto("about:blank")
     page.goto(f"{server.url}/studio/#{tab}")
     page.wait_for_selector("body[data-ready=true]")
 
@@ -99,6 +102,14 @@ def run_form(page: Any, prompt: str, tier: str, mode: str = "mock") -> None:
     page.select_option("#run-mode", mode)
     page.fill("#prompt", prompt)
     page.click("#run-button")
+    wait_for_run(page)
+
+
+def wait_for_run(page: Any) -> None:
+    """Until the run just submitted has finished and shown its receipt (the submit handler
+    marks the trace running before the click returns; a finished run's badge leaves it)."""
+    # selectors, not wait_for_function: the page's CSP refuses the eval that one needs
+    page.wait_for_selector("#trace-state:not(.running)", state="attached", timeout=30_000)
     page.wait_for_selector("#receipt dl", timeout=30_000)
 
 
@@ -245,7 +256,7 @@ def test_keyboard_alone_reaches_and_runs_the_form(page: Any, server: StudioProce
     outline = page.evaluate("getComputedStyle(document.activeElement).outlineStyle")
     assert outline != "none"  # the focus is visible
     page.keyboard.press("Enter")
-    page.wait_for_selector("#receipt dl", timeout=30_000)
+    wait_for_run(page)
     assert receipt(page)["calls"] == "1"
 
 
@@ -264,7 +275,7 @@ def test_byok_key_is_in_no_file_and_no_later_page(
         page.fill("#prompt", "Say hello")
         page.select_option("#run-tier", "balanced")
         page.click("#run-button")
-        page.wait_for_selector("#receipt dl", timeout=30_000)
+        wait_for_run(page)
         assert receipt(page)["calls"] == "1"
         assert page.input_value("#byok-key") == ""
         assert key not in page.content()
