@@ -25,6 +25,7 @@ from loomc.api.tracing import StoreLike, Traces, stored_run
 from loomc.conductor import PLANNER_NAMES
 from loomc.errors import LoomcError
 from loomc.eval.dataset import Case, load_dataset
+from loomc.eval.journal import journaled_plans
 from loomc.eval.judge import JudgeSpec, resolve_judge
 from loomc.eval.receipt import EvalReceipt, EvalSettings, build_receipt, sha256_file
 from loomc.eval.records import RunRecord
@@ -82,6 +83,9 @@ class Evaluation:
     profilers: dict[bool, RiskProfiler] = field(default_factory=dict)
     # conductor:PLANNER strategies: (case id, strategy) → the guard's decision, for the receipt
     decisions: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    # → the plan's hash, journaled with the decision; and the cells decided from the journal
+    plan_hashes: dict[tuple[str, str], str] = field(default_factory=dict)
+    replayed: set[tuple[str, str]] = field(default_factory=set)
 
     @cached_property
     def estimate(self) -> Estimate:
@@ -131,6 +135,8 @@ class Evaluation:
         try:
             if book is not None and not resume and book.path.exists():
                 book.path.unlink()
+            if book is not None:
+                self._journal_plans(book, resume)
             if book is None:
                 import tempfile
 
@@ -140,6 +146,14 @@ class Evaluation:
             return await self._arun(book, totals, providers, on_done, on_notice, traces)
         finally:
             await traces.aclose()
+
+    def _journal_plans(self, book: Journal, resume: bool) -> None:
+        """Each conductor cell's plan, before any cell runs (a resume replays it from here);
+        on a resume, those decided from this journal are there already."""
+        for key, decision in self.decisions.items():
+            if resume and key in self.replayed:
+                continue
+            book.plan(key[0], key[1], self.plan_hashes[key], decision)
 
     def _trace_hook(self, traces: Traces) -> RunHook | None:
         """Each executed run to the trace store, tagged with its cell."""
@@ -267,13 +281,16 @@ def prepare_eval(
     profilers: Mapping[bool, RiskProfiler] | None = None,
     planner_options: Mapping[str, Any] | None = None,
     allow_planner_fallback: bool = False,
+    resume_journal: str | Path | None = None,
 ) -> Evaluation:
     """Plan an eval without calling any model: dataset, strategies (``baseline``, ``fixed``, any
     tier the policy declares, ``PIPELINE@TIER``, ``X@semantic``, ``conductor:PLANNER``),
     compiled jobs, judge. ``conductor:`` strategies plan every case here (``planner_options``
     are the planner's, e.g. the learned planner's model or endpoint); a planner that cannot run
     raises ``PlanningFailed`` unless ``allow_planner_fallback`` (the risk planner then plans,
-    and each decision says so).
+    and each decision says so). ``resume_journal``: the journal of the run this eval will
+    resume (``arun(journal=..., resume=True)``); a conductor cell it planned is decided again
+    from its journaled proposal, by the guard, without calling the planner.
 
     Raises ``DatasetError``, ``StrategyError``, ``JudgeConfigError``, ``DiagnosticError``,
     ``PlanningFailed`` or ``ValueError`` (iterations/concurrency below 1, more than
@@ -297,10 +314,17 @@ def prepare_eval(
         settings = proj.policy.risk
         semantic = RiskSettings(**{**settings.model_dump(), "profiler": "semantic"})
         profilers = {False: make_profiler(settings), True: make_profiler(semantic)}
-    planned, decisions = plan_conductor_cases(
-        proj, cases, chosen, profilers, planner_options, allow_fallback=allow_planner_fallback
+    journaled = journaled_plans(Path(resume_journal)) if resume_journal is not None else None
+    planned = plan_conductor_cases(
+        proj,
+        cases,
+        chosen,
+        profilers,
+        planner_options,
+        allow_fallback=allow_planner_fallback,
+        journaled=journaled,
     )
-    jobs = plan_jobs(proj, cases, chosen, iterations, planned)
+    jobs = plan_jobs(proj, cases, chosen, iterations, planned.pipelines)
     return Evaluation(
         proj,
         path,
@@ -312,7 +336,9 @@ def prepare_eval(
         spec,
         include_answers,
         dict(profilers),
-        decisions,
+        planned.decisions,
+        planned.hashes,
+        planned.replayed,
     )
 
 
@@ -350,6 +376,7 @@ def evaluate(
         limit=limit,
         judge=judge,
         include_answers=include_answers,
+        resume_journal=journal if resume else None,
     )
     over = ev.over(totals or Budget())
     if over and not run_until_budget:

@@ -113,6 +113,7 @@ def run(args: argparse.Namespace) -> int:
             include_answers=args.include_answers,
             planner_options=planner_options(args, learned=learned),
             allow_planner_fallback=args.allow_planner_fallback,
+            resume_journal=journal if args.resume else None,
         )
     except loomc.DatasetError as exc:
         print("\n".join(exc.messages), file=sys.stderr)

@@ -12,7 +12,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from loomc.conductor.guard import Decision, Guard, GuardContext, Review, context_for_run
+from loomc.conductor.guard import (
+    Decision,
+    Guard,
+    GuardContext,
+    Review,
+    context_for_run,
+    planner_usage,
+)
 from loomc.conductor.planners import PlannerError, PlannerUnavailable, make_planner
 from loomc.ir.model import Pipeline
 from loomc.policy.load import PolicySource
@@ -30,16 +37,39 @@ def plan_many(
     priors: Mapping[str, tuple[float, float]] | None = None,
     proposer: Any = None,
     allow_fallback: bool = False,
+    known: Sequence[tuple[str, Mapping[str, Any] | None] | None] | None = None,
     **options: Any,
 ) -> list[Decision]:
     """One decision per (base, prompt); raises `GuardError` (nothing passed for a prompt),
-    `PlannerUnavailable` (unless `allow_fallback`) or `ValueError` (unusable roster)."""
+    `PlannerUnavailable` (unless `allow_fallback`) or `ValueError` (unusable roster).
+
+    ``known`` (one per prompt, or None) holds a proposal the planner already made for that
+    prompt, with what it cost: it goes through the guard again, and the planner is not asked
+    (a resumed eval pays no planner call twice)."""
     contexts: list[GuardContext] = [
         context_for_run(policy, base, prompt, profiler.profile(prompt, base.kind), workers, priors)
         for base, prompt in zip(bases, prompts, strict=True)
     ]
-    chosen = proposer if proposer is not None else make_planner(planner, **options)
     guards = [Guard(ctx, allow_fallback=allow_fallback) for ctx in contexts]
+    replay = list(known) if known is not None else [None] * len(contexts)
+    if len(replay) != len(contexts):
+        raise ValueError("known proposals must match the prompts one to one")
+    fresh = [i for i, k in enumerate(replay) if k is None]
+    decided: dict[int, Decision] = {}
+    for i, k in enumerate(replay):
+        if k is not None:
+            decided[i] = guards[i].decide_proposal(planner, k[0], k[1])
+    if fresh:
+        chosen = proposer if proposer is not None else make_planner(planner, **options)
+        new = _plan_fresh(planner, chosen, [guards[i] for i in fresh], allow_fallback)
+        decided.update(zip(fresh, new, strict=True))
+    return [decided[i] for i in range(len(contexts))]
+
+
+def _plan_fresh(
+    planner: str, chosen: Any, guards: Sequence[Guard], allow_fallback: bool
+) -> list[Decision]:
+    contexts = [g.context for g in guards]
     batch = getattr(chosen, "propose_batch", None)
     if batch is None or not contexts:
         return [guard.decide(planner, chosen) for guard in guards]
@@ -50,12 +80,22 @@ def plan_many(
             raise
         why = f"{exc}; the risk planner planned this run instead"
         return [
-            g.decide_review(planner, Review(None, None, ["planner_unavailable"], [why]))
-            for g in guards
+            g.decide_review(
+                planner,
+                Review(None, None, ["planner_unavailable"], [why]),
+                planner_usage(chosen, i),
+            )
+            for i, g in enumerate(guards)
         ]
     except PlannerError as exc:
         why = f"{type(exc).__name__}: {exc}"
         return [
-            g.decide_review(planner, Review(None, None, ["planner_failed"], [why])) for g in guards
+            g.decide_review(
+                planner, Review(None, None, ["planner_failed"], [why]), planner_usage(chosen, i)
+            )
+            for i, g in enumerate(guards)
         ]
-    return [guard.decide_proposal(planner, text) for guard, text in zip(guards, texts, strict=True)]
+    return [
+        guard.decide_proposal(planner, text, planner_usage(chosen, i))
+        for i, (guard, text) in enumerate(zip(guards, texts, strict=True))
+    ]

@@ -106,6 +106,8 @@ class Decision:
     proposal: str | None  # the raw proposal text (or the proposed plan's JSON)
     task: dict[str, Any] | None = None  # the task profile the planner read
     drivers: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # what the planner's own model calls cost (a served planner's endpoint): calls, tokens
+    usage: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         out = {
@@ -121,6 +123,8 @@ class Decision:
         if self.task is not None:
             out["task"] = self.task
             out["drivers"] = {k: list(v) for k, v in self.drivers.items()}
+        if self.usage is not None:
+            out["usage"] = dict(self.usage)
         return out
 
 
@@ -210,8 +214,14 @@ class Guard:
             return self.fallback.plan(ctx.task, ctx.workers, constraints, admissible=self.admits)
         return self.fallback.plan(ctx.task, ctx.workers, constraints)
 
-    def decide_proposal(self, planner: str, proposal: str | Plan | Mapping[str, Any]) -> Decision:
-        """The decision for one proposal: it runs if accepted, else the checked fallback."""
+    def decide_proposal(
+        self,
+        planner: str,
+        proposal: str | Plan | Mapping[str, Any],
+        usage: Mapping[str, Any] | None = None,
+    ) -> Decision:
+        """The decision for one proposal: it runs if accepted, else the checked fallback;
+        ``usage`` is what the planner's model calls for it cost (kept on the decision)."""
         text: str
         if isinstance(proposal, Plan):
             text = proposal.to_json()
@@ -219,15 +229,23 @@ class Guard:
             text = proposal
         else:
             text = json.dumps(proposal, sort_keys=True, default=str)
-        return self._decide(planner, text, self.review(proposal))
+        return self._decide(planner, text, self.review(proposal), usage)
 
-    def decide_review(self, planner: str, first: Review) -> Decision:
+    def decide_review(
+        self, planner: str, first: Review, usage: Mapping[str, Any] | None = None
+    ) -> Decision:
         """The decision when the planner produced no proposal (`first` says why)."""
-        return self._decide(planner, None, first)
+        return self._decide(planner, None, first, usage)
 
-    def _decide(self, planner: str, text: str | None, first: Review) -> Decision:
+    def _decide(
+        self, planner: str, text: str | None, first: Review, usage: Mapping[str, Any] | None = None
+    ) -> Decision:
         ctx = self.context
-        seen = {"task": ctx.task.to_dict(include_request_id=False), "drivers": ctx.drivers}
+        seen: dict[str, Any] = {
+            "task": ctx.task.to_dict(include_request_id=False),
+            "drivers": ctx.drivers,
+            "usage": None if usage is None else dict(usage),
+        }
         if first.accepted:
             assert first.plan is not None and first.pipeline is not None
             return Decision(planner, True, first.plan, first.pipeline, [], [], None, text, **seen)
@@ -239,6 +257,8 @@ class Guard:
             "fallback": self.fallback_name,
             "proposal": text,
         }
+        if usage is not None:
+            record["usage"] = dict(usage)
         try:
             fallback = self._fallback_plan()
         except (PlannerError, PlanParseError, ValueError) as exc:
@@ -278,16 +298,32 @@ class Guard:
                 raise
             detail = f"{exc}; the {self.fallback_name} planner planned this run instead"
             return self._decide(
-                planner_name, None, Review(None, None, ["planner_unavailable"], [detail])
+                planner_name,
+                None,
+                Review(None, None, ["planner_unavailable"], [detail]),
+                planner_usage(planner),
             )
         except PlanParseError as exc:  # a planner that parsed its own output
-            return self._decide(planner_name, None, Review(None, None, [exc.reason], [str(exc)]))
+            review = Review(None, None, [exc.reason], [str(exc)])
+            return self._decide(planner_name, None, review, planner_usage(planner))
         except (PlannerError, ValueError) as exc:  # NoFeasiblePlan is a ValueError
             detail = f"{type(exc).__name__}: {exc}"
             return self._decide(
-                planner_name, None, Review(None, None, ["planner_failed"], [detail])
+                planner_name,
+                None,
+                Review(None, None, ["planner_failed"], [detail]),
+                planner_usage(planner),
             )
-        return self.decide_proposal(planner_name, proposal)
+        return self.decide_proposal(planner_name, proposal, planner_usage(planner))
+
+
+def planner_usage(planner: Any, index: int = 0) -> dict[str, Any] | None:
+    """What ``planner``'s model calls cost for prompt ``index`` of its latest call (a served
+    planner's ``last_usage``); None for a planner that calls no model."""
+    used = getattr(planner, "last_usage", None)
+    if isinstance(used, list) and index < len(used) and isinstance(used[index], dict):
+        return dict(used[index])
+    return None
 
 
 def context_for_run(

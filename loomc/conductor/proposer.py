@@ -83,6 +83,9 @@ class LearnedProposer:
         self._model = model
         self.last_prompt: str | None = None
         self.last_raw: str | None = None
+        # per prompt of the latest call: what a served model's calls cost (None in process:
+        # nothing is billed), even when the call failed; the guard puts it on the decision
+        self.last_usage: list[dict[str, Any] | None] = []
 
     def model(self) -> Any:
         if self._model is None and self.endpoint:
@@ -141,11 +144,16 @@ class LearnedProposer:
     def _generate(self, prompts: list[str]) -> list[str]:
         from loomc.conductor.served import ServedPlannerError
 
+        self.last_usage = [None] * len(prompts)
         model = self.model()
         try:
             outputs = model.generate(prompts, batch_size=self.batch_size)
         except ServedPlannerError as exc:
             raise PlannerUnavailable(f"the learned planner is unavailable: {exc}") from exc
+        finally:
+            used = getattr(model, "last_usage", None)
+            if isinstance(used, list) and len(used) == len(prompts):
+                self.last_usage = list(used)
         if len(outputs) != len(prompts):
             raise PlannerError("the learned planner returned no output")
         return [str(o) for o in outputs]

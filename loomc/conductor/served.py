@@ -55,6 +55,9 @@ class ServedPlanner:
         self.calls = 0
         self.prompt_tokens = 0
         self.completion_tokens = 0
+        # per prompt of the latest `generate`, in order: what its calls cost (a failed or
+        # refused call included), so each decision's receipt carries its planner's usage
+        self.last_usage: list[dict[str, Any]] = []
 
     @property
     def info(self) -> dict[str, Any]:
@@ -66,6 +69,17 @@ class ServedPlanner:
             "calls": self.calls,
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
+        }
+
+    def usage(self, calls: int, prompt_tokens: int, completion_tokens: int) -> dict[str, Any]:
+        """One decision's planner usage, as its receipt records it."""
+        return {
+            "calls": calls,
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "tokens": prompt_tokens + completion_tokens,
+            "model": self.model,
+            "endpoint": self.endpoint,
         }
 
     def generate(self, prompts: Sequence[str], batch_size: int = 8) -> list[str]:
@@ -92,6 +106,8 @@ class ServedPlanner:
         # the planner's own ledger: one call per prompt, each reserved at its worst case
         ledger = Ledger(Budget(calls=len(prompts)), name="planner")
         out: list[str | None] = [None] * len(prompts)
+        used = [self.usage(0, 0, 0) for _ in prompts]
+        self.last_usage = used
         limiter = anyio.CapacityLimiter(batch_size)
         failures: list[str] = []
 
@@ -117,9 +133,11 @@ class ServedPlanner:
                     label="planner call",
                 )
             self.calls += done.attempts
-            for charge in done.charges:
-                self.prompt_tokens += charge.prompt_tokens
-                self.completion_tokens += charge.completion_tokens
+            prompt_tokens = sum(charge.prompt_tokens for charge in done.charges)
+            completion_tokens = sum(charge.completion_tokens for charge in done.charges)
+            self.prompt_tokens += prompt_tokens
+            self.completion_tokens += completion_tokens
+            used[i] = self.usage(done.attempts, prompt_tokens, completion_tokens)
             if done.completion is None:
                 error = next((c.error for c in reversed(done.charges) if c.error), None)
                 failures.append(describe(error) if error else "refused by the planner's ledger")

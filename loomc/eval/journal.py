@@ -1,7 +1,7 @@
 """The eval journal: an append-only JSONL next to the output that makes a killed eval resumable
 without overshooting its eval-wide ceiling or paying a finished cell twice.
 
-Four kinds of line, each one ``write`` + ``flush`` (a SIGKILL keeps everything written). While
+Five kinds of line, each one ``write`` + ``flush`` (a SIGKILL keeps everything written). While
 an eval runs (``with journal:``) the file stays open for appending: reopening it for every line
 cost a system call or three per reservation; the flush after each line is what keeps a killed
 eval's work, and it stays.
@@ -16,6 +16,11 @@ eval's work, and it stays.
   already journaled, and the run ledger's peak so far, which the resumed receipt reports);
   a resume gives these to the executor as done, so a cell killed mid-run never pays a completed
   step again;
+- a **plan** of a ``conductor:PLANNER`` cell, written before any cell runs: ``{"ledger":
+  "plan", "case", "strategy", "plan_hash", "decision"}`` (the guard's decision, the planner's
+  raw proposal and what its calls cost included); a resume decides that case again from the
+  journaled proposal, through the guard, instead of asking the planner (a served planner's call
+  is paid), as long as the case, the planner and its options hash the same (``plan_hash``);
 - a **finished cell**: the ``RunRecord`` itself, with the ``case_hash`` of the case it ran
   (prompt, checks, rubric, pipeline, expectations) so that a resume re-runs a cell whose case
   was edited instead of reusing a stale result.
@@ -32,6 +37,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
@@ -64,6 +70,43 @@ def case_hash(case: Case, pipeline: str) -> str:
     }
     text = json.dumps(canonical, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def plan_hash(case: Case, planner: str, semantic: bool, options: Mapping[str, Any]) -> str:
+    """What a conductor cell's plan depends on besides the policy (which the guard re-checks
+    on a resume): the case's prompt and pipeline, the planner, its profiler and options."""
+    canonical = {
+        "prompt": case.prompt,
+        "pipeline": case.pipeline,
+        "planner": planner,
+        "semantic": semantic,
+        "options": {k: options[k] for k in sorted(options)},
+    }
+    text = json.dumps(canonical, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def journaled_plans(path: Path) -> dict[tuple[str, str], tuple[str, dict[str, Any]]]:
+    """(case id, strategy) → (plan hash, decision) of the plan lines in the journal at ``path``
+    (the last line per cell wins); empty when there is none."""
+    plans: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {}
+    if not path.exists():
+        return plans
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        if '"ledger":"plan"' not in line:
+            continue
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            continue
+        case, strategy, digest, decision = (
+            obj.get(k) for k in ("case", "strategy", "plan_hash", "decision")
+        )
+        if all(isinstance(v, str) for v in (case, strategy, digest)) and isinstance(
+            decision, dict
+        ):
+            plans[(case, strategy)] = (digest, decision)
+    return plans
 
 
 @dataclass
@@ -124,6 +167,8 @@ class Journal:
                 continue
             if kind == "step" and isinstance(obj.get("id"), str):
                 self._step(obj)
+                continue
+            if kind == "plan":  # read by `journaled_plans` before the eval is planned
                 continue
             digest = obj.pop("case_hash", None)
             try:
@@ -198,6 +243,17 @@ class Journal:
         text = record.model_dump_json()
         self._write(text if case_hash is None else text[:-1] + f',"case_hash":"{case_hash}"}}')
         return text
+
+    def plan(self, case_id: str, strategy: str, digest: str, decision: dict[str, Any]) -> None:
+        """Journal a conductor cell's plan (see ``journaled_plans``)."""
+        line = {
+            "ledger": "plan",
+            "case": case_id,
+            "strategy": strategy,
+            "plan_hash": digest,
+            "decision": decision,
+        }
+        self._write(json.dumps(line, separators=(",", ":"), ensure_ascii=True, default=str))
 
     def reserved(self, cell: Cell, reservation: Reservation) -> None:
         self._write(

@@ -89,7 +89,8 @@ def planner_summary(
     records: Sequence[Any], strategies: Sequence[Strategy]
 ) -> dict[str, dict[str, Any]]:
     """Per conductor strategy: how its planner decided (records carry ``conductor``, the guard's
-    decision): proposals accepted, fallbacks and why, the policies chosen."""
+    decision): proposals accepted, fallbacks and why, the policies chosen, and what a served
+    planner's own calls cost (``usage``, summed over cases)."""
     out: dict[str, dict[str, Any]] = {}
     for strategy in strategies:
         if strategy.planner is None:
@@ -104,6 +105,12 @@ def planner_summary(
             policies[policy] = policies.get(policy, 0) + 1
             for reason in d.get("reasons") or ():
                 reasons[reason] = reasons.get(reason, 0) + 1
+        # a served planner's own calls, once per case (iterations share the case's plan)
+        used = {
+            r.case_id: r.conductor["usage"]
+            for r in records
+            if r.strategy == strategy.name and r.conductor and r.conductor.get("usage")
+        }
         out[strategy.name] = {
             "planner": strategy.planner,
             "decisions": len(decisions),
@@ -113,4 +120,9 @@ def planner_summary(
             "policies": dict(sorted(policies.items())),
             "rejections": dict(sorted(reasons.items())),
         }
+        if used:
+            out[strategy.name]["usage"] = {
+                axis: sum(int(u.get(axis, 0)) for u in used.values())
+                for axis in ("calls", "prompt_tokens", "completion_tokens", "tokens")
+            }
     return out
