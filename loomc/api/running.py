@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from loomc.api.profiling import profiler_for
 from loomc.api.tracing import StoreLike, TraceRecorder, Traces, stored_run
 from loomc.errors import LoomcError
 from loomc.exec.events import Event, EventSink
@@ -111,13 +112,12 @@ async def arun(
         raise ValueError(f"temperature must be between 0 and 2, not {temperature}")
     limits = ceilings or Budget()
     chosen_tier = tier or default_tier(proj)
-    risk = profiler or make_profiler(proj.policy.risk)
     # opened before anything runs: a store that cannot be opened refuses the run, unpaid
     traces = store if isinstance(store, Traces) else Traces(store, telemetry)
     try:
         result = await _run_traced(
             proj, prompt, pipeline, tier, chosen_tier, limits, planner, planner_options,
-            providers, sinks, risk, stream, temperature, traces,
+            providers, sinks, profiler, stream, temperature, traces,
         )  # fmt: skip
     finally:
         if traces is not store:
@@ -136,7 +136,7 @@ async def _run_traced(
     planner_options: Mapping[str, Any] | None,
     providers: Providers | None,
     sinks: Sequence[EventSink],
-    risk: RiskProfiler,
+    profiler: RiskProfiler | None,
     stream: bool,
     temperature: float | None,
     traces: Traces,
@@ -155,12 +155,15 @@ async def _run_traced(
     else:
         # A planner fits its plan into the limits (they choose its depth); the guard proves it.
         base = planning_base(proj, pipeline, tier or widest_tier(proj), limits)
+        risk = profiler or make_profiler(proj.policy.risk)
         decision = plan_run(proj, base, prompt, risk, planner, planner_options or {})
         compiled = decision.pipeline
         event = Event("conductor-plan", "", None, decision.to_json())  # type: ignore[arg-type]
         for sink in sinks:
             await sink.emit(event)
     compiled = replace(compiled, limits=limits)
+    if decision is None:
+        risk = profiler_for(compiled, proj.policy.risk, profiler)
     result = await _execute(proj, compiled, prompt, providers, sinks, risk, stream, temperature)
     if decision is not None:
         result.conductor = decision.to_json()

@@ -106,10 +106,14 @@ def run(args: argparse.Namespace) -> int:
             )
         if args.credit_per_call is not None:
             with_credit_per_call(project, args.credit_per_call)
-        profiler = loomc.make_profiler(project.policy.risk)
-        notice = getattr(profiler, "notice", None)
-        if notice:
-            print(f"loomc: {notice}", file=sys.stderr)
+        # built here only when named (its notice says when it cannot run); otherwise the run
+        # builds it, and only if a guard reads the risk (a fixed tier loads no weights)
+        profiler = None
+        if project.policy.risk.profiler == "semantic":
+            profiler = loomc.make_profiler(project.policy.risk)
+            notice = getattr(profiler, "notice", None)
+            if notice:
+                print(f"loomc: {notice}", file=sys.stderr)
         if not args.json and planner is not None:
             sinks.insert(0, _PlannerVerdict(planner))
         traces = trace_options(args, args.project, project.packaged)

@@ -21,6 +21,14 @@ def profiler() -> RiskProfiler:
     return make_profiler(load_project(ROOT).policy.risk)
 
 
+@pytest.fixture(scope="module")
+def keywords() -> RiskProfiler:
+    """The policy's risk settings with the profiler pinned to the keyword rules (levels, no
+    probability: the task's risk is the level's number)."""
+    settings = load_project(ROOT).policy.risk
+    return make_profiler(settings.model_copy(update={"profiler": "keywords"}))
+
+
 def est(profiler: RiskProfiler, prompt: str) -> tuple[TaskProfile, dict[str, tuple[str, ...]]]:
     return task_estimate(prompt, profiler.profile(prompt, "general"))
 
@@ -44,11 +52,22 @@ def test_every_dimension_moves_with_its_cues(profiler: RiskProfiler) -> None:
     assert wipe.consequence >= 0.6 > plain.consequence
 
 
-def test_risk_and_consequence_come_from_the_profiler(profiler: RiskProfiler) -> None:
-    low, why = est(profiler, "What is the capital of Poland? Return only the city.")
-    high, _ = est(profiler, "Review this payment webhook for double-spend races and auth bugs.")
+def test_risk_and_consequence_come_from_the_profiler(
+    profiler: RiskProfiler, keywords: RiskProfiler
+) -> None:
+    low, why = est(keywords, "What is the capital of Poland? Return only the city.")
+    high, _ = est(keywords, "Review this payment webhook for double-spend races and auth bugs.")
     assert (low.risk, high.risk) == (0.2, 0.85) and why["risk"] == ("level low",)
     assert high.consequence == 0.85 and high.reversibility == 0.25  # money: irreversible
+    # the policy's own profiler (auto: semantic where installed) gives its probability
+    for prompt in ("What is the capital of Poland?", "Review this payment webhook for races."):
+        seen = profiler.profile(prompt, "general")
+        task, why = task_estimate(prompt, seen)
+        if seen.probability is None:
+            assert task.risk == {"low": 0.2, "medium": 0.5, "high": 0.85}[seen.level]
+        else:
+            assert task.risk == round(seen.probability, 4)
+            assert why["risk"] == (f"probability {seen.probability:.2f}",)
     calibrated = RiskProfile("medium", probability=0.63, profiler="semantic")
     task, why = task_estimate("Plan the offsite.", calibrated)
     assert task.risk == 0.63 and why["risk"] == ("probability 0.63",)

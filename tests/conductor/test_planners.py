@@ -30,6 +30,7 @@ from loomc.conductor.planners import (
 from loomc.conductor.prompt_format import build_prompt
 from loomc.conductor.search import SearchPlanner, select
 from loomc.project import Project, load_project
+from loomc.risk.base import RiskProfiler
 from loomc.risk.factory import make_profiler
 from loomc.units import Budget
 
@@ -48,10 +49,22 @@ def project() -> Project:
     return load_project(ROOT)
 
 
-def context(project: Project, prompt: str, overrides: Budget | None = None) -> GuardContext:
+def keywords(project: Project) -> RiskProfiler:
+    """The policy's risk settings pinned to the keyword rules: levels, no probability, so the
+    task's risk is the level's number (0.2 / 0.5 / 0.85) and these tests pin the planners'
+    logic, not a trained model's output (the default ``auto`` is tested on its own below)."""
+    return make_profiler(project.policy.risk.model_copy(update={"profiler": "keywords"}))
+
+
+def context(
+    project: Project,
+    prompt: str,
+    overrides: Budget | None = None,
+    profiler: RiskProfiler | None = None,
+) -> GuardContext:
     compiled, _ = project.pipelines(overrides)
     base = next(p for p in compiled if p.name == "general" and p.tier == "strict")
-    risk = make_profiler(project.policy.risk).profile(prompt, base.kind)
+    risk = (profiler or keywords(project)).profile(prompt, base.kind)
     return context_for_run(project.policy_source, base, prompt, risk)
 
 
@@ -77,7 +90,7 @@ def test_worker_profiles_from_policy(project: Project) -> None:
 
 
 def test_task_profile_from_risk(project: Project) -> None:
-    profiler = make_profiler(project.policy.risk)
+    profiler = keywords(project)
     low = task_profile(LOW_PROMPT, profiler.profile(LOW_PROMPT, "general"))
     high = task_profile(HIGH_PROMPT, profiler.profile(HIGH_PROMPT, "general"))
     assert low.risk == 0.2 and low.category == "general" and low.consequence == 0.2
@@ -119,6 +132,22 @@ def test_risk_planner_mirrors_adaptive_tiers(project: Project) -> None:
     plan = planner.plan(high.task, high.workers, high.limits.constraints)
     assert (plan.policy, plan.roles) == ("strict", ("drafter", "critic", "finalizer"))
     assert "risk_high" in plan.reason_codes and plan.independent_verification
+
+
+def test_risk_planner_on_the_default_profiler(project: Project) -> None:
+    """``auto`` (semantic where installed): its probability is the task's risk, and a clear
+    low- and high-risk prompt still get the shallowest and the deepest plan."""
+    default = make_profiler(project.policy.risk)
+    low = context(project, LOW_PROMPT, profiler=default)
+    high = context(project, HIGH_PROMPT, profiler=default)
+    for ctx in (low, high):
+        seen = default.profile(ctx.task.summary, "general")
+        if seen.probability is not None:
+            assert ctx.task.risk == round(seen.probability, 4)
+    planner = RiskPlanner()
+    assert planner.plan(low.task, low.workers, low.limits.constraints).policy == "lean"
+    plan = planner.plan(high.task, high.workers, high.limits.constraints)
+    assert plan.policy == "strict" and "risk_high" in plan.reason_codes
 
 
 def test_risk_planner_respects_ceilings(project: Project) -> None:

@@ -1,0 +1,75 @@
+"""Which risk profiler a run needs: the policy's when a guard reads the risk, else the keyword
+rules, so a run whose steps are fixed never loads the semantic weights.
+
+``risk.profiler: auto`` (the default) is the semantic profiler when it is installed: its first
+profile in a process reads the MiniLM weights (about a second), and each profile is a forward
+pass. A pipeline x tier whose guards never read ``risk`` (``strict``, ``lean``, ``fixed``,
+``baseline``) runs the same steps whatever the profile says, so paying for it there would buy
+only the receipt's ``risk`` field; that field then holds the keyword rules' profile and says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from loomc.ir.model import And, Compare, Contains, Expr, Fact, Matches, Not, Or, Pipeline
+from loomc.policy.models import RiskSettings
+from loomc.risk.base import RiskProfile, RiskProfiler
+from loomc.risk.factory import make_keywords, make_profiler
+
+
+def reads_risk(expr: Expr | None) -> bool:
+    """Whether a guard reads the risk profile (``risk``, ``risk.kind``, ``risk.signals``...)."""
+    match expr:
+        case Fact(path=path):
+            return path[0] == "risk"
+        case Compare(left=left, right=right):
+            return reads_risk(left) or reads_risk(right)
+        case Contains(item=item, collection=coll):
+            return reads_risk(item) or reads_risk(coll)
+        case Matches(subject=subject):
+            return reads_risk(subject)
+        case And(items=items) | Or(items=items):
+            return any(reads_risk(i) for i in items)
+        case Not(item=item):
+            return reads_risk(item)
+    return False
+
+
+class KeywordsOnly:
+    """The profiler of a run that no guard lets the risk decide: the keyword rules (micro-
+    seconds, no weights), each profile saying why. A fixed tier (``strict``, ``fixed``) runs
+    the same steps whatever the risk, so loading the semantic weights for it (about a second
+    on a run's first profile) would buy nothing but the receipt's ``risk`` field."""
+
+    name = "keywords"
+    blocking = False
+
+    def __init__(self, keywords: RiskProfiler, why: str) -> None:
+        self.keywords = keywords
+        self.why = why
+
+    def profile(self, prompt: str, pipeline_hint: str | None = None) -> RiskProfile:
+        found = self.keywords.profile(prompt, pipeline_hint)
+        return replace(found, reasons=(*found.reasons, self.why))
+
+
+def profiler_for(
+    pipeline: Pipeline, settings: RiskSettings, given: RiskProfiler | None = None
+) -> RiskProfiler:
+    """The profiler a run of ``pipeline`` needs: ``given`` (else the policy's) when a guard
+    reads the risk; otherwise, instead of a blocking one (a forward pass: ``auto`` and
+    ``semantic``), the keyword rules (:class:`KeywordsOnly`): nothing it says changes which
+    steps run. Cheap profilers (``keywords``, ``reference``, a caller's own) are kept."""
+    if any(reads_risk(step.guard) for step in pipeline.graph.steps()):
+        return given or make_profiler(settings)
+    if given is None and settings.profiler in ("keywords", "reference"):
+        return make_profiler(settings)
+    if given is not None and not getattr(given, "blocking", False):
+        return given
+    skipped = (
+        f"the {given.name} profiler" if given is not None else f"risk.profiler {settings.profiler}"
+    )
+    why = f"no step of {pipeline.key} reads the risk: keyword rules only ({skipped} not run)"
+    keywords = getattr(given, "keywords", None) or make_keywords(settings)
+    return KeywordsOnly(keywords, why)
