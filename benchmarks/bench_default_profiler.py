@@ -5,7 +5,8 @@ the mock provider), against the same command on a tree whose policy pins ``keywo
 
 Arms, each a fresh process in a project made by ``loomc init`` (so the scaffolded policy is
 what is measured), alternated in a new shuffled order on every repeat so that a machine getting
-busier or quieter moves every arm alike; figures are medians:
+busier or quieter moves every arm alike; figures are medians, of wall time and of the process's
+CPU time (user + system, steadier on a shared machine):
 
 - ``python -c pass``: the interpreter alone;
 - ``before`` (``--before DIR``, a checkout whose ``policies/default.yaml`` pins ``keywords``;
@@ -21,6 +22,7 @@ import argparse
 import json
 import os
 import random
+import resource
 import statistics
 import subprocess
 import sys
@@ -39,15 +41,19 @@ def _env(tree: Path) -> dict[str, str]:
     return env
 
 
-def _time(cmd: list[str], cwd: Path, tree: Path) -> float:
+def _time(cmd: list[str], cwd: Path, tree: Path) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of the child: user + system)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(
         cmd, cwd=cwd, env=_env(tree), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False
     )
     elapsed = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed: {done.stderr.decode()[-500:]}")
-    return elapsed
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return elapsed, cpu
 
 
 def _scaffold(tree: Path, folder: Path, pin_keywords: bool) -> Path:
@@ -64,7 +70,7 @@ def _scaffold(tree: Path, folder: Path, pin_keywords: bool) -> Path:
     return folder
 
 
-def measure(before: Path | None, repeats: int) -> dict[str, list[float]]:
+def measure(before: Path | None, repeats: int) -> dict[str, list[tuple[float, float]]]:
     py = sys.executable
     run = [py, "-m", "loomc", "run", "--no-stream", PROMPT]
     with tempfile.TemporaryDirectory() as tmp:
@@ -79,7 +85,7 @@ def measure(before: Path | None, repeats: int) -> dict[str, list[float]]:
         }
         for cmd, cwd, tree in arms.values():  # warm the OS cache and the parser tables once
             _time(cmd, cwd, tree)
-        times: dict[str, list[float]] = {name: [] for name in arms}
+        times: dict[str, list[tuple[float, float]]] = {name: [] for name in arms}
         for _ in range(repeats):
             order = list(arms)
             random.shuffle(order)
@@ -95,16 +101,24 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="also write the figures as JSON")
     args = parser.parse_args()
     times = measure(args.before, args.repeats)
-    med = {name: statistics.median(v) for name, v in times.items()}
-    print(f"{'arm':22} {'min ms':>9} {'median ms':>10} {'max ms':>9}   ({args.repeats} repeats)")
+    wall = {name: statistics.median(w for w, _ in v) for name, v in times.items()}
+    cpu = {name: statistics.median(c for _, c in v) for name, v in times.items()}
+    print(f"{'arm':22} {'min ms':>9} {'median ms':>10} {'max ms':>9} {'CPU ms':>9}", end="")
+    print(f"   ({args.repeats} repeats; CPU: median user+system of the process)")
     for name, values in times.items():
+        w = [x for x, _ in values]
         print(
-            f"{name:22} {min(values) * 1e3:9.1f} {med[name] * 1e3:10.1f} {max(values) * 1e3:9.1f}"
+            f"{name:22} {min(w) * 1e3:9.1f} {wall[name] * 1e3:10.1f} {max(w) * 1e3:9.1f}"
+            f" {cpu[name] * 1e3:9.1f}"
         )
-    base = med["before (keywords)"]
     print()
     for name in ("auto, balanced", "auto, strict"):
-        print(f"{name} / before: {med[name] / base:5.2f}x  (+{(med[name] - base) * 1e3:.0f} ms)")
+        for label, med in (("wall", wall), ("CPU", cpu)):
+            base = med["before (keywords)"]
+            print(
+                f"{name} / before, {label}: {med[name] / base:5.2f}x"
+                f"  ({(med[name] - base) * 1e3:+.0f} ms)"
+            )
     if args.json:
         args.json.write_text(json.dumps({"times_s": times}, indent=2), encoding="utf-8")
 

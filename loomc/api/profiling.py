@@ -1,5 +1,6 @@
 """Which risk profiler a run needs: the policy's when a guard reads the risk, else the keyword
-rules, so a run whose steps are fixed never loads the semantic weights.
+rules, so a run whose steps are fixed never loads the semantic weights (a profiler the caller
+passes is always used as given).
 
 ``risk.profiler: auto`` (the default) is the semantic profiler when it is installed: its first
 profile in a process reads the MiniLM weights (about a second), and each profile is a forward
@@ -57,19 +58,19 @@ class KeywordsOnly:
 def profiler_for(
     pipeline: Pipeline, settings: RiskSettings, given: RiskProfiler | None = None
 ) -> RiskProfiler:
-    """The profiler a run of ``pipeline`` needs: ``given`` (else the policy's) when a guard
-    reads the risk; otherwise, instead of a blocking one (a forward pass: ``auto`` and
-    ``semantic``), the keyword rules (:class:`KeywordsOnly`): nothing it says changes which
-    steps run. Cheap profilers (``keywords``, ``reference``, a caller's own) are kept."""
-    if any(reads_risk(step.guard) for step in pipeline.graph.steps()):
-        return given or make_profiler(settings)
-    if given is None and settings.profiler in ("keywords", "reference"):
-        return make_profiler(settings)
-    if given is not None and not getattr(given, "blocking", False):
+    """The profiler a run of ``pipeline`` needs: ``given`` when the caller passed one (a server
+    keeps its own warm, and may have picked the tier with it); else the policy's when a guard
+    reads the risk or it is cheap (``keywords``, ``reference``); else, instead of building a
+    blocking one (``auto``, ``semantic``: weights and a forward pass), the keyword rules
+    (:class:`KeywordsOnly`): nothing a profile says changes which steps run."""
+    if given is not None:
         return given
-    skipped = (
-        f"the {given.name} profiler" if given is not None else f"risk.profiler {settings.profiler}"
+    if settings.profiler in ("keywords", "reference") or any(
+        reads_risk(step.guard) for step in pipeline.graph.steps()
+    ):
+        return make_profiler(settings)
+    why = (
+        f"no step of {pipeline.key} reads the risk: keyword rules only "
+        f"(risk.profiler {settings.profiler} not loaded)"
     )
-    why = f"no step of {pipeline.key} reads the risk: keyword rules only ({skipped} not run)"
-    keywords = getattr(given, "keywords", None) or make_keywords(settings)
-    return KeywordsOnly(keywords, why)
+    return KeywordsOnly(make_keywords(settings), why)

@@ -106,12 +106,10 @@ def run(args: argparse.Namespace) -> int:
             )
         if args.credit_per_call is not None:
             with_credit_per_call(project, args.credit_per_call)
-        # built here only when named (its notice says when it cannot run); otherwise the run
-        # builds it, and only if a guard reads the risk (a fixed tier loads no weights)
-        profiler = None
+        # the run builds the profiler, and only if a guard reads the risk (a fixed tier loads
+        # no weights); `semantic` named but not installed is said here (its weights unread)
         if project.policy.risk.profiler == "semantic":
-            profiler = loomc.make_profiler(project.policy.risk)
-            notice = getattr(profiler, "notice", None)
+            notice = getattr(loomc.make_profiler(project.policy.risk), "notice", None)
             if notice:
                 print(f"loomc: {notice}", file=sys.stderr)
         if not args.json and planner is not None:
@@ -133,7 +131,6 @@ def run(args: argparse.Namespace) -> int:
             planner=planner,
             planner_options=_planner_options(args, planner) if planner else None,
             sinks=sinks,
-            profiler=profiler,
             stream=not args.no_stream,
             **traces,
         )

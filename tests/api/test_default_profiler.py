@@ -132,20 +132,23 @@ def test_a_run_no_guard_reads_never_loads_the_weights(scaffold: Path) -> None:
         + textwrap.dedent(
             """
             import loomc
-            from loomc.policy.models import RiskSettings
-            sem = loomc.make_profiler(RiskSettings(profiler="semantic"))
-            assert sem.name == "semantic"
             unread = {}
             for pipeline, tier in (("general", "strict"), ("general", "lean"), ("fixed", None)):
                 r = loomc.run("Wipe the production database", project=".", pipeline=pipeline,
-                              tier=tier, profiler=sem)
+                              tier=tier)
                 unread[f"{pipeline}@{tier}"] = [r.risk["profiler"], r.calls]
-            before = sem.load_seconds
-            r = loomc.run("Wipe the production database", project=".", tier="balanced",
+            api_modules = sorted(m for m in sys.modules if m.startswith('loomc.risk'))
+            # a guard reads the risk at balanced: the policy's auto profiler is built and run
+            r = loomc.run("Wipe the production database", project=".", tier="balanced")
+            from loomc.risk.semantic import shared_encoder
+            balanced = [r.risk["profiler"], r.calls, shared_encoder("float32", 1).load_seconds]
+            # a profiler the caller passes is used as given (a server picked the tier with it)
+            sem = loomc.make_profiler(loomc.Project.load(".").policy.risk)
+            r = loomc.run("Wipe the production database", project=".", tier="strict",
                           profiler=sem)
             print(json.dumps({"cli": cli, "cli_modules": cli_modules, "unread": unread,
-                              "before": before, "after": sem.load_seconds,
-                              "balanced": r.risk["profiler"]}))
+                              "api_modules": api_modules, "balanced": balanced,
+                              "given": r.risk["profiler"]}))
             """
         )
     )
@@ -155,17 +158,18 @@ def test_a_run_no_guard_reads_never_loads_the_weights(scaffold: Path) -> None:
     assert [s["id"] for s in result["steps"]] == ["direct", "critique", "final"]
     assert result["risk"]["profiler"] == "keywords"
     assert result["risk"]["reasons"][-1] == (
-        "no step of general@strict reads the risk: keyword rules only (risk.profiler auto not run)"
+        "no step of general@strict reads the risk: keyword rules only "
+        "(risk.profiler auto not loaded)"
     )
-    # the encoder was never imported by the CLI run, let alone its weights read
-    assert "loomc.risk.semantic" not in got["cli_modules"]
-    assert "loomc.risk.minilm" not in got["cli_modules"]
-    # an injected semantic profiler is not run either where nothing reads it...
+    # neither the CLI run nor these API runs imported the encoder, let alone read its weights
+    for modules in (got["cli_modules"], got["api_modules"]):
+        assert "loomc.risk.semantic" not in modules and "loomc.risk.minilm" not in modules
+        assert "loomc.risk.keywords" in modules
     assert got["unread"] == {
         "general@strict": ["keywords", 3],
         "general@lean": ["keywords", 1],
         "fixed@None": ["keywords", 4],
     }
-    assert got["before"] is None
-    # ...and is where a guard reads the risk (the weights are read once, then)
-    assert got["balanced"] == "semantic" and got["after"] is not None and got["after"] > 0
+    profiler, calls, load_seconds = got["balanced"]
+    assert (profiler, calls) == ("semantic", 2) and load_seconds is not None and load_seconds > 0
+    assert got["given"] == "semantic"
