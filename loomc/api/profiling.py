@@ -15,7 +15,8 @@ from dataclasses import replace
 
 from loomc.ir.model import And, Compare, Contains, Expr, Fact, Matches, Not, Or, Pipeline
 from loomc.policy.models import RiskSettings
-from loomc.risk.base import RiskProfile, RiskProfiler
+from loomc.project import Project
+from loomc.risk.base import RiskProfile, RiskProfiler, tier_for_level
 from loomc.risk.factory import make_keywords, make_profiler
 
 
@@ -74,3 +75,26 @@ def profiler_for(
         f"(risk.profiler {settings.profiler} not loaded)"
     )
     return KeywordsOnly(make_keywords(settings), why)
+
+
+AUTO_TIER = "auto"
+
+
+async def auto_tier(
+    project: Project, name: str, prompt: str, given: RiskProfiler | None
+) -> tuple[str | None, RiskProfiler | None]:
+    """``tier="auto"``: the risk profile picks the tier of pipeline ``name``, by the rule of
+    ``loomc serve``'s ``auto`` model and the Studio's (``tier_for_level``: low → its first tier,
+    high → its last, medium → balanced). Returns the tier (None for a pipeline without tiers,
+    or an unknown one: compiling it then says so) and the profiler that chose it, which the run
+    keeps so its receipt's risk is the profile behind the choice."""
+    from loomc.exec.schedule import profile
+
+    compiled, _ = project.pipelines()
+    mine = [p for p in compiled if p.name == name]
+    tiers = [p.tier for p in mine if p.tier is not None]
+    if not tiers:
+        return None, given
+    profiler = given or make_profiler(project.policy.risk)
+    found = await profile(profiler, prompt, mine[0].kind)
+    return tier_for_level(found.level, tiers), profiler

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from loomc.api.profiling import profiler_for
+from loomc.api.profiling import AUTO_TIER, auto_tier, profiler_for
 from loomc.api.tracing import StoreLike, TraceRecorder, Traces, stored_run
 from loomc.errors import LoomcError
 from loomc.exec.events import Event, EventSink
@@ -87,7 +87,8 @@ async def arun(
     """Run ``prompt`` through ``pipeline`` at ``tier`` and return the typed result.
 
     ``tier`` defaults to ``balanced`` (or the policy's first tier); pipelines without tiers
-    (``baseline``, ``fixed``) ignore it. ``ceilings`` are run-time *limits*, not promises: the
+    (``baseline``, ``fixed``) ignore it; ``"auto"`` lets the risk profile pick the pipeline's
+    tier, as ``loomc serve``'s ``auto`` model does (low: its first, high: its last). ``ceilings`` are run-time *limits*, not promises: the
     run is admitted even when the checker's worst case exceeds them (that is reported on
     ``result.warnings`` and as ``warning`` events), each step is reserved against the tightest
     of them and the pipeline's proved budget, and the run stops ``budget-limited`` before a step
@@ -111,6 +112,8 @@ async def arun(
     if temperature is not None and not 0 <= temperature <= 2:
         raise ValueError(f"temperature must be between 0 and 2, not {temperature}")
     limits = ceilings or Budget()
+    if tier == AUTO_TIER and isinstance(pipeline, str) and planner is None:
+        tier, profiler = await auto_tier(proj, pipeline, prompt, profiler)
     chosen_tier = tier or default_tier(proj)
     # opened before anything runs: a store that cannot be opened refuses the run, unpaid
     traces = store if isinstance(store, Traces) else Traces(store, telemetry)

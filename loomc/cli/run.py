@@ -23,7 +23,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("run", help="run a pipeline on a prompt (argument or stdin)")
     p.add_argument("prompt", nargs="?", help="the task; read from stdin when omitted or '-'")
     p.add_argument("--pipeline", default="general")
-    p.add_argument("--tier", default=None, help="a tier the policy declares (default: balanced)")
+    p.add_argument(
+        "--tier",
+        default=None,
+        help="a tier the policy declares, or auto: the risk profile picks (default: balanced)",
+    )
     p.add_argument("--baseline", action="store_true", help="run the baseline strategy")
     p.add_argument("--fixed", action="store_true", help="run the fixed 4-step strategy")
     g = p.add_argument_group(

