@@ -298,10 +298,12 @@ def _print_summary(receipt: Any) -> None:
         policies = ", ".join(f"{k} {v}" for k, v in d["policies"].items())
         fell = f"; {d['fallbacks']} fell back to risk" if d["fallbacks"] else ""
         why = ", ".join(f"{k} {v}" for k, v in d["rejections"].items())
+        used = d.get("usage")
+        paid = f"; planner calls {used['calls']}, {used['tokens']} tokens" if used else ""
         print(
             plain(
                 f"{name:<22} planner {d['planner']}: {d['accepted']}/{d['decisions']} proposals "
-                f"accepted{fell}{' (' + why + ')' if why else ''}; plans: {policies}"
+                f"accepted{fell}{' (' + why + ')' if why else ''}; plans: {policies}{paid}"
             ),
             file=sys.stderr,
         )

@@ -256,10 +256,12 @@ class _PlannerVerdict:
         )
         plan = d.get("plan") or {}
         roles = [str(plan[r]) for r in ("writer", "reviewer", "finalizer") if plan.get(r)]
+        used = d.get("usage")
+        paid = f" (planner: {used['calls']} call(s), {used['tokens']} tokens)" if used else ""
         print(
             plain(
-                f"loomc: planner {self.planner}: proposal {verdict}; running {plan.get('policy')} "
-                f"{' -> '.join(roles)}"
+                f"loomc: planner {self.planner}: proposal {verdict}{paid}; running "
+                f"{plan.get('policy')} {' -> '.join(roles)}"
             ),
             file=sys.stderr,
         )

@@ -108,6 +108,18 @@ def test_a_served_planners_call_is_on_the_run_receipt(server: PlannerServer) -> 
     assert result.conductor["usage"] == usage(server)
 
 
+def test_run_cli_says_what_the_planner_cost(
+    server: PlannerServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["run", "--project", str(ROOT), "--no-stream", "--planner", "learned",
+            "--endpoint", url(server), "--endpoint-model", "conductor", HIGH]  # fmt: skip
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    tokens = PROMPT_TOKENS + COMPLETION_TOKENS
+    assert "loomc: planner learned: proposal rejected (" in err
+    assert f"(planner: 1 call(s), {tokens} tokens); running strict" in err
+
+
 def test_an_eval_receipt_sums_the_planners_calls(server: PlannerServer) -> None:
     before = len(server.prompts)
     ev = loomc.prepare_eval(
@@ -204,6 +216,8 @@ def test_eval_cli_resume_pays_no_planner_call_twice(
         "--endpoint-model", "conductor", "--output", str(out),
     ]  # fmt: skip
     assert main(argv) == 0
+    tokens = 3 * (PROMPT_TOKENS + COMPLETION_TOKENS)
+    assert f"planner calls 3, {tokens} tokens" in capsys.readouterr().err
     asked = len(server.prompts)
     first = json.loads(out.read_text())
     assert main([*argv, "--resume"]) == 0
