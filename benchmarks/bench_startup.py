@@ -1,6 +1,6 @@
 """Start-up and check cost, each as a ratio to a baseline measured in the same run.
 
-    python benchmarks/bench_startup.py [--repeats 7] [--json FILE]
+    python benchmarks/bench_startup.py [--repeats 7] [--before TREE] [--json FILE]
 
 Every figure is a fresh process (what a user waits for), timed by wall clock. Each repeat runs
 every arm once, loomc and baselines alternated in a new shuffled order, so a machine that gets
@@ -10,7 +10,14 @@ busier or quieter during the run moves both sides of a ratio alike; the ratios a
 - ``loomc check`` on this repository / ``ruff check --no-cache`` on a generated tree of Python
   files of the same size in bytes: a checker against a linter.
 - ``loomc run`` with the mock provider, cold (a new process; the parser tables cache warm, as
-  after any first run): seconds, and its ratio to ``python -c pass``.
+  after any first run): seconds, and its ratio to ``python -c pass``. Three projects: this
+  repository with its default policy, this repository with ``policies/demo.yaml`` on the demo's
+  high-risk prompt (two calls), and the starter project ``loomc init`` writes.
+- ``loomc check`` on that starter project too, against ``ruff`` on a tree of its size.
+
+``--before TREE`` adds, for every loomc arm, the same command run with ``TREE`` (another
+checkout, e.g. ``git archive BASE | tar -x -C /tmp/before``) first on ``PYTHONPATH`` instead of
+this one, interleaved with the rest: before and after measured in one run, on the same projects.
 - compile + check of generated chains of 1,000 to 10,000 steps, in this process: time per step
   should stay flat (linear growth).
 """
@@ -35,9 +42,9 @@ sys.path.insert(0, str(ROOT))
 SIZES = (1_000, 2_000, 4_000, 8_000, 10_000)
 
 
-def _env() -> dict[str, str]:
+def _env(tree: Path = ROOT) -> dict[str, str]:
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env["PYTHONPATH"] = os.pathsep.join([str(tree), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     env["NO_COLOR"] = "1"
     return env
 
@@ -59,41 +66,89 @@ def _python_tree(folder: Path, size: int) -> int:
     return written
 
 
-def _project_bytes() -> int:
-    files = [*(ROOT / "pipelines").glob("*.loom"), *(ROOT / "policies").glob("*.y*ml")]
+def _project_bytes(root: Path = ROOT) -> int:
+    files = [*(root / "pipelines").glob("*.loom"), *(root / "policies").glob("*.y*ml")]
     return sum(p.stat().st_size for p in files)
 
 
-def _arms(tree: Path) -> dict[str, list[str]]:
+HIGH = (
+    "Customers are sometimes charged twice when they double-click Pay. Review the checkout handler."
+)
+"""The demo's high-risk prompt (``loomc demo``): two calls at tier balanced."""
+
+Arm = tuple[list[str], Path, Path]
+"""(command, working folder, the checkout first on PYTHONPATH)."""
+
+
+def _arms(tree: Path, scaffold: Path, scaffold_tree: Path, before: Path | None) -> dict[str, Arm]:
     py = sys.executable
     ruff = shutil.which("ruff") or str(Path(py).parent / "ruff")
-    return {
-        "python -c pass": [py, "-c", "pass"],
-        "loomc --help": [py, "-m", "loomc", "--help"],
-        "ruff check (same size)": [ruff, "check", "--no-cache", "--quiet", str(tree)],
-        "loomc check (this repo)": [py, "-m", "loomc", "check", str(ROOT)],
-        "loomc run (mock, cold)": [py, "-m", "loomc", "run", "--no-stream", "Say hello."],
+    loomc = [py, "-m", "loomc"]
+    ours: dict[str, tuple[list[str], Path]] = {
+        "loomc --help": ([*loomc, "--help"], ROOT),
+        "loomc check (this repo)": ([*loomc, "check", str(ROOT)], ROOT),
+        "loomc check (init scaffold)": ([*loomc, "check"], scaffold),
+        "loomc run (mock, cold)": ([*loomc, "run", "--no-stream", "Say hello."], ROOT),
+        "loomc run (demo policy, cold)": (
+            [
+                *loomc,
+                "run",
+                "--policy",
+                "policies/demo.yaml",
+                *("--tier", "balanced", "--no-stream", HIGH),
+            ],
+            ROOT,
+        ),
+        "loomc run (init scaffold, cold)": ([*loomc, "run", "--no-stream", "Say hello."], scaffold),
     }
+    arms: dict[str, Arm] = {
+        "python -c pass": ([py, "-c", "pass"], ROOT, ROOT),
+        "ruff check (same size)": ([ruff, "check", "--no-cache", "--quiet", str(tree)], ROOT, ROOT),
+        "ruff check (scaffold size)": (
+            [ruff, "check", "--no-cache", "--quiet", str(scaffold_tree)],
+            ROOT,
+            ROOT,
+        ),
+    }
+    for name, (cmd, cwd) in ours.items():
+        arms[name] = (cmd, cwd, ROOT)
+        if before is not None:
+            arms[f"{name} [before]"] = (cmd, cwd, before)
+    return arms
 
 
-def _time(cmd: list[str]) -> float:
+def _time(arm: Arm) -> float:
+    cmd, cwd, checkout = arm
     start = time.perf_counter()
     done = subprocess.run(
-        cmd, cwd=ROOT, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False
+        cmd,
+        cwd=cwd,
+        env=_env(checkout),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        check=False,
     )
     elapsed = time.perf_counter() - start
     if done.returncode != 0:
-        raise SystemExit(f"{' '.join(cmd)} failed: {done.stderr.decode()[-500:]}")
+        raise SystemExit(f"{' '.join(cmd)} failed in {cwd}: {done.stderr.decode()[-500:]}")
     return elapsed
 
 
-def measure(repeats: int) -> dict[str, list[float]]:
+def measure(repeats: int, before: Path | None = None) -> dict[str, list[float]]:
     with tempfile.TemporaryDirectory() as tmp:
-        tree = Path(tmp) / "tree"
+        scaffold = Path(tmp) / "starter"
+        subprocess.run(
+            [sys.executable, "-m", "loomc", "init", str(scaffold)],
+            env=_env(),
+            stdout=subprocess.DEVNULL,
+            check=True,
+        )
+        tree, scaffold_tree = Path(tmp) / "tree", Path(tmp) / "scaffold-tree"
         _python_tree(tree, _project_bytes())
-        arms = _arms(tree)
-        for cmd in arms.values():  # warm the OS cache and the parser tables once
-            _time(cmd)
+        _python_tree(scaffold_tree, _project_bytes(scaffold))
+        arms = _arms(tree, scaffold, scaffold_tree, before)
+        for arm in arms.values():  # warm the OS cache and the parser tables once
+            _time(arm)
         times: dict[str, list[float]] = {name: [] for name in arms}
         for _ in range(repeats):
             order = list(arms)
@@ -136,24 +191,47 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--json", type=Path, help="also write the figures as JSON")
+    parser.add_argument(
+        "--before", type=Path, help="another checkout: each loomc arm again with its code"
+    )
+    parser.add_argument("--no-growth", action="store_true", help="skip the compile growth part")
     args = parser.parse_args()
+    before = args.before.resolve() if args.before else None
 
-    times = measure(args.repeats)
+    times = measure(args.repeats, before)
     med = {name: statistics.median(v) for name, v in times.items()}
-    print(f"{'arm':28} {'min ms':>9} {'median ms':>10} {'max ms':>9}   ({args.repeats} repeats)")
+    print(f"{'arm':40} {'min ms':>9} {'median ms':>10} {'max ms':>9}   ({args.repeats} repeats)")
     for name, values in times.items():
         print(
-            f"{name:28} {min(values) * 1e3:9.1f} {med[name] * 1e3:10.1f} {max(values) * 1e3:9.1f}"
+            f"{name:40} {min(values) * 1e3:9.1f} {med[name] * 1e3:10.1f} {max(values) * 1e3:9.1f}"
         )
-    ratios = {
-        "loomc --help / python -c pass": med["loomc --help"] / med["python -c pass"],
-        "loomc check / ruff check": med["loomc check (this repo)"] / med["ruff check (same size)"],
-        "loomc run (mock) / python -c pass": med["loomc run (mock, cold)"] / med["python -c pass"],
-    }
+    ratios: dict[str, float] = {}
+    seconds: dict[str, float] = {}
+    for tag in ("", " [before]") if before else ("",):
+        ratios[f"loomc --help / python -c pass{tag}"] = (
+            med[f"loomc --help{tag}"] / med["python -c pass"]
+        )
+        ratios[f"loomc check / ruff check (this repo){tag}"] = (
+            med[f"loomc check (this repo){tag}"] / med["ruff check (same size)"]
+        )
+        ratios[f"loomc check / ruff check (init scaffold){tag}"] = (
+            med[f"loomc check (init scaffold){tag}"] / med["ruff check (scaffold size)"]
+        )
+        for run in ("mock", "demo policy", "init scaffold"):
+            name = f"loomc run ({run}, cold){tag}"
+            ratios[f"loomc run ({run}) / python -c pass{tag}"] = med[name] / med["python -c pass"]
+            seconds[f"{name}, seconds"] = med[name]
     print()
     for name, value in ratios.items():
-        print(f"{name:36} {value:6.2f}x")
-    print(f"{'loomc run (mock, cold), seconds':36} {med['loomc run (mock, cold)']:6.3f}")
+        print(f"{name:50} {value:6.2f}x")
+    for name, value in seconds.items():
+        print(f"{name:50} {value:6.3f}")
+    if args.no_growth:
+        if args.json:
+            args.json.write_text(
+                json.dumps({"times_s": times, "ratios": ratios}, indent=2), encoding="utf-8"
+            )
+        return
 
     growth = compile_growth()
     print("\ncompile + check of an n-step chain (CPU, best of 3)")
