@@ -158,6 +158,74 @@ def measure(repeats: int, before: Path | None = None) -> dict[str, list[float]]:
     return times
 
 
+def _child_breakdown() -> None:
+    """In a fresh process: CPU milliseconds of each stage of a cold ``loomc check`` of this
+    repository, cumulative from the interpreter's start (printed as JSON for the parent)."""
+    marks: list[tuple[str, float]] = [("interpreter", time.process_time())]
+
+    def mark(name: str) -> None:
+        marks.append((name, time.process_time()))
+
+    import loomc.cli.main
+
+    mark("loomc.cli.main")
+    import pydantic  # noqa: F401
+
+    mark("import pydantic")
+    import loomc.policy.models
+
+    mark("policy models (pydantic classes)")
+    import loomc.policy.load
+
+    mark("import yaml + policy reader")
+    import loomc.syntax.parser
+
+    mark("import lark + parser + AST")
+    import loomc.checker.render
+    import loomc.project.checking as checking
+
+    mark("import IR, checker, project, render")
+    loom, policies = checking.find_files(ROOT)
+    modules, _ = checking.load_modules(loom)
+    mark(f"parse {len(loom)} .loom files (lark)")
+    sources = [checking.load_policy(p)[0] for p in policies]
+    mark(f"read + validate {len(policies)} policies")
+    diags = []
+    for source in sources:
+        assert source is not None
+        diags += checking.check_policy(source)
+        compiled, found = checking.compile_modules(modules, source, None)
+        diags += found
+        for pipeline in compiled:
+            diags += checking.check_pipeline(pipeline)
+    mark("compile + check every pipeline x tier")
+    loomc.checker.render.render_text(diags)
+    mark("render")
+    start = marks[0][1]
+    print(json.dumps([(name, (t - start) * 1e3) for name, t in marks]))
+
+
+def breakdown(repeats: int) -> None:
+    """Medians over fresh processes of :func:`_child_breakdown`, stage by stage."""
+    runs = []
+    for _ in range(repeats):
+        done = subprocess.run(
+            [sys.executable, __file__, "--child-breakdown"],
+            env=_env(),
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        runs.append(json.loads(done.stdout))
+    print(f"cold `loomc check` of this repository, CPU ms (median of {repeats} processes)")
+    print(f"{'stage':44} {'stage':>7} {'cumulative':>11}")
+    previous = 0.0
+    for i, (name, _) in enumerate(runs[0]):
+        cumulative = statistics.median(run[i][1] for run in runs)
+        print(f"{name:44} {cumulative - previous:7.1f} {cumulative:11.1f}")
+        previous = cumulative
+
+
 def compile_growth() -> list[tuple[int, float]]:
     """CPU seconds to compile and check a chain of n steps (best of 3), per size."""
     from loomc.checker.rules import check_pipeline
@@ -195,7 +263,17 @@ def main() -> None:
         "--before", type=Path, help="another checkout: each loomc arm again with its code"
     )
     parser.add_argument("--no-growth", action="store_true", help="skip the compile growth part")
+    parser.add_argument(
+        "--breakdown", action="store_true", help="only: where a cold `loomc check` spends CPU"
+    )
+    parser.add_argument("--child-breakdown", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child_breakdown:
+        _child_breakdown()
+        return
+    if args.breakdown:
+        breakdown(args.repeats)
+        return
     before = args.before.resolve() if args.before else None
 
     times = measure(args.repeats, before)
