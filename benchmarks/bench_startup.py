@@ -15,6 +15,12 @@ busier or quieter during the run moves both sides of a ratio alike; the ratios a
   high-risk prompt (two calls), and the starter project ``loomc init`` writes.
 - ``loomc check`` on that starter project too, against ``ruff`` on a tree of its size.
 
+Bytecode: an installed wheel has its modules compiled (pip does it at install), a checkout
+run with ``PYTHONDONTWRITEBYTECODE`` set (as on the shared development machine) compiles every
+loomc module from source in every process, ~100 ms of a ``loomc check``. So the children keep
+bytecode in a temporary ``PYTHONPYCACHEPREFIX``, written by the warm-up run and read after, as
+an installed loomc would; ``--source`` measures the checkout as it runs without bytecode.
+
 ``--before TREE`` adds, for every loomc arm, the same command run with ``TREE`` (another
 checkout, e.g. ``git archive BASE | tar -x -C /tmp/before``) first on ``PYTHONPATH`` instead of
 this one, interleaved with the rest: before and after measured in one run, on the same projects.
@@ -25,6 +31,7 @@ this one, interleaved with the rest: before and after measured in one run, on th
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
 import random
@@ -42,10 +49,17 @@ sys.path.insert(0, str(ROOT))
 SIZES = (1_000, 2_000, 4_000, 8_000, 10_000)
 
 
+BYTECODE: dict[str, str] = {}
+"""Set by ``main``: where the children keep bytecode (``PYTHONPYCACHEPREFIX``), or empty."""
+
+
 def _env(tree: Path = ROOT) -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(tree), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     env["NO_COLOR"] = "1"
+    if BYTECODE:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env.update(BYTECODE)
     return env
 
 
@@ -208,7 +222,7 @@ def _child_breakdown() -> None:
 def breakdown(repeats: int) -> None:
     """Medians over fresh processes of :func:`_child_breakdown`, stage by stage."""
     runs = []
-    for _ in range(repeats):
+    for i in range(repeats + 1):  # the first run writes the bytecode and is not counted
         done = subprocess.run(
             [sys.executable, __file__, "--child-breakdown"],
             env=_env(),
@@ -216,7 +230,8 @@ def breakdown(repeats: int) -> None:
             text=True,
             check=True,
         )
-        runs.append(json.loads(done.stdout))
+        if i:
+            runs.append(json.loads(done.stdout))
     print(f"cold `loomc check` of this repository, CPU ms (median of {repeats} processes)")
     print(f"{'stage':44} {'stage':>7} {'cumulative':>11}")
     previous = 0.0
@@ -267,7 +282,15 @@ def main() -> None:
         "--breakdown", action="store_true", help="only: where a cold `loomc check` spends CPU"
     )
     parser.add_argument("--child-breakdown", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--source", action="store_true", help="no bytecode: compile every module in every run"
+    )
     args = parser.parse_args()
+    if not args.source and not args.child_breakdown:
+        cache = tempfile.mkdtemp(prefix="bench-startup-pyc-")
+        BYTECODE["PYTHONPYCACHEPREFIX"] = cache
+        atexit.register(shutil.rmtree, cache, True)
+        print(f"bytecode kept in {cache} (as an installed wheel has it); --source: without")
     if args.child_breakdown:
         _child_breakdown()
         return
