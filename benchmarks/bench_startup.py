@@ -35,6 +35,7 @@ import atexit
 import json
 import os
 import random
+import resource
 import shutil
 import statistics
 import subprocess
@@ -131,8 +132,10 @@ def _arms(tree: Path, scaffold: Path, scaffold_tree: Path, before: Path | None) 
     return arms
 
 
-def _time(arm: Arm) -> float:
+def _time(arm: Arm) -> tuple[float, float]:
+    """Wall seconds and CPU seconds (user + system, of the child alone) of one run."""
     cmd, cwd, checkout = arm
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(
         cmd,
@@ -143,12 +146,17 @@ def _time(arm: Arm) -> float:
         check=False,
     )
     elapsed = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed in {cwd}: {done.stderr.decode()[-500:]}")
-    return elapsed
+    cpu = after.ru_utime - used.ru_utime + after.ru_stime - used.ru_stime
+    return elapsed, cpu
 
 
-def measure(repeats: int, before: Path | None = None) -> dict[str, list[float]]:
+def measure(
+    repeats: int, before: Path | None = None
+) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """Wall and CPU seconds per arm, ``repeats`` of each, the arms shuffled in every repeat."""
     with tempfile.TemporaryDirectory() as tmp:
         scaffold = Path(tmp) / "starter"
         subprocess.run(
@@ -164,12 +172,15 @@ def measure(repeats: int, before: Path | None = None) -> dict[str, list[float]]:
         for arm in arms.values():  # warm the OS cache and the parser tables once
             _time(arm)
         times: dict[str, list[float]] = {name: [] for name in arms}
+        cpu: dict[str, list[float]] = {name: [] for name in arms}
         for _ in range(repeats):
             order = list(arms)
             random.shuffle(order)
             for name in order:
-                times[name].append(_time(arms[name]))
-    return times
+                wall, used = _time(arms[name])
+                times[name].append(wall)
+                cpu[name].append(used)
+    return times, cpu
 
 
 def _child_breakdown() -> None:
@@ -299,13 +310,28 @@ def main() -> None:
         return
     before = args.before.resolve() if args.before else None
 
-    times = measure(args.repeats, before)
+    times, cpu = measure(args.repeats, before)
     med = {name: statistics.median(v) for name, v in times.items()}
-    print(f"{'arm':40} {'min ms':>9} {'median ms':>10} {'max ms':>9}   ({args.repeats} repeats)")
+    cpu_med = {name: statistics.median(v) for name, v in cpu.items()}
+    print(
+        f"{'arm':40} {'min ms':>9} {'median ms':>10} {'max ms':>9} {'CPU median':>11}"
+        f"   ({args.repeats} repeats)"
+    )
     for name, values in times.items():
         print(
             f"{name:40} {min(values) * 1e3:9.1f} {med[name] * 1e3:10.1f} {max(values) * 1e3:9.1f}"
+            f" {cpu_med[name] * 1e3:11.1f}"
         )
+    if before is not None:
+        print("\nafter / before, same run (wall medians; CPU medians: steadier on a busy machine)")
+        for name in times:
+            if f"{name} [before]" in times:
+                then = f"{name} [before]"
+                print(
+                    f"{name:40} wall {med[name] / med[then]:5.2f}"
+                    f"   CPU {cpu_med[name] / cpu_med[then]:5.2f}"
+                    f"   ({cpu_med[then] * 1e3:.0f} -> {cpu_med[name] * 1e3:.0f} ms CPU)"
+                )
     ratios: dict[str, float] = {}
     seconds: dict[str, float] = {}
     for tag in ("", " [before]") if before else ("",):
@@ -330,7 +356,8 @@ def main() -> None:
     if args.no_growth:
         if args.json:
             args.json.write_text(
-                json.dumps({"times_s": times, "ratios": ratios}, indent=2), encoding="utf-8"
+                json.dumps({"times_s": times, "cpu_s": cpu, "ratios": ratios}, indent=2),
+                encoding="utf-8",
             )
         return
 
@@ -345,6 +372,7 @@ def main() -> None:
     if args.json:
         figures = {
             "times_s": times,
+            "cpu_s": cpu,
             "ratios": ratios,
             "compile_growth": [{"steps": n, "cpu_s": t} for n, t in growth],
         }
