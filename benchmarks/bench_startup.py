@@ -1,6 +1,6 @@
 """Start-up and check cost, each as a ratio to a baseline measured in the same run.
 
-    python benchmarks/bench_startup.py [--repeats 7] [--json FILE]
+    python benchmarks/bench_startup.py [--repeats 7] [--before TREE] [--json FILE]
 
 Every figure is a fresh process (what a user waits for), timed by wall clock. Each repeat runs
 every arm once, loomc and baselines alternated in a new shuffled order, so a machine that gets
@@ -10,7 +10,20 @@ busier or quieter during the run moves both sides of a ratio alike; the ratios a
 - ``loomc check`` on this repository / ``ruff check --no-cache`` on a generated tree of Python
   files of the same size in bytes: a checker against a linter.
 - ``loomc run`` with the mock provider, cold (a new process; the parser tables cache warm, as
-  after any first run): seconds, and its ratio to ``python -c pass``.
+  after any first run): seconds, and its ratio to ``python -c pass``. Three projects: this
+  repository with its default policy, this repository with ``policies/demo.yaml`` on the demo's
+  high-risk prompt (two calls), and the starter project ``loomc init`` writes.
+- ``loomc check`` on that starter project too, against ``ruff`` on a tree of its size.
+
+Bytecode: an installed wheel has its modules compiled (pip does it at install), a checkout
+run with ``PYTHONDONTWRITEBYTECODE`` set (as on the shared development machine) compiles every
+loomc module from source in every process, ~100 ms of a ``loomc check``. So the children keep
+bytecode in a temporary ``PYTHONPYCACHEPREFIX``, written by the warm-up run and read after, as
+an installed loomc would; ``--source`` measures the checkout as it runs without bytecode.
+
+``--before TREE`` adds, for every loomc arm, the same command run with ``TREE`` (another
+checkout, e.g. ``git archive BASE | tar -x -C /tmp/before``) first on ``PYTHONPATH`` instead of
+this one, interleaved with the rest: before and after measured in one run, on the same projects.
 - compile + check of generated chains of 1,000 to 10,000 steps, in this process: time per step
   should stay flat (linear growth).
 """
@@ -18,9 +31,11 @@ busier or quieter during the run moves both sides of a ratio alike; the ratios a
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
 import random
+import resource
 import shutil
 import statistics
 import subprocess
@@ -35,10 +50,17 @@ sys.path.insert(0, str(ROOT))
 SIZES = (1_000, 2_000, 4_000, 8_000, 10_000)
 
 
-def _env() -> dict[str, str]:
+BYTECODE: dict[str, str] = {}
+"""Set by ``main``: where the children keep bytecode (``PYTHONPYCACHEPREFIX``), or empty."""
+
+
+def _env(tree: Path = ROOT) -> dict[str, str]:
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env["PYTHONPATH"] = os.pathsep.join([str(tree), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     env["NO_COLOR"] = "1"
+    if BYTECODE:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env.update(BYTECODE)
     return env
 
 
@@ -59,48 +81,175 @@ def _python_tree(folder: Path, size: int) -> int:
     return written
 
 
-def _project_bytes() -> int:
-    files = [*(ROOT / "pipelines").glob("*.loom"), *(ROOT / "policies").glob("*.y*ml")]
+def _project_bytes(root: Path = ROOT) -> int:
+    files = [*(root / "pipelines").glob("*.loom"), *(root / "policies").glob("*.y*ml")]
     return sum(p.stat().st_size for p in files)
 
 
-def _arms(tree: Path) -> dict[str, list[str]]:
+HIGH = (
+    "Customers are sometimes charged twice when they double-click Pay. Review the checkout handler."
+)
+"""The demo's high-risk prompt (``loomc demo``): two calls at tier balanced."""
+
+Arm = tuple[list[str], Path, Path]
+"""(command, working folder, the checkout first on PYTHONPATH)."""
+
+
+def _arms(tree: Path, scaffold: Path, scaffold_tree: Path, before: Path | None) -> dict[str, Arm]:
     py = sys.executable
     ruff = shutil.which("ruff") or str(Path(py).parent / "ruff")
-    return {
-        "python -c pass": [py, "-c", "pass"],
-        "loomc --help": [py, "-m", "loomc", "--help"],
-        "ruff check (same size)": [ruff, "check", "--no-cache", "--quiet", str(tree)],
-        "loomc check (this repo)": [py, "-m", "loomc", "check", str(ROOT)],
-        "loomc run (mock, cold)": [py, "-m", "loomc", "run", "--no-stream", "Say hello."],
+    loomc = [py, "-m", "loomc"]
+    ours: dict[str, tuple[list[str], Path]] = {
+        "loomc --help": ([*loomc, "--help"], ROOT),
+        "loomc check (this repo)": ([*loomc, "check", str(ROOT)], ROOT),
+        "loomc check (init scaffold)": ([*loomc, "check"], scaffold),
+        "loomc run (mock, cold)": ([*loomc, "run", "--no-stream", "Say hello."], ROOT),
+        "loomc run (demo policy, cold)": (
+            [
+                *loomc,
+                "run",
+                "--policy",
+                "policies/demo.yaml",
+                *("--tier", "balanced", "--no-stream", HIGH),
+            ],
+            ROOT,
+        ),
+        "loomc run (init scaffold, cold)": ([*loomc, "run", "--no-stream", "Say hello."], scaffold),
     }
+    arms: dict[str, Arm] = {
+        "python -c pass": ([py, "-c", "pass"], ROOT, ROOT),
+        "ruff check (same size)": ([ruff, "check", "--no-cache", "--quiet", str(tree)], ROOT, ROOT),
+        "ruff check (scaffold size)": (
+            [ruff, "check", "--no-cache", "--quiet", str(scaffold_tree)],
+            ROOT,
+            ROOT,
+        ),
+    }
+    for name, (cmd, cwd) in ours.items():
+        arms[name] = (cmd, cwd, ROOT)
+        if before is not None:
+            arms[f"{name} [before]"] = (cmd, cwd, before)
+    return arms
 
 
-def _time(cmd: list[str]) -> float:
+def _time(arm: Arm) -> tuple[float, float]:
+    """Wall seconds and CPU seconds (user + system, of the child alone) of one run."""
+    cmd, cwd, checkout = arm
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(
-        cmd, cwd=ROOT, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False
+        cmd,
+        cwd=cwd,
+        env=_env(checkout),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        check=False,
     )
     elapsed = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
-        raise SystemExit(f"{' '.join(cmd)} failed: {done.stderr.decode()[-500:]}")
-    return elapsed
+        raise SystemExit(f"{' '.join(cmd)} failed in {cwd}: {done.stderr.decode()[-500:]}")
+    cpu = after.ru_utime - used.ru_utime + after.ru_stime - used.ru_stime
+    return elapsed, cpu
 
 
-def measure(repeats: int) -> dict[str, list[float]]:
+def measure(
+    repeats: int, before: Path | None = None
+) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """Wall and CPU seconds per arm, ``repeats`` of each, the arms shuffled in every repeat."""
     with tempfile.TemporaryDirectory() as tmp:
-        tree = Path(tmp) / "tree"
+        scaffold = Path(tmp) / "starter"
+        subprocess.run(
+            [sys.executable, "-m", "loomc", "init", str(scaffold)],
+            env=_env(),
+            stdout=subprocess.DEVNULL,
+            check=True,
+        )
+        tree, scaffold_tree = Path(tmp) / "tree", Path(tmp) / "scaffold-tree"
         _python_tree(tree, _project_bytes())
-        arms = _arms(tree)
-        for cmd in arms.values():  # warm the OS cache and the parser tables once
-            _time(cmd)
+        _python_tree(scaffold_tree, _project_bytes(scaffold))
+        arms = _arms(tree, scaffold, scaffold_tree, before)
+        for arm in arms.values():  # warm the OS cache and the parser tables once
+            _time(arm)
         times: dict[str, list[float]] = {name: [] for name in arms}
+        cpu: dict[str, list[float]] = {name: [] for name in arms}
         for _ in range(repeats):
             order = list(arms)
             random.shuffle(order)
             for name in order:
-                times[name].append(_time(arms[name]))
-    return times
+                wall, used = _time(arms[name])
+                times[name].append(wall)
+                cpu[name].append(used)
+    return times, cpu
+
+
+def _child_breakdown() -> None:
+    """In a fresh process: CPU milliseconds of each stage of a cold ``loomc check`` of this
+    repository, cumulative from the interpreter's start (printed as JSON for the parent)."""
+    marks: list[tuple[str, float]] = [("interpreter", time.process_time())]
+
+    def mark(name: str) -> None:
+        marks.append((name, time.process_time()))
+
+    import loomc.cli.main
+
+    mark("loomc.cli.main")
+    import pydantic  # noqa: F401
+
+    mark("import pydantic")
+    import loomc.policy.models
+
+    mark("policy models (pydantic classes)")
+    import loomc.policy.load
+
+    mark("import yaml + policy reader")
+    import loomc.syntax.parser
+
+    mark("import lark + parser + AST")
+    import loomc.checker.render
+    import loomc.project.checking as checking
+
+    mark("import IR, checker, project, render")
+    loom, policies = checking.find_files(ROOT)
+    modules, _ = checking.load_modules(loom)
+    mark(f"parse {len(loom)} .loom files (lark)")
+    sources = [checking.load_policy(p)[0] for p in policies]
+    mark(f"read + validate {len(policies)} policies")
+    diags = []
+    for source in sources:
+        assert source is not None
+        diags += checking.check_policy(source)
+        compiled, found = checking.compile_modules(modules, source, None)
+        diags += found
+        for pipeline in compiled:
+            diags += checking.check_pipeline(pipeline)
+    mark("compile + check every pipeline x tier")
+    loomc.checker.render.render_text(diags)
+    mark("render")
+    start = marks[0][1]
+    print(json.dumps([(name, (t - start) * 1e3) for name, t in marks]))
+
+
+def breakdown(repeats: int) -> None:
+    """Medians over fresh processes of :func:`_child_breakdown`, stage by stage."""
+    runs = []
+    for i in range(repeats + 1):  # the first run writes the bytecode and is not counted
+        done = subprocess.run(
+            [sys.executable, __file__, "--child-breakdown"],
+            env=_env(),
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        if i:
+            runs.append(json.loads(done.stdout))
+    print(f"cold `loomc check` of this repository, CPU ms (median of {repeats} processes)")
+    print(f"{'stage':44} {'stage':>7} {'cumulative':>11}")
+    previous = 0.0
+    for i, (name, _) in enumerate(runs[0]):
+        cumulative = statistics.median(run[i][1] for run in runs)
+        print(f"{name:44} {cumulative - previous:7.1f} {cumulative:11.1f}")
+        previous = cumulative
 
 
 def compile_growth() -> list[tuple[int, float]]:
@@ -136,24 +285,81 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--json", type=Path, help="also write the figures as JSON")
+    parser.add_argument(
+        "--before", type=Path, help="another checkout: each loomc arm again with its code"
+    )
+    parser.add_argument("--no-growth", action="store_true", help="skip the compile growth part")
+    parser.add_argument(
+        "--breakdown", action="store_true", help="only: where a cold `loomc check` spends CPU"
+    )
+    parser.add_argument("--child-breakdown", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--source", action="store_true", help="no bytecode: compile every module in every run"
+    )
     args = parser.parse_args()
+    if not args.source and not args.child_breakdown:
+        cache = tempfile.mkdtemp(prefix="bench-startup-pyc-")
+        BYTECODE["PYTHONPYCACHEPREFIX"] = cache
+        atexit.register(shutil.rmtree, cache, True)
+        print(f"bytecode kept in {cache} (as an installed wheel has it); --source: without")
+    if args.child_breakdown:
+        _child_breakdown()
+        return
+    if args.breakdown:
+        breakdown(args.repeats)
+        return
+    before = args.before.resolve() if args.before else None
 
-    times = measure(args.repeats)
+    times, cpu = measure(args.repeats, before)
     med = {name: statistics.median(v) for name, v in times.items()}
-    print(f"{'arm':28} {'min ms':>9} {'median ms':>10} {'max ms':>9}   ({args.repeats} repeats)")
+    cpu_med = {name: statistics.median(v) for name, v in cpu.items()}
+    print(
+        f"{'arm':40} {'min ms':>9} {'median ms':>10} {'max ms':>9} {'CPU median':>11}"
+        f"   ({args.repeats} repeats)"
+    )
     for name, values in times.items():
         print(
-            f"{name:28} {min(values) * 1e3:9.1f} {med[name] * 1e3:10.1f} {max(values) * 1e3:9.1f}"
+            f"{name:40} {min(values) * 1e3:9.1f} {med[name] * 1e3:10.1f} {max(values) * 1e3:9.1f}"
+            f" {cpu_med[name] * 1e3:11.1f}"
         )
-    ratios = {
-        "loomc --help / python -c pass": med["loomc --help"] / med["python -c pass"],
-        "loomc check / ruff check": med["loomc check (this repo)"] / med["ruff check (same size)"],
-        "loomc run (mock) / python -c pass": med["loomc run (mock, cold)"] / med["python -c pass"],
-    }
+    if before is not None:
+        print("\nafter / before, same run (wall medians; CPU medians: steadier on a busy machine)")
+        for name in times:
+            if f"{name} [before]" in times:
+                then = f"{name} [before]"
+                print(
+                    f"{name:40} wall {med[name] / med[then]:5.2f}"
+                    f"   CPU {cpu_med[name] / cpu_med[then]:5.2f}"
+                    f"   ({cpu_med[then] * 1e3:.0f} -> {cpu_med[name] * 1e3:.0f} ms CPU)"
+                )
+    ratios: dict[str, float] = {}
+    seconds: dict[str, float] = {}
+    for tag in ("", " [before]") if before else ("",):
+        ratios[f"loomc --help / python -c pass{tag}"] = (
+            med[f"loomc --help{tag}"] / med["python -c pass"]
+        )
+        ratios[f"loomc check / ruff check (this repo){tag}"] = (
+            med[f"loomc check (this repo){tag}"] / med["ruff check (same size)"]
+        )
+        ratios[f"loomc check / ruff check (init scaffold){tag}"] = (
+            med[f"loomc check (init scaffold){tag}"] / med["ruff check (scaffold size)"]
+        )
+        for run in ("mock", "demo policy", "init scaffold"):
+            name = f"loomc run ({run}, cold){tag}"
+            ratios[f"loomc run ({run}) / python -c pass{tag}"] = med[name] / med["python -c pass"]
+            seconds[f"{name}, seconds"] = med[name]
     print()
     for name, value in ratios.items():
-        print(f"{name:36} {value:6.2f}x")
-    print(f"{'loomc run (mock, cold), seconds':36} {med['loomc run (mock, cold)']:6.3f}")
+        print(f"{name:50} {value:6.2f}x")
+    for name, value in seconds.items():
+        print(f"{name:50} {value:6.3f}")
+    if args.no_growth:
+        if args.json:
+            args.json.write_text(
+                json.dumps({"times_s": times, "cpu_s": cpu, "ratios": ratios}, indent=2),
+                encoding="utf-8",
+            )
+        return
 
     growth = compile_growth()
     print("\ncompile + check of an n-step chain (CPU, best of 3)")
@@ -166,6 +372,7 @@ def main() -> None:
     if args.json:
         figures = {
             "times_s": times,
+            "cpu_s": cpu,
             "ratios": ratios,
             "compile_growth": [{"steps": n, "cpu_s": t} for n, t in growth],
         }

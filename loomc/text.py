@@ -3,7 +3,6 @@ JSON objects in model replies."""
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
 from collections.abc import Iterable, Iterator
@@ -22,6 +21,8 @@ def well_formed(text: str) -> str:
 
 def did_you_mean(name: str, candidates: Iterable[str]) -> str | None:
     """``did you mean 'drafter'?`` for the closest known name, or None."""
+    import difflib  # only when a name is unknown: its import compiles regexes
+
     matches = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
     return f"did you mean {matches[0]!r}?" if matches else None
 

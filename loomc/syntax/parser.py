@@ -8,12 +8,33 @@ source checkout; its tables are cached on disk between processes (:mod:`loomc.sy
 from __future__ import annotations
 
 import functools
+import sys
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
-from lark import Lark, Token, Transformer, Tree, v_args
-from lark.exceptions import (
+
+def _lark_without_regex() -> None:
+    """Import lark without the third-party ``regex`` module (about 10 ms of start-up).
+
+    lark imports ``regex`` whenever it is installed, yet uses it only for grammars built with
+    ``regex=True`` or written with Unicode categories (``\\p{L}``); ours is neither (stdlib
+    ``re`` compiles every terminal; tests/compiler/test_parser_cache.py builds and parses with
+    it). A ``None`` entry in ``sys.modules`` makes that one ``import regex`` fail, and is taken
+    out again at once so that any later importer (a tokenizer) still gets the real module."""
+    if "lark" in sys.modules or "regex" in sys.modules:
+        return
+    sys.modules["regex"] = None  # type: ignore[assignment]
+    try:
+        import lark  # noqa: F401
+    finally:
+        del sys.modules["regex"]
+
+
+_lark_without_regex()
+
+from lark import Lark, Token, Transformer, Tree, v_args  # noqa: E402
+from lark.exceptions import (  # noqa: E402
     UnexpectedCharacters,
     UnexpectedEOF,
     UnexpectedInput,
@@ -21,11 +42,11 @@ from lark.exceptions import (
     VisitError,
 )
 
-from loomc.diagnostics import Diagnostic, Severity, Span
-from loomc.sources import read_source
-from loomc.syntax import ast
-from loomc.syntax.tables import build_parser
-from loomc.units import DURATION_FACTORS
+from loomc.diagnostics import Diagnostic, Severity, Span  # noqa: E402
+from loomc.sources import read_source  # noqa: E402
+from loomc.syntax import ast  # noqa: E402
+from loomc.syntax.tables import build_parser  # noqa: E402
+from loomc.units import DURATION_FACTORS  # noqa: E402
 
 _HERE = Path(__file__).resolve().parent
 _GRAMMAR_CANDIDATES = (_HERE / "loom.lark", _HERE.parents[1] / "grammar" / "loom.lark")

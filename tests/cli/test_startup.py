@@ -74,3 +74,13 @@ def test_one_command_is_registered_in_full() -> None:
     args = parser.parse_args(["check", "--format", "json", "x.loom"])
     assert args.format == "json"
     assert args.handler.__module__ == "loomc.cli.check"
+
+
+def test_check_and_run_compile_no_regex_they_do_not_need() -> None:
+    """lark imports the third-party ``regex`` module when it can (~10 ms) though our grammar
+    needs only ``re``; ``difflib`` (a did-you-mean) compiles patterns at import and is needed
+    only for an unknown name. Neither comes back into a clean check or run unnoticed."""
+    for argv in (["check", str(ROOT)], ["run", "--project", str(ROOT), "--no-stream", "Hi."]):
+        modules = _modules_after(argv)
+        assert "loomc.syntax.parser" in modules  # it did parse
+        assert [m for m in modules if m.split(".")[0] in ("regex", "difflib")] == [], argv

@@ -89,6 +89,7 @@ def test_wheel_ships_the_grammar(wheel: Path) -> None:
 
     names = zipfile.ZipFile(wheel).namelist()
     assert "loomc/syntax/loom.lark" in names
+    assert "loomc/syntax/loom.tables" in names  # the parser tables, built
     outside = ("grammar/", "tests/", "research/", "loomc_research/")  # the research track too
     assert not any(n.startswith(outside) for n in names)
 
@@ -101,12 +102,15 @@ def test_installed_wheel_checks_the_pipelines(venv: Path, tmp_path: Path) -> Non
         [
             str(py),
             "-c",
-            "import loomc, loomc.syntax.parser as p; print(loomc.__file__); print(p.grammar_path())",
+            "import os; os.environ['LOOMC_CACHE_DIR'] = ''  # no user cache: the shipped tables\n"
+            "import loomc, loomc.syntax.parser as p; print(loomc.__file__); print(p.grammar_path());"
+            " print(p._parser().source_path)",
         ],
         outside,
     )
     assert probe.returncode == 0, probe.stderr
-    module_file, grammar = probe.stdout.split()
+    module_file, grammar, source = probe.stdout.split()
+    assert source == "<deserialized>"  # the shipped tables fit the shipped grammar
     assert Path(module_file).is_relative_to(venv), module_file  # the wheel, not the checkout
     assert Path(grammar).is_relative_to(venv) and Path(grammar).parent.name == "syntax"
     done = _run(
