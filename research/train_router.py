@@ -1,14 +1,19 @@
-"""Train the ``semantic`` risk profiler's classifier; optionally report held-out routing numbers.
+"""Train the ``semantic`` risk profiler's classifiers; optionally report held-out routing numbers.
 
-    .venv/bin/python research/train_router.py                 # train on train + hard-train
-    .venv/bin/python research/train_router.py --report        # also print the held-out table
-    .venv/bin/python research/train_router.py --report --docs docs/routing.md   # and splice it in
+    .venv/bin/python research/train_router.py --encoder minilm --out loomc/risk/data/semantic-v2.npz
+    .venv/bin/python research/train_router.py                 # semantic-v3 (static) + the band
+    .venv/bin/python research/train_router.py --no-train --report --docs docs/routing.md
 
-Deterministic, on any CPU: embeddings come from the numpy encoder (``loomc.risk.minilm``) in
-float64, one prompt at a time, and everything after them is float64 numpy too. Another CPU or
-BLAS build only changes summation order, which moves a probability by ~1e-13, while the
-thresholds are picked on a 0.01 grid, so they come out identical (the int8 torch encoder this
-replaced did not: its kernels differ between CPUs). Folds are assigned by position within each
+The second stage (v2, MiniLM) first, since v3's cascade band is chosen on both files'
+out-of-fold probabilities (``cv_prob``). The token table v3 embeds with is built once by
+``research/build_static.py`` and shipped (``loomc/risk/data/static-minilm.npz``).
+
+Deterministic, on any CPU: embeddings come from the numpy encoders (``loomc.risk.minilm`` in
+float64, one prompt at a time; ``loomc.risk.static``, float64 means of the shipped table's rows),
+and everything after them is float64 numpy too. Another CPU or BLAS build only changes summation
+order, which moves a probability by ~1e-13, while the thresholds and the band are picked on a
+0.01 grid, so they come out identical (the int8 torch encoder this replaced did not: its kernels
+differ between CPUs). Folds are assigned by position within each
 label; the regulariser, the Platt calibration and the thresholds are chosen by cross-validation
 on the train split only (the test split is never read while training).
 """
@@ -333,7 +338,7 @@ def write(
 LOAD_SNIPPET = (
     "import time,json;t=time.perf_counter();"
     "from loomc.policy.models import RiskSettings;from loomc.risk.factory import make_profiler;"
-    "p=make_profiler(RiskSettings(profiler='semantic'));p.profile('warm');"
+    "p=make_profiler(RiskSettings(profiler='semantic'));p.load();p.profile('warm');"
     "print(json.dumps({'load_seconds':p.load_seconds,'total':time.perf_counter()-t,'name':p.name}))"
 )
 
@@ -377,20 +382,25 @@ def suite_rows(name: str, test: Path, hard_test: Path, seed: Path) -> tuple[list
 def report(test_path: Path, seed_path: Path, data: Path, hard_test: Path = HARD_TEST) -> str:
     settings = RiskSettings(profiler="semantic", options={"data": str(data)})
     semantic = SemanticProfiler(settings, make_keywords(settings))
-    semantic.name = "semantic-v2 (new)"
+    semantic.name = "semantic-v3 (new)"
     profilers: list[Any] = [ReferenceProfiler(), make_keywords(settings)]
-    if OLD_DATA.exists():
-        old = SemanticProfiler(
-            RiskSettings(profiler="semantic", options={"data": str(OLD_DATA)}),
-            make_keywords(settings),
-        )
-        old.name = "semantic-v1 (old)"
-        profilers.append(old)
+    older = [(OLD_DATA, "semantic-v1 (old)", {}), (SECOND_FILE, "semantic-v2 (MiniLM)", {})]
+    older.append((data, "semantic-v3 static stage", {"cascade": False}))
+    for path, name, opts in older:
+        if path.exists():
+            old = SemanticProfiler(
+                RiskSettings(profiler="semantic", options={"data": str(path), **opts}),
+                make_keywords(settings),
+            )
+            old.name = name
+            profilers.append(old)
     profilers.append(semantic)
     suites = ["hard-test", "test", "seed (hints)", "seed (no hints)"]
     lines = [
-        f"Semantic-v2 thresholds (5-fold CV on train + hard-train): threshold "
-        f"{semantic.threshold:.2f}, signal_threshold {semantic.signal_threshold:.2f}.",
+        f"Semantic-v3 (5-fold CV on train + hard-train): static stage threshold "
+        f"{semantic.threshold:.2f}, signal_threshold {semantic.signal_threshold:.2f}; prompts "
+        f"with {semantic.router.cascade_low:.2f} < P < {semantic.router.cascade_high:.2f} go on "
+        f"to {semantic.router.cascade} (MiniLM).",
         "",
         "Route accuracy; high-risk prompts left unescalated; low-risk prompts escalated.",
         "",
@@ -418,10 +428,11 @@ def report(test_path: Path, seed_path: Path, data: Path, hard_test: Path = HARD_
     sem_ms = latency_ms(semantic, prompts)
     lines += [
         "",
-        f"Load (fresh process, weights memory-mapped + vocabulary): {load['load_seconds']:.2f} s. "
-        f"Per-prompt latency after load, median over the hard-test prompts, uncached, "
-        f"{semantic.encoder.dtype} numpy encoder, {semantic.encoder.threads} BLAS thread(s) "
-        f"on {os.cpu_count()} CPUs: keywords {kw_ms:.3f} ms, semantic {sem_ms:.2f} ms.",
+        f"Load (fresh process: the token table, the vocabulary and MiniLM's weights, "
+        f"memory-mapped): {load['load_seconds']:.2f} s. Per-prompt wall latency after load, "
+        f"median over the hard-test prompts, uncached, 1 BLAS thread for MiniLM, on "
+        f"{os.cpu_count()} CPUs: keywords {kw_ms:.3f} ms, semantic-v3 {sem_ms:.2f} ms "
+        f"(CPU time per prompt: benchmarks/bench_profiler.py).",
     ]
     return "\n".join(lines)
 

