@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from needs import need
 
 from loomc.policy.models import RiskSettings
@@ -123,6 +125,13 @@ def test_encoding_is_a_mean_of_rows(static: Any) -> None:
     )
     assert static.token_ids("") == [static._tokenizer.unk]  # an empty prompt still embeds
     assert np.all(np.isfinite(static.encode(["", "   ", "🙂" * 600])))
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.text(max_size=400))
+def test_any_text_embeds_to_a_unit_vector(static: Any, text: str) -> None:
+    vec = static.encode([text])[0]
+    assert np.all(np.isfinite(vec)) and abs(float(vec @ vec) - 1.0) < 1e-12
 
 
 def test_refuses_another_vocabulary(static: Any, tmp_path: Path) -> None:
