@@ -32,11 +32,21 @@ from loomc.risk.factory import make_profiler  # noqa: E402
 
 CORPUS = ROOT / "evals" / "routing"
 SEED = ROOT.parent / "shared" / "reference" / "seed-evals" / "adaptive-routing-v1.jsonl"
-OLD = ROOT / "research" / "data" / "semantic-v1.npz"
+# Earlier files, for before/after in one run: v1 (MiniLM, train.jsonl only, no cues; kept in
+# research/data/) and v2 (MiniLM + cues + neighbours, train + hard-train; it ships as v3's second
+# stage). v3 is v2's recipe over the static token table (loomc.risk.static), cascading its
+# uncertain band to v2; semantic-v3-static is its first stage alone (options.cascade: false).
+OLD = {
+    "semantic-v1": ROOT / "research" / "data" / "semantic-v1.npz",
+    "semantic-v2": ROOT / "loomc" / "risk" / "data" / "semantic-v2.npz",
+}
 LOAD = (
     "import time,json,sys;t=time.perf_counter();"
     "from loomc.policy.models import RiskSettings;from loomc.risk.factory import make_profiler;"
-    "p=make_profiler(RiskSettings(profiler=sys.argv[1]));p.profile('warm up');"
+    "o={'data':sys.argv[2]} if len(sys.argv)>2 and sys.argv[2] else {};"
+    "o.update(json.loads(sys.argv[3]) if len(sys.argv)>3 else {});"
+    "p=make_profiler(RiskSettings(profiler=sys.argv[1],options=o));"
+    "getattr(p,'load',lambda:None)();p.profile('warm up');"
     "print(json.dumps({'name':p.name,'total':time.perf_counter()-t,"
     "'weights':getattr(p,'load_seconds',None)}))"
 )
@@ -49,22 +59,37 @@ def profilers() -> dict[str, Any]:
     }
     sem = make_profiler(RiskSettings(profiler="semantic", options={"cache": 0}))
     if sem.name == "semantic":
-        if OLD.exists():
-            old = make_profiler(
-                RiskSettings(profiler="semantic", options={"cache": 0, "data": str(OLD)})
-            )
-            old.name = "semantic-v1"
-            out["semantic-v1"] = old
-        sem.name = "semantic-v2"
-        out["semantic-v2"] = sem
+        for name, path in OLD.items():
+            if path.exists():
+                old = make_profiler(
+                    RiskSettings(profiler="semantic", options={"cache": 0, "data": str(path)})
+                )
+                old.name = name
+                out[name] = old
+        alone = make_profiler(
+            RiskSettings(profiler="semantic", options={"cache": 0, "cascade": False})
+        )
+        alone.name = "semantic-v3-static"
+        out["semantic-v3-static"] = alone
+        sem.name = "semantic-v3"
+        out["semantic-v3"] = sem
     return out
 
 
-def load_seconds(kind: str, repeats: int) -> dict[str, float]:
+def load_seconds(
+    kind: str, repeats: int, data: Path | None = None, options: str = "{}"
+) -> dict[str, float]:
+    """Fresh-process load: import, build, ``load()`` every weight the profiler may need (both
+    stages of the cascade), one profile."""
     runs = []
+    extra = [str(data or ""), options]
     for _ in range(repeats):
         res = subprocess.run(
-            [sys.executable, "-c", LOAD, kind], cwd=ROOT, capture_output=True, text=True, check=True
+            [sys.executable, "-c", LOAD, kind, *extra],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
         )
         runs.append(json.loads(res.stdout.strip().splitlines()[-1]))
     return {
@@ -120,8 +145,14 @@ def main(argv: list[str] | None = None) -> int:
             "cpu_p50_ms": pctl(cpu[name], 0.5),
             "cpu_p95_ms": pctl(cpu[name], 0.95),
         }
-        if name in ("keywords", "semantic-v2"):
-            row.update(load_seconds("semantic" if name == "semantic-v2" else name, args.loads))
+        if name == "keywords":
+            row.update(load_seconds(name, args.loads))
+        elif name == "semantic-v3":
+            row.update(load_seconds("semantic", args.loads))
+        elif name == "semantic-v3-static":
+            row.update(load_seconds("semantic", args.loads, None, '{"cascade": false}'))
+        elif name == "semantic-v2":
+            row.update(load_seconds("semantic", args.loads, OLD[name]))
         for suite, (rows, hints) in suites.items():
             r = evaluate_profiler(prof, rows, use_hints=hints)
             neg = sum(not x["expectedEscalation"] for x in rows)
@@ -132,6 +163,9 @@ def main(argv: list[str] | None = None) -> int:
                 "over_escalated": round(r["over_escalation"] * neg),
                 "direct_n": neg,
             }
+        if getattr(prof, "second", None) is not None:  # the cascade: how often MiniLM ran
+            risks = prof.profile_many(prompts)
+            row["deferred"] = sum(any("by MiniLM" in x for x in r.reasons) for r in risks)
         result[name] = row
     if args.json:
         print(json.dumps(result, indent=1))
@@ -154,6 +188,9 @@ def main(argv: list[str] | None = None) -> int:
             f"| {name} | {load} | {row['p50_ms']:.2f} ms | {row['p95_ms']:.2f} ms | "
             f"{row['cpu_p50_ms']:.2f} ms | {row['cpu_p95_ms']:.2f} ms | " + " | ".join(cells) + " |"
         )
+    for name, row in result.items():
+        if "deferred" in row:
+            print(f"\n{name}: {row['deferred']} of {len(prompts)} prompts decided by MiniLM.")
     return 0
 
 

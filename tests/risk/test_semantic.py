@@ -29,14 +29,15 @@ TEST = ROOT / "evals" / "routing" / "test.jsonl"
 HARD_TEST = ROOT / "evals" / "routing" / "hard-test.jsonl"
 
 # Measured on the held-out split when the shipped weights were trained: accuracy 0.894,
-# high under-escalation 0.0. Floors leave a margin for the corpus growing.
+# high under-escalation 0.020 (1 of 49; v2 had 0). Floors leave a margin for the corpus growing.
 ACCURACY_FLOOR = 0.78
 HIGH_UNDER_CEILING = 0.05
 ECE_CEILING = 0.12
-# On the hard held-out split (141 prompts, 75 high): accuracy 0.943, 3 high prompts missed.
-# The issue's goal is >= 0.90 with none missed; the floor pins what is reached, not the goal.
+# On the hard held-out split (141 prompts, 75 high): semantic-v3 (static + MiniLM cascade)
+# accuracy 0.915, 1 high prompt missed (v2: 0.943, 3 missed). The issue's goal is >= 0.90 with
+# none missed; the ceiling pins what is reached, not the goal.
 HARD_ACCURACY_FLOOR = 0.90
-HARD_HIGH_MISSED_CEILING = 3
+HARD_HIGH_MISSED_CEILING = 1
 
 
 def need_extra() -> None:
@@ -199,32 +200,28 @@ def _trainer() -> ModuleType:
 def test_retraining_reproduces_shipped_file(
     semantic: Any, test_rows: list[dict[str, Any]], tmp_path: Path
 ) -> None:
-    """Retraining from the corpus with the float64 encoder gives the shipped regulariser and
-    thresholds exactly, and the shipped probabilities, on any CPU.
+    """Retraining from the corpus gives the shipped regulariser and thresholds exactly, and the
+    shipped probabilities, on any CPU.
 
-    Why this holds on any machine: embeddings and fit are float64 numpy end to end, so another
-    CPU or BLAS build only changes summation order and FMA use, which moves an embedding by
-    ~1e-13 (test_minilm checks it against other OpenBLAS kernels) and an out-of-fold probability
-    by about as much. The regulariser is the argmin of seven CV log-losses (ties rounded at
-    1e-9) and the thresholds the argmin of an integer cost over a 0.01 grid that sees the
-    probabilities only through ``prob >= grid point``; a different choice would need a
-    probability within ~1e-12 of a grid point, or two log-losses within 1e-12 of a tie. (The
-    int8 torch encoder this replaced had CPU-dependent kernels: another machine's retraining
-    chose signal_threshold 0.12 instead of 0.24.) Probabilities are compared at 1e-9: 1000x the expected drift, and 100x below
-    the float32 serving encoder's own ~1e-7.
+    Why this holds on any machine: the shipped file is trained on the static encoder's
+    embeddings (``loomc.risk.static``): float64 means of rows of the shipped int8 table, the same
+    on every CPU up to summation order, and the fit is float64 numpy end to end, so another CPU
+    or BLAS build moves an out-of-fold probability by ~1e-13. The regulariser is the argmin of
+    seven CV log-losses (ties rounded at 1e-9) and the thresholds the argmin of an integer cost
+    over a 0.01 grid that sees the probabilities only through ``prob >= grid point``; a
+    different choice would need a probability within ~1e-12 of a grid point. (The table itself
+    is re-derived from MiniLM in float64 by research/build_static.py; test_static checks rows
+    of it against MiniLM.) Probabilities are compared at 1e-9, 1000x the expected drift.
     """
-    from loomc.risk.semantic import DATA_FILE, RouterWeights, SemanticProfiler
+    from loomc.risk.semantic import DATA_FILE, RouterWeights
 
     trainer = _trainer()
-    shipped64 = SemanticProfiler(
-        RiskSettings(profiler="semantic", options={"dtype": "float64"}),
-        make_keywords(RiskSettings()),
-    )
-    arrays = trainer.train(trainer.load_train(), shipped64.encoder, verbose=False)
+    arrays = trainer.train(trainer.load_train(), semantic.encoder, verbose=False)
     out = tmp_path / "retrained.npz"
-    trainer.write(arrays, out, trainer.TRAIN_FILES, shipped64.encoder)
+    trainer.write(arrays, out, trainer.TRAIN_FILES, semantic.encoder)
     with np.load(DATA_FILE, allow_pickle=False) as z:
         assert float(z["lambda"]) == float(arrays["lambda"])
+        assert json.loads(str(z["meta"]))["encoder_kind"] == "static"
     fresh, shipped = RouterWeights.load(out), RouterWeights.load(DATA_FILE)
     assert (fresh.threshold, fresh.signal_threshold, fresh.medium_threshold) == (
         shipped.threshold,
@@ -236,15 +233,32 @@ def test_retraining_reproduces_shipped_file(
     np.testing.assert_allclose(fresh.platt_b, shipped.platt_b, rtol=0, atol=1e-9)
 
     prompts = [r["prompt"] for r in test_rows]
-    x, _ = shipped64.features(prompts)
+    x, _ = semantic.features(prompts)
     np.testing.assert_allclose(fresh.probability(x), shipped.probability(x), rtol=0, atol=1e-9)
-    # The float32 serving encoder makes the same decisions as the float64 one it was trained on.
-    served = semantic.profile_many(prompts)
-    exact = shipped64.profile_many(prompts)
-    assert [r.level for r in served] == [r.level for r in exact]
-    np.testing.assert_allclose(
-        [r.probability for r in served], [r.probability for r in exact], rtol=0, atol=1e-5
-    )
+
+
+def test_retraining_reproduces_the_cascade(semantic: Any, tmp_path: Path) -> None:
+    """The MiniLM stage (semantic-v2.npz) retrains to the shipped file from float64 MiniLM
+    embeddings (another CPU moves them by ~1e-13, see test_minilm), and the cascade band,
+    chosen on both files' out-of-fold probabilities, comes out as shipped."""
+    from loomc.risk.minilm import MiniLM
+    from loomc.risk.semantic import DATA_FILE, SECOND_FILE, RouterWeights
+
+    trainer = _trainer()
+    rows = trainer.load_train()
+    enc = MiniLM("float64")
+    second = trainer.train(rows, enc, verbose=False)
+    with np.load(SECOND_FILE, allow_pickle=False) as z:
+        assert float(z["lambda"]) == float(second["lambda"])
+        np.testing.assert_allclose(z["cv_prob"], second["cv_prob"], rtol=0, atol=1e-9)
+        for key in ("threshold", "signal_threshold", "medium_threshold"):
+            assert float(z[key]) == float(second[key]), key
+    first = trainer.train(rows, semantic.encoder, verbose=False)
+    low, high, _, share = trainer.choose_band(first, second, rows, make_keywords(RiskSettings()))
+    shipped = RouterWeights.load(DATA_FILE)
+    assert shipped.cascade == SECOND_FILE.name
+    assert (low, high) == (shipped.cascade_low, shipped.cascade_high)
+    assert share <= trainer.MAX_DEFER
 
 
 def test_data_file_small() -> None:

