@@ -140,8 +140,9 @@ def test_a_run_no_guard_reads_never_loads_the_weights(scaffold: Path) -> None:
             api_modules = sorted(m for m in sys.modules if m.startswith('loomc.risk'))
             # a guard reads the risk at balanced: the policy's auto profiler is built and run
             r = loomc.run("Wipe the production database", project=".", tier="balanced")
-            from loomc.risk.semantic import shared_encoder
-            balanced = [r.risk["profiler"], r.calls, shared_encoder("float32", 1).load_seconds]
+            from loomc.risk.semantic import shared_static
+            # the cascade's first stage (the static token table) decided this clear-cut prompt
+            balanced = [r.risk["profiler"], r.calls, shared_static().load_seconds]
             # a profiler the caller passes is used as given (a server picked the tier with it)
             sem = loomc.make_profiler(loomc.Project.load(".").policy.risk)
             r = loomc.run("Wipe the production database", project=".", tier="strict",
