@@ -44,7 +44,14 @@ class Reservation:
     amount: Usage
     ledgers: list[Ledger]
     settled: bool = False
-    id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    _id: str | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def id(self) -> str:
+        """A unique id, drawn when first read (a journal hook reads it; most runs never do)."""
+        if self._id is None:
+            self._id = uuid.uuid4().hex
+        return self._id
 
 
 @dataclass(frozen=True)
@@ -276,9 +283,30 @@ def _num(value: int | Decimal) -> str:
     return format(value.normalize(), "f") if isinstance(value, Decimal) else str(value)
 
 
+_ZERO = Decimal(0)
+
+
+def _kept(amount: Decimal) -> bool:
+    """Whether clamping keeps ``amount`` as it is, down to its digits: positive, or exactly
+    ``Decimal(0)`` (a ``0.00`` or ``-0`` is replaced by ``Decimal(0)``, and the JSON shows it)."""
+    if not amount.is_finite():
+        return False
+    return amount > _ZERO or (
+        amount.is_zero() and not amount.is_signed() and amount.adjusted() == 0
+    )
+
+
 def nonnegative(usage: Usage) -> Usage:
     """``usage`` with every axis clamped at zero (a negative amount never frees budget)."""
-    zero = Decimal(0)
+    if (
+        usage.calls >= 0
+        and usage.tokens >= 0
+        and usage.latency_ms >= 0
+        and _kept(usage.credits)
+        and _kept(usage.cost)
+    ):
+        return usage  # nothing to clamp (nearly always): Usage is frozen, so it can be shared
+    zero = _ZERO
     return Usage(
         calls=max(usage.calls, 0),
         tokens=max(usage.tokens, 0),

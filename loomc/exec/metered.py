@@ -223,11 +223,12 @@ async def _send(
 ) -> Completion:
     if timeout_ms is None:  # no deadline: no cancel scope to enter and leave
         return await provider.complete(request, stream)
-    try:
-        with anyio.fail_after(timeout_ms / 1000):
-            return await provider.complete(request, stream)
-    except TimeoutError:
-        raise ProviderTimeout(f"{label} timeout after {timeout_ms} ms") from None
+    # A bare cancel scope, not ``fail_after`` (a generator context manager around the same
+    # scope): the scope only ever cancels at its own deadline, so leaving it without the return
+    # is the timeout; a cancel from outside (the run deadline) propagates through it.
+    with anyio.CancelScope(deadline=anyio.current_time() + timeout_ms / 1000):
+        return await provider.complete(request, stream)
+    raise ProviderTimeout(f"{label} timeout after {timeout_ms} ms")
 
 
 def _failed(err: ProviderError, prompt_tokens: int, streamed: int, reserve: Usage) -> Charge:
@@ -253,9 +254,9 @@ def _succeeded(
     received (the worst of reported and estimated); a negative receipt books the credit
     estimate. Nothing is ever booked below zero. Reported output over the request's
     ``max_tokens`` is booked as reported (the worst case) and returned as an overshoot."""
-    completion = replace(completion, content=well_formed(completion.content))
+    content = well_formed(completion.content)
     tokens = completion.usage
-    streamed = estimate_tokens(completion.content)
+    streamed = estimate_tokens(content)
     prompt = tokens.prompt_tokens if tokens.prompt_tokens >= 0 else prompt_estimate
     output = tokens.completion_tokens if tokens.completion_tokens >= 0 else streamed
     adjusted = (prompt, output) != (tokens.prompt_tokens, tokens.completion_tokens)
@@ -281,6 +282,6 @@ def _succeeded(
     reported = not tokens.estimated and tokens.completion_tokens >= 0
     if reported and request.max_tokens is not None and output > request.max_tokens:
         over = Overshoot("step", Dimension.TOKENS, output, request.max_tokens)
-    booked = replace(completion, usage=booked_tokens)
+    booked = replace(completion, content=content, usage=booked_tokens)
     charge = Charge(usage, prompt, output)
     return booked, charge, cost, None if spent is None else credits, over

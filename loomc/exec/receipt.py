@@ -115,7 +115,12 @@ def build_result(run: RunState) -> RunResult:
                 "access": s.access,
                 "status": s.status,
                 "attempts": s.attempts,
-                "usage": s.usage.model_dump(),
+                "usage": {  # StepUsage.model_dump(), without pydantic's serializer per step
+                    "prompt_tokens": s.usage.prompt_tokens,
+                    "completion_tokens": s.usage.completion_tokens,
+                    "total_tokens": s.usage.total_tokens,
+                    "estimated": s.usage.estimated,
+                },
             }
             for s in steps
         ],
@@ -132,7 +137,7 @@ def build_result(run: RunState) -> RunResult:
         escalation_reason=_escalation(run, len(executed)),
         stop_reason=stop,
         budget=BudgetReport(
-            limits=run.pipeline.enforced,
+            limits=run.enforced,
             used=replace(run.ledger.actual, latency_ms=elapsed_ms),
             reserved_peak=run.ledger.peak,
             limited=stop.limited,

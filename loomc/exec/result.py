@@ -148,6 +148,8 @@ class BudgetReport(BaseModel):
     def _read_axes(
         cls, data: Any, handler: ModelWrapValidatorHandler[BudgetReport]
     ) -> BudgetReport:
+        if isinstance(data, BudgetReport):  # a report already built (a RunResult's field)
+            return data
         report = handler(data)
         if isinstance(data, dict):
             report._axes = {
