@@ -39,19 +39,26 @@ from loomc.units import Budget, Dimension, Usage
 _BOOKED = (Dimension.CALLS, Dimension.CREDITS, Dimension.COST, Dimension.TOKENS)
 
 
-@dataclass
 class Reservation:
-    amount: Usage
-    ledgers: list[Ledger]
-    settled: bool = False
-    _id: str | None = field(default=None, repr=False, compare=False)
+    """One granted reservation: its amount, the ledgers of the chain it is committed to, and
+    whether it is settled. Its ``id`` is drawn when first read (a journal hook reads it; most
+    runs never do, and a UUID per call is not free)."""
+
+    __slots__ = ("_id", "amount", "ledgers", "settled")
+
+    def __init__(
+        self, amount: Usage, ledgers: list[Ledger], settled: bool = False, id: str | None = None
+    ) -> None:
+        self.amount, self.ledgers, self.settled, self._id = amount, ledgers, settled, id
 
     @property
     def id(self) -> str:
-        """A unique id, drawn when first read (a journal hook reads it; most runs never do)."""
         if self._id is None:
             self._id = uuid.uuid4().hex
         return self._id
+
+    def __repr__(self) -> str:
+        return f"Reservation(amount={self.amount!r}, settled={self.settled!r}, id={self.id!r})"
 
 
 @dataclass(frozen=True)
