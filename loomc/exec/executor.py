@@ -294,6 +294,7 @@ async def _attempt_step(run: RunState, step: StepNode) -> None:
         on_event=on_event,
         timeout_ms=step.timeout_ms,
         label="step",
+        prompt_tokens=prompt_tokens,
     )
     if out.refused is not None:
         if run.limited_by is None:

@@ -142,6 +142,7 @@ async def metered_call(
     on_event: MeteredCallback | None = None,
     timeout_ms: int | None = None,
     label: str = "call",
+    prompt_tokens: int | None = None,
 ) -> Metered:
     """Send ``request`` through ``provider``, reserving ``reserve`` in ``ledger`` per attempt.
 
@@ -149,9 +150,11 @@ async def metered_call(
     when no native receipt says otherwise. ``pricing`` prices the actual tokens (None: the
     model has no pricing, its money counts 0). ``on_event`` gets the stream's tokens and
     frames, each granted attempt and each retry. ``timeout_ms`` bounds each attempt (``label``
-    names it in the timeout message)."""
+    names it in the timeout message). ``prompt_tokens``: the estimate of the request's messages
+    when the caller has it already (else it is made here)."""
     out = Metered()
-    prompt_tokens = sum(estimate_tokens(m.content) for m in request.messages)
+    if prompt_tokens is None:
+        prompt_tokens = sum(estimate_tokens(m.content) for m in request.messages)
     for attempt in range(retry.attempts):
         reservation = await ledger.reserve(reserve)
         if isinstance(reservation, Refused):
