@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import itertools
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Sequence
 
@@ -41,14 +42,18 @@ class ProfileCache:
     """The last ``entries`` risk profiles by (profiler, prompt, kind hint), least recently used
     out first. Bounded twice so memory stays flat whatever the prompts: by entries and by the
     characters of the prompts it holds (a prompt longer than ``longest`` is never kept). The
-    profiler is part of the key by identity, and held by the entry so its id cannot be reused
-    while the entry lives: two profilers never share a profile."""
+    profiler is part of the key by identity, checked through a weak reference: two profilers
+    never share a profile (an id reused after a profiler died finds its reference dead), and
+    the cache never keeps a profiler (and its weights) alive. A profiler that cannot be weakly
+    referenced is not cached."""
 
     def __init__(self, entries: int = 1024, chars: int = 1 << 22, longest: int = 1 << 16) -> None:
         self.entries, self.chars, self.longest = entries, chars, longest
         self._held = 0  # characters of the prompts held
         self._lock = threading.Lock()  # event loops in other threads (serve, Studio) share it
-        self._seen: OrderedDict[tuple[int, str, str | None], tuple[RiskProfiler, RiskProfile]]
+        self._seen: OrderedDict[
+            tuple[int, str, str | None], tuple[weakref.ref[RiskProfiler], RiskProfile]
+        ]
         self._seen = OrderedDict()
 
     def __len__(self) -> int:
@@ -62,7 +67,7 @@ class ProfileCache:
         key = (id(profiler), prompt, kind)
         with self._lock:
             found = self._seen.get(key)
-            if found is None or found[0] is not profiler:
+            if found is None or found[0]() is not profiler:
                 return None
             self._seen.move_to_end(key)
             return found[1]
@@ -70,11 +75,15 @@ class ProfileCache:
     def put(self, profiler: RiskProfiler, prompt: str, kind: str | None, risk: RiskProfile) -> None:
         if len(prompt) > self.longest:
             return
+        try:
+            ref = weakref.ref(profiler)
+        except TypeError:  # no __weakref__ slot: never cached
+            return
         key = (id(profiler), prompt, kind)
         with self._lock:
             if self._seen.pop(key, None) is not None:
                 self._held -= len(prompt)
-            self._seen[key] = (profiler, risk)
+            self._seen[key] = (ref, risk)
             self._held += len(prompt)
             while len(self._seen) > self.entries or self._held > self.chars:
                 (_, oldest, _), _ = self._seen.popitem(last=False)

@@ -98,3 +98,30 @@ def test_bounded_by_entries_and_characters(prompts: list[str], entries: int, cha
         assert all(cache.get(counting, p, None) is kept[p] for p in held)
     if prompts and len(prompts[-1]) <= min(30, chars):
         assert cache.get(counting, prompts[-1], None) is kept[prompts[-1]]  # the latest is kept
+
+
+def test_the_cache_never_keeps_a_profiler_alive() -> None:
+    import gc
+    import weakref
+
+    cache, counting = ProfileCache(), Counting()
+    cache.put(counting, "hello", None, counting.profile("hello"))
+    ref = weakref.ref(counting)
+    del counting
+    gc.collect()
+    assert ref() is None  # a server building a profiler per request never piles them up
+    fresh = Counting()  # may reuse the dead one's id: its entry must not answer for it
+    assert cache.get(fresh, "hello", None) is None
+
+
+def test_a_profiler_without_weak_references_is_not_cached() -> None:
+    class Slotted:
+        __slots__ = ()
+        name = "slotted"
+
+        def profile(self, prompt: str, pipeline_hint: str | None = None) -> RiskProfile:
+            return RiskProfile(level="low")
+
+    cache, slotted = ProfileCache(), Slotted()
+    cache.put(slotted, "hello", None, slotted.profile("hello"))
+    assert len(cache) == 0 and cache.get(slotted, "hello", None) is None
