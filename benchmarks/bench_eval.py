@@ -12,7 +12,15 @@ eval of 10,000 and of 100,000 runs (1,000 cases x `baseline,lean` x 5 or 50 iter
 answering at once, concurrency 128), each size in its own subprocess.
 
 Every figure is the min / median / max over repeats, each repeat its own process; on a busy
-machine read the median, the lead re-measures on a quiet one."""
+machine read the median, the lead re-measures on a quiet one.
+
+The policy is the repository's default (risk profiler: keywords). The warm-up eval runs other
+prompts than the timed one, so no profile the timed eval needs is cached from the warm-up: each
+timed run profiles its own prompt once, as in an eval of distinct cases.
+
+``--baseline OLD_CHECKOUT`` measures throughput before and after in one run: the throughput
+children of the old tree and of this one alternate, in a fresh shuffled order each repeat, and
+the figures are printed side by side (memory is left out of that mode)."""
 
 from __future__ import annotations
 
@@ -42,11 +50,12 @@ def _policy(tmp: Path, latency_ms: int) -> Path:
     return path
 
 
-def _dataset(tmp: Path, cases: int) -> Path:
-    path = tmp / "cases.jsonl"
+def _dataset(tmp: Path, cases: int, name: str = "cases") -> Path:
+    path = tmp / f"{name}.jsonl"
     path.write_text(
         "".join(
-            json.dumps({"id": f"c{i}", "prompt": f"Name {i % 97 + 2} colours of case {i}."}) + "\n"
+            json.dumps({"id": f"c{i}", "prompt": f"Name {i % 97 + 2} colours of {name} {i}."})
+            + "\n"
             for i in range(cases)
         )
     )
@@ -61,14 +70,18 @@ def child_throughput(runs: int) -> dict[str, float]:
 
     with tempfile.TemporaryDirectory() as name:
         tmp = Path(name)
-        ev = loomc.prepare_eval(
-            _dataset(tmp, runs),
+        policy = _policy(tmp, LATENCY_MS)
+        warm = loomc.prepare_eval(
+            _dataset(tmp, CONCURRENCY * 2, "warm-up"),
             "lean",
             project=ROOT,
-            policy=_policy(tmp, LATENCY_MS),
+            policy=policy,
             concurrency=CONCURRENCY,
         )
-        ev.run(journal=tmp / "warm.journal.jsonl")  # imports, pools, first-call costs
+        warm.run(journal=tmp / "warm.journal.jsonl")  # imports, pools, first-call costs
+        ev = loomc.prepare_eval(
+            _dataset(tmp, runs), "lean", project=ROOT, policy=policy, concurrency=CONCURRENCY
+        )
         wall, cpu = time.perf_counter(), time.process_time()
         receipt = ev.run(journal=tmp / "journal.jsonl")
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
@@ -112,18 +125,41 @@ def _vm(field: str) -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def _spawn(kind: str, runs: int) -> dict[str, float]:
+def _spawn(kind: str, runs: int, tree: Path = ROOT) -> dict[str, float]:
+    """One child process, importing loomc from ``tree``."""
     out = subprocess.run(
-        [sys.executable, __file__, "--child", kind, str(runs)],
+        [sys.executable, str(Path(__file__).resolve()), "--child", kind, str(runs)],
         check=True,
         capture_output=True,
         text=True,
+        cwd=tree,
         env={
             **os.environ,
-            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+            "PYTHONPATH": os.pathsep.join([str(tree), os.environ.get("PYTHONPATH", "")]),
         },
     )
     return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def before_after(baseline: Path, runs: int, repeats: int) -> None:
+    """Throughput children of ``baseline`` and of this tree, interleaved, side by side."""
+    import random
+
+    trees = {"before": baseline.resolve(), "after": ROOT}
+    rows: dict[str, list[dict[str, float]]] = {label: [] for label in trees}
+    order = list(trees)
+    rng = random.Random(0)
+    for _ in range(repeats):
+        rng.shuffle(order)
+        for label in order:
+            rows[label].append(_spawn("throughput", runs, trees[label]))
+    print(f"before = {trees['before']}, after = {trees['after']} (min / median / max)")
+    for label in trees:
+        got = rows[label]
+        print(
+            f"  {label:6}  fraction of ideal {_spread([r['fraction'] for r in got], 2)}   "
+            f"CPU ms per run {_spread([r['cpu_ms_per_run'] for r in got], 3)}"
+        )
 
 
 def _spread(values: list[float], digits: int) -> str:
@@ -136,6 +172,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer runs and repeats")
     parser.add_argument("--child", nargs=2, metavar=("KIND", "RUNS"), help=argparse.SUPPRESS)
+    parser.add_argument("--baseline", type=Path, metavar="OLD_CHECKOUT")
     args = parser.parse_args()
     if args.child:
         kind, runs = args.child[0], int(args.child[1])
@@ -146,6 +183,9 @@ def main() -> None:
     repeats = 3 if args.quick else 5
     sizes = (10_000,) if args.quick else (10_000, 100_000)
     mem_repeats = 1 if args.quick else 3
+    if args.baseline is not None:
+        print(f"eval at concurrency {CONCURRENCY}, mock provider {LATENCY_MS} ms, {runs} runs")
+        return before_after(args.baseline, runs, repeats)
     print(
         f"eval at concurrency {CONCURRENCY}, mock provider {LATENCY_MS} ms, {runs} runs, "
         f"{repeats} repeats (min / median / max)"

@@ -1,6 +1,7 @@
 """The executor's own cost per step over real HTTP, beside plain httpx and LiteLLM's proxy.
 
     python benchmarks/bench_executor.py [--repeats 7] [--n 60] [--no-litellm]
+    python benchmarks/bench_executor.py --baseline OLD_CHECKOUT [--rounds 6]   # before / after
 
 The upstream is a zero-latency OpenAI-wire server (streaming and not) in its own process
 (uvicorn on 127.0.0.1), so its CPU never shares this interpreter's time slices. Every client
@@ -19,6 +20,17 @@ Arms (one unit each):
                         the executor's own CPU, no HTTP
   litellm-stream-1 / -whole-1   1 plain httpx request to LiteLLM's proxy, which forwards it to
                         the same upstream (``litellm_settings`` as in the repository's tests)
+
+Every loomc run is given the keyword risk profiler (``--profiler auto`` leaves it to the
+policy default, the semantic profiler where installed: ~2 ms of CPU per profile, issue #17's
+figure, not the executor's). The prompt is the same in every unit, as a client retrying one
+question would send it, so the executor's profile cache answers it after the first run.
+
+``--baseline OLD_CHECKOUT`` measures before and after in one run: child processes, each
+importing loomc from one tree (the old checkout, or this one) and timing every arm against the
+same upstream, alternate in a fresh shuffled order each round (``--rounds``); each figure is
+the median over the rounds of each tree's own ratios (each child is its own httpx baseline).
+LiteLLM is left out of that mode.
 """
 
 from __future__ import annotations
@@ -301,7 +313,7 @@ class Instant:
 
 
 def make_arms(
-    upstream_url: str, litellm_url: str | None, pool: Any, plain: Any, gw: Any
+    upstream_url: str, litellm_url: str | None, pool: Any, plain: Any, gw: Any, profiler: Any
 ) -> dict[str, Arm]:
     from loomc.exec.executor import execute
     from loomc.providers.registry import ProviderPool
@@ -331,7 +343,11 @@ def make_arms(
     def run(steps: int, stream: bool, providers: Any = pool) -> Arm:
         async def go() -> None:
             result = await execute(
-                pipelines[steps], "What is the capital of France?", pool=providers, stream=stream
+                pipelines[steps],
+                "What is the capital of France?",
+                pool=providers,
+                stream=stream,
+                profiler=profiler,
             )
             assert result.calls == steps and result.answer, result.error
 
@@ -370,8 +386,23 @@ async def sample(arm: Arm, n: int, name: str = "") -> float:
     return wall
 
 
+def make_profiler(kind: str) -> Any:
+    """The keyword profiler (``keywords``), or None: the policy default (``auto``)."""
+    if kind == "auto":
+        return None
+    from loomc.policy.models import RiskSettings
+    from loomc.risk.factory import make_keywords
+
+    return make_keywords(RiskSettings())
+
+
 async def measure(
-    upstream_url: str, litellm_url: str | None, repeats: int, n: int, seed: int
+    upstream_url: str,
+    litellm_url: str | None,
+    repeats: int,
+    n: int,
+    seed: int,
+    profiler: str = "keywords",
 ) -> list[dict[str, float]]:
     import httpx
 
@@ -389,7 +420,7 @@ async def measure(
             headers={"Authorization": f"Bearer {MASTER_KEY}"},
         )
     async with ProviderPool(cfg) as pool, plain:
-        arms = make_arms(upstream_url, litellm_url, pool, plain, gw)
+        arms = make_arms(upstream_url, litellm_url, pool, plain, gw, make_profiler(profiler))
         for arm in arms.values():  # warm: connections open, code paths imported
             await sample(arm, 5)
         rows: list[dict[str, float]] = []
@@ -409,8 +440,12 @@ async def measure(
 # --------------------------------------------------------------------------- the report
 
 
-def figures(rows: list[dict[str, float]]) -> list[tuple[str, list[float], str]]:
-    """(name, per-repeat values, unit) for each reported figure."""
+def figures(
+    rows: list[dict[str, float]], cpu_of: dict[str, list[float]] | None = None
+) -> list[tuple[str, list[float], str]]:
+    """(name, per-repeat values, unit) for each reported figure (``cpu_of``: the CPU seconds
+    per unit of each arm, one per repeat; this process's ``CPU`` when not given)."""
+    cpu_of = CPU if cpu_of is None else cpu_of
     ms = 1000.0
     out: list[tuple[str, list[float], str]] = [
         (
@@ -441,7 +476,7 @@ def figures(rows: list[dict[str, float]]) -> list[tuple[str, list[float], str]]:
     ]
     # The same ratios in this process's CPU time (the upstream's excluded): steadier than wall
     # time on a loaded machine, and what loomc's own code costs.
-    cpu = [{name: CPU[name][i] for name in CPU} for i in range(len(rows))]
+    cpu = [{name: cpu_of[name][i] for name in cpu_of} for i in range(len(rows))]
     out += [
         (
             "CPU: streamed 4-step run / 4 streamed plain httpx calls",
@@ -508,25 +543,82 @@ def report(rows: list[dict[str, float]]) -> None:
         )
 
 
+def child(tree: Path, upstream_url: str, args: argparse.Namespace, seed: int) -> dict[str, Any]:
+    """One child process measuring every arm with loomc imported from ``tree``."""
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", upstream_url]
+    cmd += ["--repeats", str(args.repeats)]
+    cmd += ["--n", str(args.n), "--seed", str(seed), "--profiler", args.profiler]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tree), str(tree / "research")])}
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env, cwd=tree)
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def before_after(upstream_url: str, baseline: Path, args: argparse.Namespace) -> None:
+    """Children of the old tree and of this one, alternated in a shuffled order per round."""
+    trees = {"before": baseline.resolve(), "after": ROOT}
+    got: dict[str, list[dict[str, Any]]] = {label: [] for label in trees}
+    rng = random.Random(args.seed)
+    for round_ in range(args.rounds):
+        order = list(trees)
+        rng.shuffle(order)
+        for label in order:
+            got[label].append(child(trees[label], upstream_url, args, args.seed + round_))
+    table: dict[str, dict[str, float]] = {}
+    units: dict[str, str] = {}
+    for label, children in got.items():
+        rows = [row for c in children for row in c["rows"]]
+        cpu = {name: [v for c in children for v in c["cpu"][name]] for name in children[0]["cpu"]}
+        for name, values, unit in figures(rows, cpu):
+            table.setdefault(name, {})[label] = statistics.median(values)
+            units[name] = unit
+    print(
+        f"\nbefore = {trees['before']}, after = {trees['after']}; {args.rounds} rounds x "
+        f"{args.repeats} repeats x {args.n} units; profiler: {args.profiler}; medians"
+    )
+    print(f"  {'figure':62} {'before':>9} {'after':>9}")
+    for name, cells in table.items():
+        print(
+            f"  {name:62} {cells['before']:8.3f}{units[name]:1} {cells['after']:8.3f}{units[name]:1}"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--n", type=int, default=60, help="units per sample (LiteLLM: n/4)")
     parser.add_argument("--no-litellm", action="store_true")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--profiler", choices=("keywords", "auto"), default="keywords")
+    parser.add_argument("--baseline", type=Path, metavar="OLD_CHECKOUT")
+    parser.add_argument("--rounds", type=int, default=6, help="with --baseline: children per tree")
     parser.add_argument("--upstream", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--child", metavar="UPSTREAM_URL", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.upstream:
         return serve_upstream()
     import anyio
 
+    if args.child:  # loomc comes from PYTHONPATH: the tree the parent chose
+        rows = anyio.run(measure, args.child, None, args.repeats, args.n, args.seed, args.profiler)
+        print(json.dumps({"rows": rows, "cpu": CPU}))
+        return None
     sys.path.insert(0, str(ROOT))
     up, upstream_url = start_upstream()
+    if args.baseline is not None:
+        if args.repeats == 7:  # the default: fewer per child, the rounds repeat them
+            args.repeats = 2
+        try:
+            before_after(upstream_url, args.baseline, args)
+        finally:
+            stop(up)
+        return None
     gw = None
     try:
         gw = None if args.no_litellm else start_litellm(upstream_url)
         litellm_url = gw[1] if gw is not None else None
-        rows = anyio.run(measure, upstream_url, litellm_url, args.repeats, args.n, args.seed)
+        rows = anyio.run(
+            measure, upstream_url, litellm_url, args.repeats, args.n, args.seed, args.profiler
+        )
     finally:
         if gw is not None:
             stop(gw[0])

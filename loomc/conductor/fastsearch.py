@@ -80,6 +80,7 @@ def fast_plan(
     sp += 0.15 * ev
     easy = risk < 0.28 and cx < 0.42
     strict_bonus = 30 * _pos(sp - 0.35)
+    irreversible = task.reversibility < 0.3
     best = _Best()
 
     def consider(
@@ -113,7 +114,7 @@ def fast_plan(
             s += strict_bonus
         if easy:
             s -= 4.8 * depth
-        if depth == 0 and task.reversibility < 0.3:
+        if depth == 0 and irreversible:
             s -= 7.5
         u = round(s, 6)
         if best.roles is not None and on == best.on:
@@ -147,34 +148,49 @@ def fast_plan(
     k_regress = 0.08 + 0.08 * amb
     k_pass = 0.36 + 0.34 * risk
     floor = max(0.55, min(0.82, minq - 0.1))
+    # what depends on the reviewer alone, once per reviewer (the same operations in the same
+    # order as per pair, so the same floats): its reliability terms and its first penalties
+    rels: list[float] = []
+    powers: list[tuple[float, float]] = []  # (same provider group, independent)
+    regresses: list[float] = []
+    pens: list[float] = []
+    weak: list[bool] = []
+    for b in range(n):
+        rel = wq[b] * wp[b]
+        power = rel * k_power
+        rels.append(rel)
+        powers.append((power, power * 1.12))
+        regresses.append((1 - wq[b]) * (1 - wp[b]) * k_regress)
+        pen = 0.0
+        g = floor - wq[b]
+        pen += 22 * (g if g > 0 else 0)
+        g = 0.58 - wp[b]
+        pen += 12 * (g if g > 0 else 0)
+        pens.append(pen)
+        weak.append(not _REVIEW_STRENGTHS.intersection(workers[b].strengths))
     stage2: dict[tuple[int, int], tuple[float, float, float, float, int, bool]] = {}
     for a in range(n):
+        qa, pa, ca, la, ga, wqa = q1[a], p1[a], credit[a], lat[a], group[a], wq[a]
         for b in range(n):
             if b == a:
                 continue
-            c2 = 0.0 + credit[a]
+            c2 = 0.0 + ca
             c2 += credit[b]
-            l2 = 0 + lat[a] + lat[b]
-            independent = group[b] != group[a]
-            q, p = q1[a], p1[a]
-            rel = wq[b] * wp[b]
-            power = rel * k_power
-            if independent:
-                power *= 1.12
-            regress = (1 - wq[b]) * (1 - wp[b]) * k_regress
+            l2 = 0 + la + lat[b]
+            independent = group[b] != ga
+            q, p = qa, pa
+            rel = rels[b]
+            power = powers[b][independent]
+            regress = regresses[b]
             x = q + (1 - q) * power - q * regress
             x = x if x < 1.0 else 1.0
             y = p + (1 - p) * rel * k_pass - 0.5 * p * regress
             y = y if y < 1.0 else 1.0
             q, p = (x if x > 0.0 else 0.0), (y if y > 0.0 else 0.0)
-            pen = 0.0
-            g = floor - wq[b]
-            pen += 22 * (g if g > 0 else 0)
-            g = 0.58 - wp[b]
-            pen += 12 * (g if g > 0 else 0)
-            g = wq[a] - wq[b] - 0.18
+            pen = pens[b]
+            g = wqa - wq[b] - 0.18
             pen += 9 * (g if g > 0 else 0)
-            if not _REVIEW_STRENGTHS.intersection(workers[b].strengths):
+            if weak[b]:
                 pen += 2.5
             stage2[(a, b)] = (q, p, pen, c2, l2, independent)
             c = round(c2, 3)
@@ -186,13 +202,23 @@ def fast_plan(
     k_synth = 0.20 + 0.24 * cx + 0.16 * amb
     fqs: list[float] = []
     fits: list[bool] = []
+    spows: list[float] = []  # per finalizer: its synthesis power, 0.42 x fq and 0.38 x pass
+    fq42: list[float] = []
+    wp38: list[float] = []
     for f in range(n):
         fit = bool(_FINAL_STRENGTHS.intersection(workers[f].strengths))
         x = wq[f] - 0.10 * d + (0.035 if fit else -0.025)
         x = x if x < 0.995 else 0.995
-        fqs.append(x if x > 0.05 else 0.05)
+        fq = x if x > 0.05 else 0.05
+        fqs.append(fq)
         fits.append(fit)
+        spows.append(fq * wp[f] * k_synth)
+        fq42.append(0.42 * fq)
+        wp38.append(0.38 * wp[f])
     for (a, b), (q2, p2, pen2, c2, l2, independent) in stage2.items():
+        wqa, wqb, wpa, wpb = wq[a], wq[b], wp[a], wp[b]
+        rest = 1 - q2
+        p62 = 0.62 * p2
         for f in range(n):
             if f in (a, b):
                 continue
@@ -201,18 +227,16 @@ def fast_plan(
             l3 = l2 + lat[f]
             if c > cap or l3 > max_lat:
                 continue
-            fq = fqs[f]
-            spow = fq * wp[f] * k_synth
-            x = q2 + (1 - q2) * spow
+            x = q2 + rest * spows[f]
             x = x if x < 1.0 else 1.0
-            x = 0.58 * (x if x > 0.0 else 0.0) + 0.42 * fq
+            x = 0.58 * (x if x > 0.0 else 0.0) + fq42[f]
             x = x if x < 1.0 else 1.0
-            y = 0.62 * p2 + 0.38 * wp[f]
+            y = p62 + wp38[f]
             y = y if y < 1.0 else 1.0
             pen = pen2
-            g = max(wq[a], wq[b], wq[f]) - wq[f]
+            g = max(wqa, wqb, wq[f]) - wq[f]
             pen += 34 * (g if g > 0 else 0)
-            g = max(wp[a], wp[b], wp[f]) - wp[f] - 0.08
+            g = max(wpa, wpb, wp[f]) - wp[f] - 0.08
             pen += 14 * (g if g > 0 else 0)
             if not fits[f]:
                 pen += 3.0

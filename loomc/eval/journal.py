@@ -40,6 +40,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
+from json.encoder import encode_basestring_ascii as _str
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
@@ -220,12 +221,8 @@ class Journal:
             separators=(",", ":"),
             ensure_ascii=True,
         )
-        booked = json.dumps(done.booked.to_json(), separators=(",", ":"))
-        peak = (
-            ""
-            if done.peak is None
-            else f',"peak":{json.dumps(done.peak.to_json(), separators=(",", ":"))}'
-        )
+        booked = _usage_json(done.booked)
+        peak = "" if done.peak is None else f',"peak":{_usage_json(done.peak)}'
         self._write(f'{head[:-1]},"record":{record},"booked":{booked}{peak}}}')
 
     def repair(self) -> None:
@@ -256,31 +253,24 @@ class Journal:
         self._write(json.dumps(line, separators=(",", ":"), ensure_ascii=True, default=str))
 
     def reserved(self, cell: Cell, reservation: Reservation) -> None:
+        self._reserved(_cell_json(cell), reservation)
+
+    def _reserved(self, cell_json: str, reservation: Reservation) -> None:
+        # the bytes json.dumps(..., separators=(",", ":"), ensure_ascii=True) wrote, built
+        # directly: two lines per call, and the dict and encoder cost more than the write
         self._write(
-            json.dumps(
-                {
-                    "ledger": "reserve",
-                    "id": reservation.id,
-                    "cell": list(cell),
-                    "amount": reservation.amount.to_json(),
-                },
-                separators=(",", ":"),
-                ensure_ascii=True,
-            )
+            f'{{"ledger":"reserve","id":{_str(reservation.id)},"cell":{cell_json},'
+            f'"amount":{_usage_json(reservation.amount)}}}'
         )
 
     def settled(self, reservation: Reservation, actual: Usage) -> None:
         self._write(
-            json.dumps(
-                {"ledger": "settle", "id": reservation.id, "actual": actual.to_json()},
-                separators=(",", ":"),
-                ensure_ascii=True,
-            )
+            f'{{"ledger":"settle","id":{_str(reservation.id)},"actual":{_usage_json(actual)}}}'
         )
 
     def hook(self, cell: Cell) -> CellHook:
         """The ledger hook that journals the reservations of one cell."""
-        return CellHook(self, cell)
+        return CellHook(self, cell, _cell_json(cell))
 
     def _write(self, line: str) -> None:
         if self._handle is not None:
@@ -298,12 +288,26 @@ class CellHook:
 
     journal: Journal
     cell: Cell
+    cell_json: str = ""  # the cell as the journal writes it, encoded once
 
     def reserved(self, reservation: Reservation) -> None:
-        self.journal.reserved(self.cell, reservation)
+        self.journal._reserved(self.cell_json or _cell_json(self.cell), reservation)
 
     def settled(self, reservation: Reservation, actual: Usage) -> None:
         self.journal.settled(reservation, actual)
+
+
+def _cell_json(cell: Cell) -> str:
+    return json.dumps(list(cell), separators=(",", ":"), ensure_ascii=True)
+
+
+def _usage_json(usage: Usage) -> str:
+    """``json.dumps(usage.to_json(), separators=(",", ":"))``, built directly: a decimal's
+    ``str`` never needs escaping."""
+    return (
+        f'{{"calls":{int(usage.calls)},"tokens":{int(usage.tokens)},"credits":"{usage.credits}",'
+        f'"cost":"{usage.cost}","latency_ms":{int(usage.latency_ms)}}}'
+    )
 
 
 def usage_of(record: RunRecord) -> Usage:

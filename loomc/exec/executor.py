@@ -79,11 +79,13 @@ async def execute(
     not sent again; their outputs feed later steps and their usage counts on the run's ledger
     (not on ``parent_ledger``, which counts it already). ``on_step`` hears every step that
     completes, before any step that depends on it starts (an eval journals it there)."""
+    enforced = pipeline.enforced  # computed once: every step and the receipt read it
     if ledger is None:
-        ledger = Ledger(pipeline.enforced, parent=parent_ledger, name="run")
+        ledger = Ledger(enforced, parent=parent_ledger, name="run")
     risk = await profile(profiler, prompt, pipeline.kind)
     order = pipeline.graph.topological_order()
     run = RunState(pipeline, prompt, pool, ledger, sinks, risk, stream, order, temperature)
+    run.enforced = enforced
     run.completed = {
         sid: done
         for sid, done in (completed or {}).items()
@@ -109,18 +111,14 @@ async def execute(
                 f"prompt exceeds the input bound of {pipeline.input_tokens} tokens",
             )
     else:
-        deadline = pipeline.enforced.latency_ms
-        with anyio.move_on_after(deadline / 1000 if deadline is not None else None) as scope:
-            if is_chain(pipeline, order):  # inline: the order is the dependencies' own
-                for sid in order:
-                    await _attempt_step(run, pipeline.graph.step(sid))
-            else:
-                run.done = {sid: anyio.Event() for sid in order}
-                async with anyio.create_task_group() as tg:
-                    for sid in order:
-                        tg.start_soon(_run_step, run, pipeline.graph.step(sid))
-        if scope.cancelled_caught:
-            _deadline_passed(run, deadline or 0)
+        deadline = enforced.latency_ms
+        if deadline is None:  # no run deadline: no cancel scope to enter and leave
+            await _steps(run)
+        else:
+            with anyio.move_on_after(deadline / 1000) as scope:
+                await _steps(run)
+            if scope.cancelled_caught:
+                _deadline_passed(run, deadline)
     result = build_result(run)
     await run.emit(
         EventKind.RUN_FINISHED,
@@ -129,6 +127,19 @@ async def execute(
         receipt_hash=result.receipt_hash,
     )
     return result
+
+
+async def _steps(run: RunState) -> None:
+    """Every step of the run: inline for a chain, else one task per step."""
+    graph, order = run.pipeline.graph, run.order
+    if is_chain(run.pipeline, order):  # inline: the order is the dependencies' own
+        for sid in order:
+            await _attempt_step(run, graph.step(sid))
+    else:
+        run.done = {sid: anyio.Event() for sid in order}
+        async with anyio.create_task_group() as tg:
+            for sid in order:
+                tg.start_soon(_run_step, run, graph.step(sid))
 
 
 def _deadline_passed(run: RunState, deadline: int) -> None:
@@ -234,7 +245,7 @@ async def _attempt_step(run: RunState, step: StepNode) -> None:
     run.records[step.id] = record
     started = time.monotonic()
     await run.emit(EventKind.STEP_STARTED, step.id, role=step.role, model=step.model)
-    if run.pipeline.enforced.cost is not None and step.pricing is None:
+    if run.enforced.cost is not None and step.pricing is None:
         return _stop(run, step, record, StopReason.MAX_COST, f"{step.model} has no pricing")
     prompt_tokens = sum(estimate_tokens(m.content) for m in msgs)
     streamed: list[str] = []
@@ -283,6 +294,7 @@ async def _attempt_step(run: RunState, step: StepNode) -> None:
         on_event=on_event,
         timeout_ms=step.timeout_ms,
         label="step",
+        prompt_tokens=prompt_tokens,
     )
     if out.refused is not None:
         if run.limited_by is None:

@@ -39,12 +39,26 @@ from loomc.units import Budget, Dimension, Usage
 _BOOKED = (Dimension.CALLS, Dimension.CREDITS, Dimension.COST, Dimension.TOKENS)
 
 
-@dataclass
 class Reservation:
-    amount: Usage
-    ledgers: list[Ledger]
-    settled: bool = False
-    id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    """One granted reservation: its amount, the ledgers of the chain it is committed to, and
+    whether it is settled. Its ``id`` is drawn when first read (a journal hook reads it; most
+    runs never do, and a UUID per call is not free)."""
+
+    __slots__ = ("_id", "amount", "ledgers", "settled")
+
+    def __init__(
+        self, amount: Usage, ledgers: list[Ledger], settled: bool = False, id: str | None = None
+    ) -> None:
+        self.amount, self.ledgers, self.settled, self._id = amount, ledgers, settled, id
+
+    @property
+    def id(self) -> str:
+        if self._id is None:
+            self._id = uuid.uuid4().hex
+        return self._id
+
+    def __repr__(self) -> str:
+        return f"Reservation(amount={self.amount!r}, settled={self.settled!r}, id={self.id!r})"
 
 
 @dataclass(frozen=True)
@@ -276,9 +290,30 @@ def _num(value: int | Decimal) -> str:
     return format(value.normalize(), "f") if isinstance(value, Decimal) else str(value)
 
 
+_ZERO = Decimal(0)
+
+
+def _kept(amount: Decimal) -> bool:
+    """Whether clamping keeps ``amount`` as it is, down to its digits: positive, or exactly
+    ``Decimal(0)`` (a ``0.00`` or ``-0`` is replaced by ``Decimal(0)``, and the JSON shows it)."""
+    if not amount.is_finite():
+        return False
+    return amount > _ZERO or (
+        amount.is_zero() and not amount.is_signed() and amount.adjusted() == 0
+    )
+
+
 def nonnegative(usage: Usage) -> Usage:
     """``usage`` with every axis clamped at zero (a negative amount never frees budget)."""
-    zero = Decimal(0)
+    if (
+        usage.calls >= 0
+        and usage.tokens >= 0
+        and usage.latency_ms >= 0
+        and _kept(usage.credits)
+        and _kept(usage.cost)
+    ):
+        return usage  # nothing to clamp (nearly always): Usage is frozen, so it can be shared
+    zero = _ZERO
     return Usage(
         calls=max(usage.calls, 0),
         tokens=max(usage.tokens, 0),

@@ -142,6 +142,7 @@ async def metered_call(
     on_event: MeteredCallback | None = None,
     timeout_ms: int | None = None,
     label: str = "call",
+    prompt_tokens: int | None = None,
 ) -> Metered:
     """Send ``request`` through ``provider``, reserving ``reserve`` in ``ledger`` per attempt.
 
@@ -149,9 +150,11 @@ async def metered_call(
     when no native receipt says otherwise. ``pricing`` prices the actual tokens (None: the
     model has no pricing, its money counts 0). ``on_event`` gets the stream's tokens and
     frames, each granted attempt and each retry. ``timeout_ms`` bounds each attempt (``label``
-    names it in the timeout message)."""
+    names it in the timeout message). ``prompt_tokens``: the estimate of the request's messages
+    when the caller has it already (else it is made here)."""
     out = Metered()
-    prompt_tokens = sum(estimate_tokens(m.content) for m in request.messages)
+    if prompt_tokens is None:
+        prompt_tokens = sum(estimate_tokens(m.content) for m in request.messages)
     for attempt in range(retry.attempts):
         reservation = await ledger.reserve(reserve)
         if isinstance(reservation, Refused):
@@ -223,11 +226,12 @@ async def _send(
 ) -> Completion:
     if timeout_ms is None:  # no deadline: no cancel scope to enter and leave
         return await provider.complete(request, stream)
-    try:
-        with anyio.fail_after(timeout_ms / 1000):
-            return await provider.complete(request, stream)
-    except TimeoutError:
-        raise ProviderTimeout(f"{label} timeout after {timeout_ms} ms") from None
+    # A bare cancel scope, not ``fail_after`` (a generator context manager around the same
+    # scope): the scope only ever cancels at its own deadline, so leaving it without the return
+    # is the timeout; a cancel from outside (the run deadline) propagates through it.
+    with anyio.CancelScope(deadline=anyio.current_time() + timeout_ms / 1000):
+        return await provider.complete(request, stream)
+    raise ProviderTimeout(f"{label} timeout after {timeout_ms} ms")
 
 
 def _failed(err: ProviderError, prompt_tokens: int, streamed: int, reserve: Usage) -> Charge:
@@ -253,9 +257,9 @@ def _succeeded(
     received (the worst of reported and estimated); a negative receipt books the credit
     estimate. Nothing is ever booked below zero. Reported output over the request's
     ``max_tokens`` is booked as reported (the worst case) and returned as an overshoot."""
-    completion = replace(completion, content=well_formed(completion.content))
+    content = well_formed(completion.content)
     tokens = completion.usage
-    streamed = estimate_tokens(completion.content)
+    streamed = estimate_tokens(content)
     prompt = tokens.prompt_tokens if tokens.prompt_tokens >= 0 else prompt_estimate
     output = tokens.completion_tokens if tokens.completion_tokens >= 0 else streamed
     adjusted = (prompt, output) != (tokens.prompt_tokens, tokens.completion_tokens)
@@ -281,6 +285,6 @@ def _succeeded(
     reported = not tokens.estimated and tokens.completion_tokens >= 0
     if reported and request.max_tokens is not None and output > request.max_tokens:
         over = Overshoot("step", Dimension.TOKENS, output, request.max_tokens)
-    booked = replace(completion, usage=booked_tokens)
+    booked = replace(completion, content=content, usage=booked_tokens)
     charge = Charge(usage, prompt, output)
     return booked, charge, cost, None if spent is None else credits, over

@@ -9,6 +9,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import replace
 from decimal import Decimal
+from typing import Any
 
 from loomc.exec.guards import is_refusal
 from loomc.exec.result import (
@@ -57,23 +58,39 @@ def _answer(run: RunState) -> str:
 
 def _models(steps: Sequence[StepRecord]) -> dict[str, ModelUsage]:
     """The per-model roll-up: calls, tokens, receipt vs estimated credits, money."""
-    out: dict[str, ModelUsage] = {}
+    # summed in plain lists, one pydantic model built per model at the end (a model's
+    # attribute assignments go through pydantic's __setattr__, eight per step)
+    sums: dict[str, list[Any]] = {}
     for s in steps:
         if s.attempts == 0:
             continue
-        m = out.setdefault(s.model, ModelUsage(cost=Decimal(0)))
-        m.calls += s.attempts
-        m.prompt_tokens += s.usage.prompt_tokens
-        m.completion_tokens += s.usage.completion_tokens
-        m.tokens += s.usage.total_tokens
-        m.tokens_estimated = m.tokens_estimated or s.usage.estimated
+        m = sums.get(s.model)
+        if m is None:
+            m = sums[s.model] = [0, 0, 0, 0, False, None, Decimal(0), Decimal(0)]
+        m[0] += s.attempts
+        m[1] += s.usage.prompt_tokens
+        m[2] += s.usage.completion_tokens
+        m[3] += s.usage.total_tokens
+        m[4] = m[4] or s.usage.estimated
         estimate = s.reserved.credits * s.attempts if s.reserved is not None else Decimal(0)
         if s.credits is not None:
-            m.credits = (m.credits or Decimal(0)) + s.credits
+            m[5] = (m[5] or Decimal(0)) + s.credits
             estimate -= s.reserved.credits if s.reserved is not None else Decimal(0)
-        m.estimated_credits += estimate
-        m.cost = None if m.cost is None or s.cost is None else m.cost + s.cost
-    return out
+        m[6] += estimate
+        m[7] = None if m[7] is None or s.cost is None else m[7] + s.cost
+    return {
+        model: ModelUsage(
+            calls=m[0],
+            prompt_tokens=m[1],
+            completion_tokens=m[2],
+            tokens=m[3],
+            tokens_estimated=m[4],
+            credits=m[5],
+            estimated_credits=m[6],
+            cost=m[7],
+        )
+        for model, m in sums.items()
+    }
 
 
 def _escalation(run: RunState, executed: int) -> str | None:
@@ -115,7 +132,12 @@ def build_result(run: RunState) -> RunResult:
                 "access": s.access,
                 "status": s.status,
                 "attempts": s.attempts,
-                "usage": s.usage.model_dump(),
+                "usage": {  # StepUsage.model_dump(), without pydantic's serializer per step
+                    "prompt_tokens": s.usage.prompt_tokens,
+                    "completion_tokens": s.usage.completion_tokens,
+                    "total_tokens": s.usage.total_tokens,
+                    "estimated": s.usage.estimated,
+                },
             }
             for s in steps
         ],
@@ -132,7 +154,7 @@ def build_result(run: RunState) -> RunResult:
         escalation_reason=_escalation(run, len(executed)),
         stop_reason=stop,
         budget=BudgetReport(
-            limits=run.pipeline.enforced,
+            limits=run.enforced,
             used=replace(run.ledger.actual, latency_ms=elapsed_ms),
             reserved_peak=run.ledger.peak,
             limited=stop.limited,

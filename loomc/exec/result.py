@@ -21,9 +21,7 @@ from pydantic import (
     ModelWrapValidatorHandler,
     PlainSerializer,
     PrivateAttr,
-    SerializerFunctionWrapHandler,
     field_serializer,
-    model_serializer,
     model_validator,
 )
 
@@ -148,6 +146,8 @@ class BudgetReport(BaseModel):
     def _read_axes(
         cls, data: Any, handler: ModelWrapValidatorHandler[BudgetReport]
     ) -> BudgetReport:
+        if isinstance(data, BudgetReport):  # a report already built (a RunResult's field)
+            return data
         report = handler(data)
         if isinstance(data, dict):
             report._axes = {
@@ -202,9 +202,11 @@ class ModelUsage(BaseModel):
     cost: Money | None = None  # USD at the policy's pricing; None when unpriced
 
 
-# Fields added after journals were first written: left out of the JSON while empty, so a
-# result read from an old journal is written back byte for byte.
-_OPTIONAL = ("limited_by", "models", "warnings")
+def _empty(value: object) -> bool:
+    """Fields added after journals were first written are left out of the JSON while empty, so
+    a result read from an old journal is written back byte for byte (a per-field check: a
+    serializer wrapping the whole model cost a Python call and a dict rebuild per result)."""
+    return not value
 
 
 class RunResult(BaseModel):
@@ -230,17 +232,14 @@ class RunResult(BaseModel):
     tokens: int = 0
     error: str | None = None
     receipt_hash: str
-    limited_by: LimitStop | None = None  # set when a ceiling stopped the run (budget-limited)
-    models: dict[str, ModelUsage] = Field(default_factory=dict)  # per-model usage roll-up
-    warnings: list[dict[str, Any]] = Field(default_factory=list)  # checker warnings (JSON)
+    # set when a ceiling stopped the run (budget-limited)
+    limited_by: LimitStop | None = Field(default=None, exclude_if=_empty)
+    models: dict[str, ModelUsage] = Field(  # per-model usage roll-up
+        default_factory=dict, exclude_if=_empty
+    )
+    warnings: list[dict[str, Any]] = Field(  # checker warnings (JSON)
+        default_factory=list, exclude_if=_empty
+    )
     # The planner's verdict when a planner chose the plan; kept out of serialised results (the
     # eval journal, receipts) and added by callers that report it, like `loomc run --json`.
     conductor: dict[str, Any] | None = Field(default=None, exclude=True)
-
-    @model_serializer(mode="wrap")
-    def _drop_empty(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        for key in _OPTIONAL:
-            if key in data and not data[key]:
-                del data[key]
-        return data

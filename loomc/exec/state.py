@@ -17,7 +17,7 @@ from loomc.exec.result import LimitStop, StepRecord, StopReason
 from loomc.ir.model import Pipeline
 from loomc.providers.registry import ProviderPool
 from loomc.risk.base import RiskProfile
-from loomc.units import Usage
+from loomc.units import Budget, Usage
 
 # One generator for every run's backoff jitter: seeding a fresh one per run costs more than the
 # rest of the run's set-up, and jitter needs no independence between runs.
@@ -53,7 +53,6 @@ class RunState:
     stream: bool
     order: list[str]  # the graph's topological order, computed once per run
     temperature: float | None = None  # overrides every step's (the worker's) temperature
-    run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
     outcomes: dict[str, Outcome] = field(default_factory=dict)
     records: dict[str, StepRecord] = field(default_factory=dict)
     done: dict[str, anyio.Event] = field(default_factory=dict)
@@ -67,6 +66,15 @@ class RunState:
     rng: random.Random = field(default_factory=lambda: _JITTER)  # backoff jitter only
     completed: Mapping[str, CompletedStep] = field(default_factory=dict)  # done before a kill
     on_step: StepHook | None = None  # hears each step that completes, before dependents start
+    enforced: Budget = field(default_factory=Budget)  # pipeline.enforced, computed once per run
+    _run_id: str | None = None
+
+    @property
+    def run_id(self) -> str:
+        """The id events carry; drawn on the first event (a run no sink hears needs none)."""
+        if self._run_id is None:
+            self._run_id = uuid.uuid4().hex[:12]
+        return self._run_id
 
     async def emit(self, kind: EventKind, step: str | None = None, **data: object) -> None:
         if not self.sinks:

@@ -344,8 +344,9 @@ async def drain(
     start = response.num_bytes_downloaded
     try:
         # Shielded: the answer is complete and paid for, so the step's own deadline (or a
-        # cancellation) must not turn it into a timeout here; the drain's bound caps the wait.
-        with anyio.CancelScope(shield=True), anyio.move_on_after(max_s):
+        # cancellation) must not turn it into a timeout here; the drain's bound caps the wait
+        # (one scope: a shielded scope still ends at its own deadline).
+        with anyio.move_on_after(max_s, shield=True):
             async for _line in rest:
                 if response.num_bytes_downloaded - start > max_bytes:
                     return False

@@ -18,7 +18,7 @@ from decimal import Decimal
 
 import anyio
 
-from loomc.policy.models import MockRule, MockScript
+from loomc.policy.models import MockFault, MockRule, MockScript
 from loomc.providers.base import (
     Completion,
     CompletionRequest,
@@ -159,26 +159,13 @@ class MockProvider:
         else:
             task = user_task(prompt) or str(request.metadata.get("task", prompt))
             text = default_answer(role, request.model, task, self.script.default_response)
-        words = text.split(" ")
-        size = self.script.stream_chunk_words
-        chunks = [
-            " ".join(words[i : i + size]) + (" " if i + size < len(words) else "")
-            for i in range(0, len(words), size)
-        ]
-        sent: list[str] = []
-        for index, chunk in enumerate(chunks):
-            if faulting and fault is not None:
-                if fault.kind == "stream-cut" and index >= fault.after_tokens:
-                    raise StreamDropped("mock stream cut", partial="".join(sent), **ids)
-                if fault.kind == "malformed" and index >= fault.after_tokens:
-                    raise MalformedResponse("mock malformed frame: 'data: {not json'", **ids)
-            if on_event is not None and request.stream:
-                await on_event(StreamEvent(kind="token", text=chunk))
-            sent.append(chunk)
-        if faulting and fault is not None and fault.kind in ("stream-cut", "malformed"):
-            raise StreamDropped("mock stream cut", partial="".join(sent), **ids)
+        if faulting or (on_event is not None and request.stream):  # else nothing to chunk
+            await self._chunks(text, request, on_event, fault if faulting else None, ids)
 
-        prompt_tokens = sum(estimate_tokens(m.content) for m in request.messages)
+        estimated = not self.script.report_usage
+        prompt_tokens = (
+            0 if estimated else sum(estimate_tokens(m.content) for m in request.messages)
+        )
         completion_tokens = len(text.split())
         if rule is not None and rule.prompt_tokens is not None:
             prompt_tokens = rule.prompt_tokens
@@ -190,7 +177,6 @@ class MockProvider:
             finish = "length"
         else:
             finish = "stop"
-        estimated = not self.script.report_usage
         if estimated:
             prompt_tokens = sum(estimate_tokens(m.content) for m in request.messages)
             completion_tokens = estimate_tokens(text)
@@ -204,6 +190,34 @@ class MockProvider:
             receipt=receipt,
             latency_ms=int((time.monotonic() - started) * 1000),
         )
+
+    async def _chunks(
+        self,
+        text: str,
+        request: CompletionRequest,
+        on_event: StreamCallback | None,
+        fault: MockFault | None,
+        ids: dict[str, str],
+    ) -> None:
+        """Stream ``text`` in chunks of words, or break the stream as ``fault`` says."""
+        words = text.split(" ")
+        size = self.script.stream_chunk_words
+        chunks = [
+            " ".join(words[i : i + size]) + (" " if i + size < len(words) else "")
+            for i in range(0, len(words), size)
+        ]
+        sent: list[str] = []
+        for index, chunk in enumerate(chunks):
+            if fault is not None:
+                if fault.kind == "stream-cut" and index >= fault.after_tokens:
+                    raise StreamDropped("mock stream cut", partial="".join(sent), **ids)
+                if fault.kind == "malformed" and index >= fault.after_tokens:
+                    raise MalformedResponse("mock malformed frame: 'data: {not json'", **ids)
+            if on_event is not None and request.stream:
+                await on_event(StreamEvent(kind="token", text=chunk))
+            sent.append(chunk)
+        if fault is not None and fault.kind in ("stream-cut", "malformed"):
+            raise StreamDropped("mock stream cut", partial="".join(sent), **ids)
 
     async def aclose(self) -> None:
         return None
