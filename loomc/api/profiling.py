@@ -56,6 +56,24 @@ class KeywordsOnly:
         return replace(found, reasons=(*found.reasons, self.why))
 
 
+_POLICY_PROFILERS: dict[str, RiskProfiler] = {}
+_POLICY_PROFILERS_MAX = 16
+
+
+def policy_profiler(settings: RiskSettings) -> RiskProfiler:
+    """The profiler ``settings`` name, one per distinct settings per process: ``loomc.run``
+    without ``profiler=`` used to build a new one per call, so the executor's profile cache
+    (keyed by the profiler) never hit for a repeated prompt, and the semantic profiler's own
+    caches started empty on every run."""
+    key = settings.model_dump_json()
+    found = _POLICY_PROFILERS.get(key)
+    if found is None:
+        if len(_POLICY_PROFILERS) >= _POLICY_PROFILERS_MAX:
+            _POLICY_PROFILERS.pop(next(iter(_POLICY_PROFILERS)))
+        found = _POLICY_PROFILERS[key] = make_profiler(settings)
+    return found
+
+
 def profiler_for(
     pipeline: Pipeline, settings: RiskSettings, given: RiskProfiler | None = None
 ) -> RiskProfiler:
@@ -69,7 +87,7 @@ def profiler_for(
     if settings.profiler in ("keywords", "reference") or any(
         reads_risk(step.guard) for step in pipeline.graph.steps()
     ):
-        return make_profiler(settings)
+        return policy_profiler(settings)
     why = (
         f"no step of {pipeline.key} reads the risk: keyword rules only "
         f"(risk.profiler {settings.profiler} not loaded)"
@@ -95,6 +113,6 @@ async def auto_tier(
     tiers = [p.tier for p in mine if p.tier is not None]
     if not tiers:
         return None, given
-    profiler = given or make_profiler(project.policy.risk)
+    profiler = given or policy_profiler(project.policy.risk)
     found = await profile(profiler, prompt, mine[0].kind)
     return tier_for_level(found.level, tiers), profiler

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from loomc.api.profiling import AUTO_TIER, auto_tier, profiler_for
+from loomc.api.profiling import AUTO_TIER, auto_tier, policy_profiler, profiler_for
 from loomc.api.tracing import StoreLike, TraceRecorder, Traces, stored_run
 from loomc.errors import LoomcError
 from loomc.exec.events import Event, EventSink
@@ -28,7 +28,6 @@ from loomc.project import Project, load_project
 from loomc.providers.base import Provider
 from loomc.providers.registry import ProviderPool
 from loomc.risk.base import RiskProfiler
-from loomc.risk.factory import make_profiler
 from loomc.store.otel import OtelExporter
 from loomc.units import Budget
 
@@ -158,7 +157,7 @@ async def _run_traced(
     else:
         # A planner fits its plan into the limits (they choose its depth); the guard proves it.
         base = planning_base(proj, pipeline, tier or widest_tier(proj), limits)
-        risk = profiler or make_profiler(proj.policy.risk)
+        risk = profiler or policy_profiler(proj.policy.risk)
         decision = plan_run(proj, base, prompt, risk, planner, planner_options or {})
         compiled = decision.pipeline
         event = Event("conductor-plan", "", None, decision.to_json())  # type: ignore[arg-type]

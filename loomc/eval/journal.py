@@ -103,9 +103,7 @@ def journaled_plans(path: Path) -> dict[tuple[str, str], tuple[str, dict[str, An
         case, strategy, digest, decision = (
             obj.get(k) for k in ("case", "strategy", "plan_hash", "decision")
         )
-        if all(isinstance(v, str) for v in (case, strategy, digest)) and isinstance(
-            decision, dict
-        ):
+        if all(isinstance(v, str) for v in (case, strategy, digest)) and isinstance(decision, dict):
             plans[(case, strategy)] = (digest, decision)
     return plans
 

@@ -50,6 +50,7 @@ class ProfileCache:
     def __init__(self, entries: int = 1024, chars: int = 1 << 22, longest: int = 1 << 16) -> None:
         self.entries, self.chars, self.longest = entries, chars, longest
         self._held = 0  # characters of the prompts held
+        self.hits = 0  # profiles served from the cache, for tests and diagnostics
         self._lock = threading.Lock()  # event loops in other threads (serve, Studio) share it
         self._seen: OrderedDict[
             tuple[int, str, str | None], tuple[weakref.ref[RiskProfiler], RiskProfile]
@@ -70,6 +71,7 @@ class ProfileCache:
             if found is None or found[0]() is not profiler:
                 return None
             self._seen.move_to_end(key)
+            self.hits += 1
             return found[1]
 
     def put(self, profiler: RiskProfiler, prompt: str, kind: str | None, risk: RiskProfile) -> None:
