@@ -10,6 +10,10 @@ threads each with its own store connection (as 128 server processes or pool slot
 All callers reserve against the same two scopes (a key and the global budget): the contended
 case. Printed per arm: microseconds per reservation (wall / N) and the p50 / p95 latency of one
 reservation as its caller saw it. PostgreSQL is skipped when its binaries or psycopg are absent.
+
+``sqlite, 1 caller, day of 100k``: the same single caller on a file whose ledger already holds
+100,000 reservations of the same day and scopes (a busy day's server): the cost of a reservation
+must not grow with the day's traffic. ``SQLITE_ONLY=1`` skips PostgreSQL.
 """
 
 from __future__ import annotations
@@ -103,6 +107,18 @@ def many_callers(url: str, n: int, threads: int) -> tuple[float, list[float]]:
     return wall, times
 
 
+def prefill(path: str, rows: int) -> None:
+    """``rows`` settled reservations of day ``d`` in both scopes, written straight to the file."""
+    import sqlite3
+
+    with sqlite3.connect(path) as db:
+        db.executemany(
+            "INSERT INTO ledger (reservation, scope, period, settled, calls, tokens, credits,"
+            " cost) VALUES (?, ?, 'd', 1, 1, 0, 0, 0)",
+            ((f"pre{i}", scope.name) for i in range(rows) for scope in SCOPES),
+        )
+
+
 def line(name: str, wall: float, times: list[float]) -> str:
     ordered = sorted(times)
     p50 = ordered[len(ordered) // 2] * 1e6
@@ -122,7 +138,7 @@ def main(n: int) -> None:
         import psycopg  # noqa: F401
     except ImportError:
         binaries = None
-    if binaries is not None:
+    if binaries is not None and not os.environ.get("SQLITE_ONLY"):
         cluster = Postgres(binaries)
         urls["postgresql"] = cluster.url
     try:
@@ -132,6 +148,12 @@ def main(n: int) -> None:
             print(line(f"{name}, 1 caller", *one_caller(store, n)))
             store.close()
             print(line(f"{name}, 128 threads", *many_callers(url, n, 128)))
+        busy = str(folder / "busy-day.db")
+        store = open_store(busy)
+        prefill(busy, 100_000)
+        store.reserve(SCOPES, Usage(calls=1), "d")
+        print(line("sqlite, 1 caller, day of 100k", *one_caller(store, n)))
+        store.close()
         if cluster is None:
             print("postgresql: skipped (no PostgreSQL binaries or psycopg here)")
     finally:

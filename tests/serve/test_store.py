@@ -7,6 +7,7 @@ import multiprocessing
 import os
 import subprocess
 import sys
+import uuid
 from decimal import Decimal
 from pathlib import Path
 
@@ -298,3 +299,66 @@ def test_a_store_from_before_the_running_totals_is_upgraded_from_its_ledger(
     reopened = SQLiteStore(path)  # the upgrade runs once: reopening changes nothing
     assert reopened.spent("global", "d").calls == 9
     reopened.close()
+
+
+def test_a_postgres_store_from_before_the_running_totals_is_upgraded(
+    postgres: PostgresCluster,
+) -> None:
+    """As for SQLite: a PostgreSQL ledger written before ``loomc_totals`` existed keeps its
+    day's spending once the running totals (and their trigger) are added."""
+    import psycopg
+
+    url = postgres.fresh("t" + uuid.uuid4().hex[:12])
+    with psycopg.connect(url, autocommit=True) as db:
+        db.execute(
+            "CREATE TABLE loomc_ledger (reservation TEXT NOT NULL, scope TEXT NOT NULL, period"
+            " TEXT NOT NULL, settled BOOLEAN NOT NULL DEFAULT FALSE, calls BIGINT NOT NULL,"
+            " tokens BIGINT NOT NULL, credits BIGINT NOT NULL, cost BIGINT NOT NULL,"
+            " PRIMARY KEY (reservation, scope))"
+        )
+        db.execute(
+            "INSERT INTO loomc_ledger VALUES ('r1', 'global', 'd', TRUE, 6, 10, 0, 0),"
+            " ('r2', 'global', 'd', FALSE, 3, 10, 0, 0), ('r3', 'global', 'e', FALSE, 1, 0, 0, 0)"
+        )
+    store = open_store(url)
+    assert store.spent("global", "d").calls == 9 and store.spent("global", "e").calls == 1
+    with pytest.raises(BudgetExhausted):
+        store.reserve([Scope("global", Budget(calls=10))], Usage(calls=2), "d")
+    store.settle("r2", Usage(calls=1))
+    store.reserve([Scope("global", Budget(calls=10))], Usage(calls=2), "d")
+    store.close()
+    reopened = open_store(url)  # the trigger exists now: no second backfill, same totals
+    assert reopened.spent("global", "d").calls == 9
+    reopened.close()
+
+
+def test_a_reservation_costs_the_same_on_a_busy_day(tmp_path: Path) -> None:
+    """A reservation must not re-read the day's ledger: SQLite's virtual-machine steps for one
+    reservation are counted (a progress handler, deterministic, unlike a timing) on a ledger
+    holding 10 reservations of the day and on one holding 20,000."""
+    import sqlite3
+
+    scopes = [Scope("key:k", Budget(calls=10**9)), Scope("global", Budget(calls=10**9))]
+    steps: list[int] = []
+    for rows in (10, 20_000):
+        path = tmp_path / f"day-{rows}.db"
+        store = SQLiteStore(path)
+        with sqlite3.connect(path) as db:
+            db.executemany(
+                "INSERT INTO ledger (reservation, scope, period, settled, calls, tokens,"
+                " credits, cost) VALUES (?, ?, 'd', 1, 1, 0, 0, 0)",
+                ((f"r{i}", s.name) for i in range(rows) for s in scopes),
+            )
+        count = [0]
+
+        def tick(count: list[int] = count) -> int:
+            count[0] += 1
+            return 0
+
+        store._db.set_progress_handler(tick, 50)
+        store.reserve(scopes, Usage(calls=1), "d")
+        store._db.set_progress_handler(None, 0)
+        assert store.spent("global", "d").calls == rows + 1
+        steps.append(count[0])
+        store.close()
+    assert steps[1] <= 2 * steps[0] + 10, steps  # a deeper index, never a scan of the day
