@@ -9,11 +9,10 @@ running total per scope and period (``totals``) as ledger rows are inserted, set
 in the same transaction, so the check reads one row per scope instead of summing the day's
 ledger. Stores made before ``totals`` existed get it filled from the ledger when first opened.
 
-Durability: WAL with ``synchronous=NORMAL``. A commit is atomic and survives a crash of the
-process; a power loss or OS crash may lose the last transactions before the next checkpoint
-(never corrupt the file). For the ledger that can only forget recent spending of the day: say
-``synchronous=FULL`` in the URL's place (``LOOMC_SQLITE_SYNC=FULL``) where that matters more than
-a fsync per request.
+Durability: WAL with ``synchronous=NORMAL``: a commit is atomic and survives a crash of the
+process, but a power loss or an OS crash may lose the transactions since the last checkpoint
+(never corrupt the file). For the ledger that can only forget some of the day's latest spending
+and stored runs; ``LOOMC_SQLITE_SYNC=FULL`` makes every commit wait for an fsync instead.
 
 Two connections per store object, each guarded by a lock: one waits for the file's write lock
 (callers run its methods in worker threads), the other never waits (``try_now``, called on an

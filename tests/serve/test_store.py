@@ -362,3 +362,16 @@ def test_a_reservation_costs_the_same_on_a_busy_day(tmp_path: Path) -> None:
         steps.append(count[0])
         store.close()
     assert steps[1] <= 2 * steps[0] + 10, steps  # a deeper index, never a scan of the day
+
+
+def test_sqlite_durability_is_normal_unless_full_is_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = SQLiteStore(tmp_path / "normal.db")
+    assert store._db.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
+    store.close()
+    monkeypatch.setenv("LOOMC_SQLITE_SYNC", "full")
+    store = SQLiteStore(tmp_path / "full.db")
+    assert store._db.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+    assert store._now.execute("PRAGMA synchronous").fetchone()[0] == 2
+    store.close()
