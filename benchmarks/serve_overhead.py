@@ -17,7 +17,8 @@ CPU per request, which holds on a busy machine where wall times do not: ``direct
 process's CPU time around the call (the run machinery and its httpx call to the upstream);
 ``serve`` is the server process's CPU time (every thread) plus this process's around the call
 (the client's httpx request to the server). The upstream's CPU is in neither. The CPU overhead
-is their difference, the same subtraction as the wall one.
+is their difference, the same subtraction as the wall one; "server side" leaves out the
+client's own request (the server process's CPU minus the direct run's).
 """
 
 from __future__ import annotations
@@ -75,7 +76,7 @@ def main(rounds: int, per_round: int) -> None:
             await loomc.arun(prompt, project=project, tier="lean", providers=pool, stream=False)
 
         server = PIDS[served]
-        cpu: dict[str, list[float]] = {"direct": [], "serve": []}
+        cpu: dict[str, list[float]] = {"direct": [], "serve": [], "server": []}
 
         def direct() -> float:
             c = time.process_time()
@@ -90,7 +91,9 @@ def main(rounds: int, per_round: int) -> None:
             t = time.perf_counter()
             got = serve_client.post("/chat/completions", json=BODY)
             wall = time.perf_counter() - t
-            cpu["serve"].append(time.process_time() - c + cpu_seconds(server) - s)
+            on_server = cpu_seconds(server) - s
+            cpu["serve"].append(time.process_time() - c + on_server)
+            cpu["server"].append(on_server)
             got.raise_for_status()
             return wall
 
@@ -108,6 +111,7 @@ def main(rounds: int, per_round: int) -> None:
         for arm, values in cpu.items()
     }
     cpu_overhead = [s - d for s, d in zip(cpu_rounds["serve"], cpu_rounds["direct"], strict=True)]
+    server_side = [s - d for s, d in zip(cpu_rounds["server"], cpu_rounds["direct"], strict=True)]
     print(f"{rounds} rounds x {per_round} requests per arm; min / median / max of round medians")
     print(f"upstream alone (httpx)   {spread(medians['upstream'])} ms")
     print(f"direct loomc.arun        {spread(medians['direct'])} ms")
@@ -116,6 +120,7 @@ def main(rounds: int, per_round: int) -> None:
     print(f"CPU, direct              {spread(cpu_rounds['direct'])} ms per request")
     print(f"CPU, serve (both sides)  {spread(cpu_rounds['serve'])} ms per request")
     print(f"CPU overhead             {spread(cpu_overhead)} ms per request")
+    print(f"  of which server side   {spread(server_side)} ms per request (the rest: the client)")
 
 
 if __name__ == "__main__":
