@@ -30,7 +30,9 @@ ROOT = Path(__file__).resolve().parents[1]
 # the loomc whose server is measured: this checkout, or another tree (a "before" measurement)
 TREE = Path(os.environ.get("LOOMC_BENCH_TREE", ROOT))
 LITELLM = Path(os.environ.get("LOOMC_LITELLM_VENV", "/work/main/.venv-litellm")) / "bin" / "litellm"
-ENV = {**os.environ, "PYTHONPATH": f"{TREE}{os.pathsep}{TREE / 'research'}"}
+# the tree first; the caller's PYTHONPATH after it (e.g. a folder with uvloop and httptools)
+_PATH = [str(TREE), str(TREE / "research"), *filter(None, [os.environ.get("PYTHONPATH")])]
+ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(_PATH)}
 BODY = {"model": "general@lean", "messages": [{"role": "user", "content": "Explain DNS briefly."}]}
 
 
@@ -53,10 +55,27 @@ def _wait_http(url: str, proc: subprocess.Popen[bytes], timeout: float = 60) -> 
     raise RuntimeError(f"{url} did not come up")
 
 
+PIDS: dict[str, int] = {}  # a started server's base URL -> its process id
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU time used so far by every thread of process ``pid`` (the scheduler's nanosecond
+    count, not the 10 ms ticks of ``/proc/PID/stat``): a per-request figure that holds under
+    load, where wall times do not."""
+    total = 0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/schedstat") as f:
+                total += int(f.read().split()[0])
+        except (FileNotFoundError, ProcessLookupError):
+            pass  # a worker thread that just ended
+    return total / 1e9
+
+
 @contextmanager
 def _process(
     args: list[str], ready: str, env: dict[str, str] | None = None, timeout: float = 60
-) -> Iterator[None]:
+) -> Iterator[subprocess.Popen[bytes]]:
     fd, log_name = tempfile.mkstemp(prefix="loomc-bench-", suffix=".log")
     proc = subprocess.Popen(args, stdout=fd, stderr=subprocess.STDOUT, env=env or ENV, cwd=ROOT)
     os.close(fd)
@@ -65,7 +84,7 @@ def _process(
             _wait_http(ready, proc, timeout)
         except RuntimeError as exc:
             raise RuntimeError(f"{exc}; its output is in {log_name}") from None
-        yield
+        yield proc
     finally:
         proc.terminate()
         try:
@@ -109,8 +128,10 @@ def loomc_serve(
     port = free_port()
     args = [sys.executable, "-m", "loomc", "serve", str(TREE), "--policy", str(policy)]
     args += ["--port", str(port), "--store", str(folder / "store.db"), "--log-level", "error"]
-    with _process(args, f"http://127.0.0.1:{port}/healthz", {**ENV, **(env or {})}):
-        yield f"http://127.0.0.1:{port}/v1"
+    url = f"http://127.0.0.1:{port}/v1"
+    with _process(args, f"http://127.0.0.1:{port}/healthz", {**ENV, **(env or {})}) as proc:
+        PIDS[url] = proc.pid
+        yield url
 
 
 @contextmanager
@@ -140,8 +161,10 @@ def litellm_proxy(base_url: str) -> Iterator[str | None]:
     args = [str(LITELLM), "--config", str(folder / "config.yaml")]
     args += ["--host", "127.0.0.1", "--port", str(port), "--num_workers", "1"]
     # LiteLLM imports for a long while (tens of seconds on a busy machine)
-    with _process(args, f"http://127.0.0.1:{port}/health/liveliness", env, timeout=300):
-        yield f"http://127.0.0.1:{port}/v1"
+    url = f"http://127.0.0.1:{port}/v1"
+    with _process(args, f"http://127.0.0.1:{port}/health/liveliness", env, timeout=300) as proc:
+        PIDS[url] = proc.pid
+        yield url
 
 
 def interleaved(

@@ -12,10 +12,18 @@ call), ``serve`` posts the request to loomc serve on a keep-alive connection. Pr
 median / max over rounds of each arm's per-round median, and of the per-round difference
 serve - direct (the server's overhead; goal <= 1 ms at the median). Set LOOMC_BENCH_TREE to
 another checkout to measure its server with the same harness (the "before" column).
+
+CPU per request, which holds on a busy machine where wall times do not: ``direct`` is this
+process's CPU time around the call (the run machinery and its httpx call to the upstream);
+``serve`` is the server process's CPU time (every thread) plus this process's around the call
+(the client's httpx request to the server). The upstream's CPU is in neither. The CPU overhead
+is their difference, the same subtraction as the wall one; "server side" leaves out the
+client's own request (the server process's CPU minus the direct run's).
 """
 
 from __future__ import annotations
 
+import statistics
 import sys
 import tempfile
 import time
@@ -23,7 +31,17 @@ from pathlib import Path
 
 import httpx
 from anyio.from_thread import start_blocking_portal
-from serve_kit import BODY, ROOT, interleaved, loomc_serve, spread, upstream, upstream_policy
+from serve_kit import (
+    BODY,
+    PIDS,
+    ROOT,
+    cpu_seconds,
+    interleaved,
+    loomc_serve,
+    spread,
+    upstream,
+    upstream_policy,
+)
 
 import loomc
 
@@ -57,26 +75,52 @@ def main(rounds: int, per_round: int) -> None:
         async def run_once() -> None:
             await loomc.arun(prompt, project=project, tier="lean", providers=pool, stream=False)
 
+        server = PIDS[served]
+        cpu: dict[str, list[float]] = {"direct": [], "serve": [], "server": []}
+
         def direct() -> float:
+            c = time.process_time()
             t = time.perf_counter()
             portal.call(run_once)
-            return time.perf_counter() - t
+            wall = time.perf_counter() - t
+            cpu["direct"].append(time.process_time() - c)
+            return wall
 
         def serve() -> float:
+            s, c = cpu_seconds(server), time.process_time()
             t = time.perf_counter()
             got = serve_client.post("/chat/completions", json=BODY)
+            wall = time.perf_counter() - t
+            on_server = cpu_seconds(server) - s
+            cpu["serve"].append(time.process_time() - c + on_server)
+            cpu["server"].append(on_server)
             got.raise_for_status()
-            return time.perf_counter() - t
+            return wall
 
         medians = interleaved(
             {"upstream": raw, "direct": direct, "serve": serve}, rounds, per_round
         )
     overhead = [s - d for s, d in zip(medians["serve"], medians["direct"], strict=True)]
+    # per round: the median CPU of the round's calls (warm-up calls dropped)
+    warm = len(cpu["direct"]) - rounds * per_round
+    cpu_rounds = {
+        arm: [
+            statistics.median(values[warm + i * per_round : warm + (i + 1) * per_round])
+            for i in range(rounds)
+        ]
+        for arm, values in cpu.items()
+    }
+    cpu_overhead = [s - d for s, d in zip(cpu_rounds["serve"], cpu_rounds["direct"], strict=True)]
+    server_side = [s - d for s, d in zip(cpu_rounds["server"], cpu_rounds["direct"], strict=True)]
     print(f"{rounds} rounds x {per_round} requests per arm; min / median / max of round medians")
     print(f"upstream alone (httpx)   {spread(medians['upstream'])} ms")
     print(f"direct loomc.arun        {spread(medians['direct'])} ms")
     print(f"through loomc serve      {spread(medians['serve'])} ms")
     print(f"serve overhead           {spread(overhead)} ms   (goal <= 1 ms at the median)")
+    print(f"CPU, direct              {spread(cpu_rounds['direct'])} ms per request")
+    print(f"CPU, serve (both sides)  {spread(cpu_rounds['serve'])} ms per request")
+    print(f"CPU overhead             {spread(cpu_overhead)} ms per request")
+    print(f"  of which server side   {spread(server_side)} ms per request (the rest: the client)")
 
 
 if __name__ == "__main__":

@@ -5,12 +5,20 @@
 Processes: the upstream (50 ms before it answers, then a 12-chunk SSE stream), `loomc serve`
 (one process, ``general@lean``: one upstream call per request, a keyed daily budget so the
 ledger is on the path), LiteLLM's proxy on the same upstream (when its venv is there), and this
-client: CLIENTS tasks, each streaming requests back to back (``stream_options.include_usage``)
-for SECONDS after a 3 s warm-up (requests finishing inside the window count). Ideal = CLIENTS / delay (2560 requests/s at 128 and 50 ms);
-printed per arm: completed requests/s, fraction of ideal (goal >= 0.9 for loomc on one
-process), p50/p95 request latency. ``upstream`` (the same client straight to the upstream) is
-the ceiling this machine and client can reach at all; arms run in the order upstream, loomc,
-litellm, loomc, litellm and the better of each arm's runs is reported beside its other run.
+client: CLIENTS tasks, each streaming requests back to back (``stream_options.include_usage``).
+Ideal = CLIENTS / delay (2560 requests/s at 128 and 50 ms); printed per arm: completed
+requests/s, fraction of ideal (goal >= 0.9 for loomc on one process), fraction of the machine's
+own ceiling measured in the same run (``upstream``: the same client straight to the upstream),
+p50/p95 request latency, and the server's CPU time per request (every thread of its process;
+the upstream's and the client's excluded), which holds on a busy machine where rates do not.
+Arms run in the order upstream, loomc, litellm, loomc, litellm; the better of each arm's runs
+is reported beside its other run.
+
+The window is a steady state: it opens once every client has finished a request (a server
+slower than the warm-up still has all its clients busy) and lasts SECONDS, or longer until it
+holds CLIENTS completions. A fixed short window would under-count a slow server: 128 requests
+sharing one slow process all finish together, after the window closed (LiteLLM's proxy read
+0.0 requests/s that way while it was doing ~15).
 """
 
 from __future__ import annotations
@@ -22,10 +30,11 @@ import sys
 import time
 
 import httpx
-from serve_kit import BODY, litellm_proxy, loomc_serve, upstream
+from serve_kit import BODY, PIDS, cpu_seconds, litellm_proxy, loomc_serve, upstream
 
 KEY = "bench-key-0123456789"
-WARMUP_S = 3.0
+WARMUP_S = 3.0  # at least; until every client has finished one request (at most MAX_WAIT_S)
+MAX_WAIT_S = 120.0
 
 
 class Conn:
@@ -63,9 +72,10 @@ class Conn:
 
 
 async def drive(
-    base: str, model: str, key: str | None, clients: int, seconds: float
-) -> tuple[float, list[float], int]:
-    """(requests/s, latencies, errors) of ``clients`` back-to-back streaming loops."""
+    base: str, model: str, key: str | None, clients: int, seconds: float, pid: int | None = None
+) -> tuple[float, list[float], int, float | None]:
+    """(requests/s, latencies, errors, server CPU seconds per request) of ``clients``
+    back-to-back streaming loops over a steady-state window (see the module's docstring)."""
     url = httpx.URL(base)
     body = json.dumps(
         {**BODY, "model": model, "stream": True, "stream_options": {"include_usage": True}}
@@ -78,46 +88,75 @@ async def drive(
     latencies: list[float] = []
     errors = 0
     conns = [Conn(url.host, url.port or 80, request) for _ in range(clients)]
+    warm = [False] * clients
+    opened = asyncio.Event()  # the window is open
+    closed = asyncio.Event()
+    began = time.perf_counter()
+    window: list[float] = []  # [start, end, cpu at start, cpu at end]
 
-    async def loop(conn: Conn, start: float, end: float) -> None:
-        """Requests back to back until ``end``; those that finish in [start, end] count (a
-        steady state: every client is busy before the window opens and until it closes)."""
+    def check() -> None:
+        now = time.perf_counter()
+        if not opened.is_set():
+            if (all(warm) and now - began >= WARMUP_S) or now - began >= MAX_WAIT_S:
+                window[:] = [now, 0.0, cpu_seconds(pid) if pid else 0.0]
+                opened.set()
+            return
+        enough = len(latencies) + errors >= clients or now - window[0] >= MAX_WAIT_S
+        if not closed.is_set() and now - window[0] >= seconds and enough:
+            window[1] = now
+            window.append(cpu_seconds(pid) if pid else 0.0)
+            closed.set()
+
+    async def ticker() -> None:
+        while not closed.is_set():
+            check()
+            await asyncio.sleep(0.05)
+
+    async def loop(i: int, conn: Conn) -> None:
         nonlocal errors
-        while time.perf_counter() < end:
+        while not closed.is_set():
             t = time.perf_counter()
             try:
                 ok = await conn.post()
             except (OSError, asyncio.IncompleteReadError, ValueError, IndexError):
                 ok, conn.reader, conn.writer = False, None, None
-            done = time.perf_counter()
-            if start <= done <= end:
+            warm[i] = True
+            if opened.is_set() and not closed.is_set() and t >= window[0]:
                 if ok:
-                    latencies.append(done - t)
+                    latencies.append(time.perf_counter() - t)
                 else:
                     errors += 1
 
-    start = time.perf_counter() + WARMUP_S
-    await asyncio.gather(*(loop(c, start, start + seconds) for c in conns))
+    await asyncio.gather(ticker(), *(loop(i, c) for i, c in enumerate(conns)))
     for c in conns:
         if c.writer is not None:
             c.writer.close()
-    return len(latencies) / seconds, latencies, errors
+    span = window[1] - window[0]
+    done = len(latencies)
+    cpu = (window[3] - window[2]) / done if pid and done else None
+    return done / span, latencies, errors, cpu
 
 
-def row(name: str, got: tuple[float, list[float], int], ideal: float) -> str:
-    rate, lat, errors = got
+Got = tuple[float, list[float], int, float | None]
+
+
+def row(name: str, got: Got, ideal: float, ceiling: float | None = None) -> str:
+    rate, lat, errors, cpu = got
     ordered = sorted(lat) or [0.0]
     p95 = ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]
+    machine = f"  {rate / ceiling:5.2f} of machine" if ceiling else ""
+    per = f"  CPU {cpu * 1000:6.2f} ms/req" if cpu is not None else ""
     return (
-        f"{name:10s} {rate:8.1f} req/s  {rate / ideal:5.2f} of ideal  p50 "
-        f"{statistics.median(ordered) * 1000:6.1f} ms  p95 {p95 * 1000:6.1f} ms  errors {errors}"
+        f"{name:10s} {rate:8.1f} req/s  {rate / ideal:5.2f} of ideal{machine}  p50 "
+        f"{statistics.median(ordered) * 1000:7.1f} ms  p95 {p95 * 1000:7.1f} ms{per}"
+        f"  errors {errors}"
     )
 
 
 def main(seconds: float, clients: int, delay_ms: int) -> None:
     ideal = clients / (delay_ms / 1000)
     serve = {"keys": [{"name": "b", "key": "env:LOOMC_BENCH_KEY", "per_day": {"calls": 10**9}}]}
-    results: dict[str, list[tuple[float, list[float], int]]] = {}
+    results: dict[str, list[Got]] = {}
     with (
         upstream(delay_ms) as up,
         loomc_serve(up, serve, {"LOOMC_BENCH_KEY": KEY}) as served,
@@ -130,17 +169,19 @@ def main(seconds: float, clients: int, delay_ms: int) -> None:
         if proxy is not None:
             arms.append(("litellm", proxy, "general@lean", "sk-bench"))
         for name, base, model, key in [*arms, *arms[1:]]:
-            got = asyncio.run(drive(base, model, key, clients, seconds))
+            pid = PIDS.get(base)  # the upstream's CPU is not counted (no pid)
+            got = asyncio.run(drive(base, model, key, clients, seconds, pid))
             results.setdefault(name, []).append(got)
     print(
         f"{clients} streaming clients, {delay_ms} ms upstream, {seconds:g} s; ideal {ideal:.0f}/s"
     )
+    ceiling = max(r[0] for r in results["upstream"])
     for name, runs in results.items():
         best = max(runs, key=lambda r: r[0])
-        print(row(name, best, ideal))
+        print(row(name, best, ideal, ceiling))
         for other in runs:
             if other is not best:
-                print(row(f"  {name}'", other, ideal))
+                print(row(f"  {name}'", other, ideal, ceiling))
     if "litellm" not in results:
         print("litellm    (not run: no LiteLLM venv at LOOMC_LITELLM_VENV)")
 

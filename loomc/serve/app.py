@@ -42,9 +42,10 @@ from loomc.serve.wire import (
 from loomc.store import Store
 from loomc.store.otel import OtelExporter
 from loomc.studio.app import mount as studio
-from loomc.studio.sse import EventStream, Write
+from loomc.studio.sse import EventStream, Write, frame
 
 log = logging.getLogger("loomc.serve")
+_HOLE = "\x00loomc-delta\x00"  # a placeholder for a content delta's text
 
 
 def create_app(
@@ -194,6 +195,11 @@ async def _stream(svc: Service, admitted: Admitted, write: Write) -> None:
                 log.error("internal error: %s", redact(repr(exc)))
                 outcome.append(ApiError(500, "internal server error", type="server_error"))
 
+    # a content chunk is the same JSON but for its text: built once, the text spliced in (the
+    # last match: the client's model name comes before the content)
+    head, _, tail = frame(
+        chunk(cid, model, created, {"content": _HOLE}, with_usage=with_usage)
+    ).rpartition(json.dumps(_HOLE))
     try:
         await write(
             chunk(cid, model, created, {"role": "assistant", "content": ""}, with_usage=with_usage)
@@ -202,9 +208,7 @@ async def _stream(svc: Service, admitted: Admitted, write: Write) -> None:
             tg.start_soon(produce)
             with receive:
                 async for text in receive:
-                    await write(
-                        chunk(cid, model, created, {"content": text}, with_usage=with_usage)
-                    )
+                    await write(head + json.dumps(text) + tail)
     finally:
         await svc.release(admitted)  # a no-op unless the client left before the run began
     if isinstance(outcome[0], ApiError):

@@ -37,21 +37,32 @@ class Metrics:
         self.counters: dict[str, dict[str, Decimal]] = defaultdict(lambda: defaultdict(Decimal))
         self.hist: dict[str, list[int]] = {}
         self.hist_sum: dict[str, float] = defaultdict(float)
+        self._status: dict[int, str] = {}
+        self._series: dict[tuple[str, str | None, object], tuple[str, str]] = {}
 
     def add(self, name: str, value: int | Decimal, **labels: str) -> None:
         self.counters[name][_labels(**labels)] += Decimal(value)
 
     def request(self, status: int) -> None:
-        self.add("loomc_requests_total", 1, status=str(status))
+        labels = self._status.get(status)
+        if labels is None:
+            labels = self._status[status] = _labels(status=str(status))
+        self.counters["loomc_requests_total"][labels] += 1
 
     def run(self, result: RunResult) -> None:
         where = {"pipeline": result.pipeline, "tier": result.tier or ""}
-        self.add("loomc_runs_total", 1, **where, stop_reason=str(result.stop_reason))
-        self.add("loomc_calls_total", result.calls, **where)
-        self.add("loomc_tokens_total", result.tokens, **where)
-        self.add("loomc_credits_total", result.credits or 0, **where)
-        self.add("loomc_cost_usd_total", result.cost or 0, **where)
-        series = _labels(**where)
+        key = (result.pipeline, result.tier, result.stop_reason)
+        labels = self._series.get(key)
+        if labels is None:  # label strings built once per pipeline x tier x stop reason
+            stop = _labels(**where, stop_reason=str(result.stop_reason))
+            labels = self._series[key] = (stop, _labels(**where))
+        stop, series = labels
+        counters = self.counters
+        counters["loomc_runs_total"][stop] += 1
+        counters["loomc_calls_total"][series] += result.calls
+        counters["loomc_tokens_total"][series] += result.tokens
+        counters["loomc_credits_total"][series] += result.credits or 0
+        counters["loomc_cost_usd_total"][series] += result.cost or 0
         counts = self.hist.setdefault(series, [0] * (len(BUCKETS_S) + 1))
         seconds = result.elapsed_ms / 1000
         for i, bound in enumerate(BUCKETS_S):

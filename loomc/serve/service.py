@@ -203,6 +203,7 @@ class Service:
         # built once: a keyword profiler compiles its patterns, ~1 ms a request otherwise
         self.profiler = loomc.make_profiler(project.policy.risk)
         self._plans: dict[tuple[str, str | None, Budget], _Plan] = {}
+        self._scope_cache: dict[str | None, list[Scope]] = {}
 
     async def resolve(self, request: ChatRequest) -> tuple[str, str | None]:
         model = self._by_id.get(request.model)
@@ -220,6 +221,13 @@ class Service:
         return "general", await auto_tier(self.profiler, request.prompt(), tiers)
 
     def _scopes(self, client: Client) -> list[Scope]:
+        """The budgets a request of ``client`` reserves in: fixed by the policy, built once."""
+        scopes = self._scope_cache.get(client.name)
+        if scopes is None:
+            scopes = self._scope_cache[client.name] = self._build_scopes(client)
+        return scopes
+
+    def _build_scopes(self, client: Client) -> list[Scope]:
         scopes = []
         if client.key is not None and client.key.per_day.budget() != Budget():
             scopes.append(Scope(f"key:{client.key.name}", client.key.per_day.budget()))

@@ -5,6 +5,12 @@ reservation is one transaction that first takes a transaction-scoped advisory lo
 a fixed order, so two reservations never deadlock), then sums, checks and inserts: concurrent
 reservations on one scope are serialised, other scopes are not held up. ``psycopg`` (v3) is
 imported only when a ``postgresql://`` store is opened.
+
+As in SQLite, a trigger keeps a running total per scope and period (``loomc_totals``) in the
+transaction that inserts, settles or deletes ledger rows, so a reservation reads one row per
+scope (all in one query) instead of summing the day's ledger. Ledger rows are written in scope
+order and a reservation's rows are settled in its primary key's order (scope order too), so two
+transactions lock totals rows in the same order and never deadlock on them.
 """
 
 from __future__ import annotations
@@ -44,7 +50,40 @@ CREATE TABLE IF NOT EXISTS loomc_ledger (
   credits BIGINT NOT NULL, cost BIGINT NOT NULL, PRIMARY KEY (reservation, scope)
 );
 CREATE INDEX IF NOT EXISTS loomc_ledger_scope ON loomc_ledger (scope, period);
+CREATE TABLE IF NOT EXISTS loomc_totals (
+  scope TEXT NOT NULL, period TEXT NOT NULL, calls BIGINT NOT NULL, tokens BIGINT NOT NULL,
+  credits BIGINT NOT NULL, cost BIGINT NOT NULL, PRIMARY KEY (scope, period)
+);
 """
+_TOTALS_FUNCTION = """
+CREATE OR REPLACE FUNCTION loomc_ledger_totals() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF TG_OP IN ('UPDATE', 'DELETE') THEN
+    UPDATE loomc_totals SET calls = calls - OLD.calls, tokens = tokens - OLD.tokens,
+      credits = credits - OLD.credits, cost = cost - OLD.cost
+    WHERE scope = OLD.scope AND period = OLD.period;
+  END IF;
+  IF TG_OP IN ('INSERT', 'UPDATE') THEN
+    INSERT INTO loomc_totals AS t (scope, period, calls, tokens, credits, cost)
+    VALUES (NEW.scope, NEW.period, NEW.calls, NEW.tokens, NEW.credits, NEW.cost)
+    ON CONFLICT (scope, period) DO UPDATE SET calls = t.calls + EXCLUDED.calls,
+      tokens = t.tokens + EXCLUDED.tokens, credits = t.credits + EXCLUDED.credits,
+      cost = t.cost + EXCLUDED.cost;
+  END IF;
+  RETURN NULL;
+END $$
+"""
+# created once, before the backfill: creating it waits for (and then holds off) every writer
+# of the ledger until the schema transaction commits, so the backfill misses no row
+_TOTALS_TRIGGER = (
+    "CREATE TRIGGER loomc_ledger_totals AFTER INSERT OR UPDATE OR DELETE ON loomc_ledger"
+    " FOR EACH ROW EXECUTE FUNCTION loomc_ledger_totals()"
+)
+_BACKFILL = (
+    "INSERT INTO loomc_totals (scope, period, calls, tokens, credits, cost)"
+    " SELECT scope, period, SUM(calls), SUM(tokens), SUM(credits), SUM(cost) FROM loomc_ledger"
+    " GROUP BY scope, period"
+)
 
 _COLUMNS = (
     "run_id, ts, pipeline, tier, key, source, stop_reason, calls, tokens, credits, cost, "
@@ -69,6 +108,14 @@ class PostgresStore:
                 self._db.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
                 for statement in filter(str.strip, SCHEMA.split(";")):
                     self._db.execute(statement)
+                found = self._db.execute(
+                    "SELECT 1 FROM pg_trigger WHERE tgname = 'loomc_ledger_totals'"
+                ).fetchone()
+                if found is None:  # a new store, or one from before the running totals
+                    self._db.execute(_TOTALS_FUNCTION)
+                    self._db.execute(_TOTALS_TRIGGER)
+                    self._db.execute("DELETE FROM loomc_totals")
+                    self._db.execute(_BACKFILL)
         except psycopg.Error as exc:
             # psycopg adds a hint on its own line: one line, so the CLI prints one-line errors
             reason = " ".join(str(exc).split())
@@ -78,15 +125,17 @@ class PostgresStore:
         reservation = uuid.uuid4().hex
         row = usage_row(amount)
         with self._lock, self._db.transaction():
-            for scope in sorted(scopes, key=lambda s: s.name):
+            ordered = sorted(scopes, key=lambda s: s.name)
+            for scope in ordered:
                 self._db.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (scope.name,))
+            totals = self._totals([s.name for s in ordered], period)
             for scope in scopes:
-                check_scope(scope, self._sum(scope.name, period), amount)
+                check_scope(scope, totals.get(scope.name, (0, 0, 0, 0)), amount)
             with self._db.cursor() as cur:
                 cur.executemany(
                     "INSERT INTO loomc_ledger (reservation, scope, period, calls, tokens, credits,"
                     " cost) VALUES (%s, %s, %s, %s, %s, %s, %s)",
-                    [(reservation, s.name, period, *row) for s in scopes],
+                    [(reservation, s.name, period, *row) for s in ordered],
                 )
         return reservation
 
@@ -107,13 +156,16 @@ class PostgresStore:
         return Usage(calls=calls, tokens=tokens, credits=from_nano(credits), cost=from_nano(cost))
 
     def _sum(self, scope: str, period: str) -> tuple[int, int, int, int]:
-        got = self._db.execute(
-            "SELECT COALESCE(SUM(calls), 0), COALESCE(SUM(tokens), 0), COALESCE(SUM(credits), 0),"
-            " COALESCE(SUM(cost), 0) FROM loomc_ledger WHERE scope = %s AND period = %s",
-            (scope, period),
-        ).fetchone()
-        assert got is not None
-        return int(got[0]), int(got[1]), int(got[2]), int(got[3])
+        return self._totals([scope], period).get(scope, (0, 0, 0, 0))
+
+    def _totals(self, scopes: list[str], period: str) -> dict[str, tuple[int, int, int, int]]:
+        """Used plus reserved per scope of ``period``, in one round trip."""
+        rows = self._db.execute(
+            "SELECT scope, calls, tokens, credits, cost FROM loomc_totals"
+            " WHERE period = %s AND scope = ANY(%s)",
+            (period, scopes),
+        ).fetchall()
+        return {r[0]: (int(r[1]), int(r[2]), int(r[3]), int(r[4])) for r in rows}
 
     def save_run(self, run: StoredRun) -> None:
         self.save_runs([run])

@@ -3,12 +3,26 @@
 A reservation runs under ``BEGIN IMMEDIATE``: SQLite takes the database's write lock before the
 read, so no other connection — in this process or another one on the same file — can reserve
 between our check and our insert. ``busy_timeout`` makes competitors wait instead of failing.
-One connection per store object, guarded by a lock: callers run these methods in worker threads.
+
+A reservation costs the same on the millionth request of a day as on the first: triggers keep a
+running total per scope and period (``totals``) as ledger rows are inserted, settled or deleted,
+in the same transaction, so the check reads one row per scope instead of summing the day's
+ledger. Stores made before ``totals`` existed get it filled from the ledger when first opened.
+
+Durability: WAL with ``synchronous=NORMAL``: a commit is atomic and survives a crash of the
+process, but a power loss or an OS crash may lose the transactions since the last checkpoint
+(never corrupt the file). For the ledger that can only forget some of the day's latest spending
+and stored runs; ``LOOMC_SQLITE_SYNC=FULL`` makes every commit wait for an fsync instead.
+
+Two connections per store object, each guarded by a lock: one waits for the file's write lock
+(callers run its methods in worker threads), the other never waits (``try_now``, called on an
+event loop, where a wait would stall every request).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 import uuid
@@ -46,7 +60,37 @@ CREATE TABLE IF NOT EXISTS ledger (
   credits INTEGER NOT NULL, cost INTEGER NOT NULL, PRIMARY KEY (reservation, scope)
 );
 CREATE INDEX IF NOT EXISTS ledger_scope ON ledger (scope, period);
+CREATE TABLE IF NOT EXISTS totals (
+  scope TEXT NOT NULL, period TEXT NOT NULL, calls INTEGER NOT NULL, tokens INTEGER NOT NULL,
+  credits INTEGER NOT NULL, cost INTEGER NOT NULL, PRIMARY KEY (scope, period)
+) WITHOUT ROWID;
+CREATE TRIGGER IF NOT EXISTS ledger_reserved AFTER INSERT ON ledger BEGIN
+  INSERT INTO totals (scope, period, calls, tokens, credits, cost)
+  VALUES (NEW.scope, NEW.period, NEW.calls, NEW.tokens, NEW.credits, NEW.cost)
+  ON CONFLICT (scope, period) DO UPDATE SET calls = calls + excluded.calls,
+    tokens = tokens + excluded.tokens, credits = credits + excluded.credits,
+    cost = cost + excluded.cost;
+END;
+CREATE TRIGGER IF NOT EXISTS ledger_settled AFTER UPDATE ON ledger BEGIN
+  UPDATE totals SET calls = calls - OLD.calls + NEW.calls, tokens = tokens - OLD.tokens
+    + NEW.tokens, credits = credits - OLD.credits + NEW.credits, cost = cost - OLD.cost + NEW.cost
+  WHERE scope = OLD.scope AND period = OLD.period;
+END;
+CREATE TRIGGER IF NOT EXISTS ledger_deleted AFTER DELETE ON ledger BEGIN
+  UPDATE totals SET calls = calls - OLD.calls, tokens = tokens - OLD.tokens,
+    credits = credits - OLD.credits, cost = cost - OLD.cost
+  WHERE scope = OLD.scope AND period = OLD.period;
+END;
 """
+# Schema versions (``PRAGMA user_version``): 1 added ``totals``, filled once from the ledger.
+VERSION = 1
+_BACKFILL = """
+DELETE FROM totals;
+INSERT INTO totals (scope, period, calls, tokens, credits, cost)
+  SELECT scope, period, SUM(calls), SUM(tokens), SUM(credits), SUM(cost) FROM ledger
+  GROUP BY scope, period;
+"""
+_SYNC = {"FULL", "NORMAL"}
 
 _COLUMNS = (
     "run_id, ts, pipeline, tier, key, source, stop_reason, calls, tokens, credits, cost, "
@@ -59,56 +103,67 @@ class SQLiteStore:
         self.path = Path(path)
         self.url = str(self.path)
         self._lock = threading.Lock()
-        self._here = threading.local()  # set while `try_now` holds the lock in this thread
+        self._now_lock = threading.Lock()
+        self._here = threading.local()  # `db`: the no-wait connection while `try_now` runs
+        sync = os.environ.get("LOOMC_SQLITE_SYNC", "NORMAL").upper()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            # autocommit mode: every transaction below is explicit
-            self._db = sqlite3.connect(
-                self.path, isolation_level=None, check_same_thread=False, timeout=30
-            )
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.execute("PRAGMA busy_timeout=30000")
+            self._db = self._connect(30, sync if sync in _SYNC else "NORMAL")
+            # a backfill that runs twice (two processes opening a new store) gives the same totals
+            old = self._db.execute("PRAGMA user_version").fetchone()[0] < VERSION
+            upgrade = _BACKFILL + f"PRAGMA user_version={VERSION};" if old else ""
             with self._tx():
-                self._db.executescript("BEGIN IMMEDIATE;" + SCHEMA + "COMMIT;")
+                self._db.executescript("BEGIN IMMEDIATE;" + SCHEMA + upgrade + "COMMIT;")
+            if str(path) == ":memory:":  # a second connection would open another database
+                self._now, self._now_lock = self._db, self._lock
+            else:
+                self._now = self._connect(0, sync if sync in _SYNC else "NORMAL")
         except (sqlite3.Error, OSError) as exc:
             raise StoreError(f"cannot open store {self.path}: {exc}") from exc
 
+    def _connect(self, timeout: float, sync: str) -> sqlite3.Connection:
+        # autocommit mode: every transaction below is explicit
+        db = sqlite3.connect(
+            self.path, isolation_level=None, check_same_thread=False, timeout=timeout
+        )
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute(f"PRAGMA synchronous={sync}")
+        db.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
+        return db
+
     @contextmanager
     def _tx(self, begin: str | None = None) -> Iterator[sqlite3.Connection]:
-        with nullcontext() if getattr(self._here, "held", False) else self._lock:
+        db: sqlite3.Connection | None = getattr(self._here, "db", None)
+        with nullcontext() if db is not None else self._lock:
+            db = db or self._db
             if begin is None:
-                yield self._db
+                yield db
                 return
-            self._db.execute(begin)
+            db.execute(begin)
             try:
-                yield self._db
+                yield db
             except BaseException:
-                self._db.execute("ROLLBACK")
+                db.execute("ROLLBACK")
                 raise
-            self._db.execute("COMMIT")
+            db.execute("COMMIT")
 
     def try_now(self, method: str, *args: Any) -> tuple[bool, Any]:
-        """Call ``method`` right here when it cannot wait: nobody holds the connection and no
+        """Call ``method`` right here when it cannot wait: on the no-wait connection, when no
         other connection holds the database's write lock. ``(False, None)`` otherwise, and the
         caller runs it in a worker thread, where it may wait. A server calls this on its event
         loop: an uncontended reservation (~0.1 ms) costs less than a hop to a thread."""
-        if not self._lock.acquire(blocking=False):
+        if not self._now_lock.acquire(blocking=False):
             return False, None
-        self._here.held = True
+        self._here.db = self._now
         try:
-            self._db.execute("PRAGMA busy_timeout=0")
-            try:
-                return True, getattr(self, method)(*args)
-            except sqlite3.OperationalError as exc:
-                if "locked" in str(exc) or "busy" in str(exc):
-                    return False, None
-                raise
-            finally:
-                self._db.execute("PRAGMA busy_timeout=30000")
+            return True, getattr(self, method)(*args)
+        except sqlite3.OperationalError as exc:
+            if "locked" in str(exc) or "busy" in str(exc):
+                return False, None
+            raise
         finally:
-            self._here.held = False
-            self._lock.release()
+            self._here.db = None
+            self._now_lock.release()
 
     # --- the ledger -----------------------------------------------------------------------------
 
@@ -137,11 +192,10 @@ class SQLiteStore:
     @staticmethod
     def _sum(db: sqlite3.Connection, scope: str, period: str) -> tuple[int, int, int, int]:
         got = db.execute(
-            "SELECT COALESCE(SUM(calls), 0), COALESCE(SUM(tokens), 0), COALESCE(SUM(credits), 0),"
-            " COALESCE(SUM(cost), 0) FROM ledger WHERE scope = ? AND period = ?",
+            "SELECT calls, tokens, credits, cost FROM totals WHERE scope = ? AND period = ?",
             (scope, period),
         ).fetchone()
-        return int(got[0]), int(got[1]), int(got[2]), int(got[3])
+        return (0, 0, 0, 0) if got is None else (int(got[0]), int(got[1]), int(got[2]), int(got[3]))
 
     # --- runs -----------------------------------------------------------------------------------
 
@@ -190,6 +244,9 @@ class SQLiteStore:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+        if self._now is not self._db:
+            with self._now_lock:
+                self._now.close()
 
 
 def _settle(db: sqlite3.Connection, reservation: str, actual: Usage) -> None:

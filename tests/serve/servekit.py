@@ -48,11 +48,9 @@ class ServeProcess:
         self.store = store
         self.log = store.with_suffix(".log")
         self._log_file = self.log.open("w")
-        full_env = {
-            **os.environ,
-            "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'research'}",
-            **(env or {}),
-        }
+        # this tree first; the caller's PYTHONPATH after it (a folder with optional packages)
+        path = [str(ROOT), str(ROOT / "research"), *filter(None, [os.environ.get("PYTHONPATH")])]
+        full_env = {**os.environ, "PYTHONPATH": os.pathsep.join(path), **(env or {})}
         self.proc = subprocess.Popen(
             [
                 sys.executable,

@@ -7,6 +7,7 @@ import multiprocessing
 import os
 import subprocess
 import sys
+import uuid
 from decimal import Decimal
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from hypothesis import strategies as st
 from servekit import PostgresCluster
 
 from loomc.store import BudgetExhausted, RunFilter, Scope, StoredRun, StoreError, open_store
+from loomc.store.base import from_nano
 from loomc.store.sqlite import SQLiteStore
 from loomc.units import Budget, Dimension, Usage
 
@@ -205,4 +207,171 @@ def test_batched_runs_and_settle_with_save_in_one_transaction(url: str) -> None:
     assert got is not None and got.events == [{"kind": "run-started"}, {"kind": "run-finished"}]
     store.settle_and_save(None, Usage(calls=1), _run("ggg777", 2.0, "fixed", None, None))
     assert store.spent("global", "d").calls == 3 and store.run("ggg777") is not None
+    store.close()
+
+
+def _ledger_sums(path: Path) -> dict[tuple[str, str], tuple[int, ...]]:
+    import sqlite3
+
+    with sqlite3.connect(path) as db:
+        rows = db.execute(
+            "SELECT scope, period, SUM(calls), SUM(tokens), SUM(credits), SUM(cost) FROM ledger"
+            " GROUP BY scope, period"
+        ).fetchall()
+    return {(r[0], r[1]): tuple(r[2:]) for r in rows}
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    ops=st.lists(
+        st.tuples(
+            st.sampled_from(["reserve", "settle", "settle_and_save", "try_now"]),
+            st.integers(0, 5),
+            st.integers(0, 400),
+            st.decimals("0", "0.5", places=4),
+            st.sampled_from(["d1", "d2"]),
+        ),
+        max_size=25,
+    )
+)
+def test_running_totals_always_equal_the_ledger_summed(
+    tmp_path_factory: pytest.TempPathFactory, ops: list[tuple[str, int, int, Decimal, str]]
+) -> None:
+    """The reservation reads per-scope running totals kept by triggers; after any sequence of
+    reservations and settlements they equal the ledger summed, and `spent` reports them."""
+    path = tmp_path_factory.mktemp("totals") / "store.db"
+    store = SQLiteStore(path)
+    scopes = [Scope("key:k", Budget(calls=30)), Scope("global", Budget(tokens=3000))]
+    held: list[str] = []
+    for op, calls, tokens, cost, period in ops:
+        amount = Usage(calls=calls, tokens=tokens, cost=cost)
+        try:
+            if op == "reserve":
+                held.append(store.reserve(scopes, amount, period))
+            elif op == "try_now":
+                done, got = store.try_now("reserve", scopes[:1], amount, period)
+                assert done  # nothing else holds the file
+                held.append(got)
+            elif held:
+                half = Usage(calls=calls // 2, tokens=tokens // 2, cost=cost / 2)
+                if op == "settle":
+                    store.settle(held.pop(0), half)
+                else:
+                    store.settle_and_save(
+                        held.pop(0), half, _run(f"{op}{len(held)}", 1.0, "fixed", None, None)
+                    )
+        except BudgetExhausted:
+            pass
+    sums = _ledger_sums(path)
+    for (scope, period), (c, t, cr, co) in sums.items():
+        spent = store.spent(scope, period)
+        assert (spent.calls, spent.tokens) == (c, t)
+        assert spent.cost == from_nano(co) and spent.credits == from_nano(cr)
+    assert store.spent("key:nobody", "d1") == Usage()
+    store.close()
+
+
+def test_a_store_from_before_the_running_totals_is_upgraded_from_its_ledger(
+    tmp_path: Path,
+) -> None:
+    """A store written by a loomc without ``totals`` keeps its day's spending when reopened:
+    the totals are filled from the ledger once, so its budget still refuses what it must."""
+    import sqlite3
+
+    path = tmp_path / "old.db"
+    with sqlite3.connect(path) as db:
+        db.executescript(
+            "CREATE TABLE ledger (reservation TEXT NOT NULL, scope TEXT NOT NULL, period TEXT"
+            " NOT NULL, settled INTEGER NOT NULL DEFAULT 0, calls INTEGER NOT NULL, tokens"
+            " INTEGER NOT NULL, credits INTEGER NOT NULL, cost INTEGER NOT NULL, PRIMARY KEY"
+            " (reservation, scope));"
+            "INSERT INTO ledger VALUES ('r1', 'global', 'd', 1, 6, 10, 0, 0);"
+            "INSERT INTO ledger VALUES ('r2', 'global', 'd', 0, 3, 10, 0, 0);"
+            "INSERT INTO ledger VALUES ('r3', 'global', 'e', 0, 1, 0, 0, 0);"
+        )
+    store = SQLiteStore(path)
+    assert store.spent("global", "d").calls == 9 and store.spent("global", "e").calls == 1
+    with pytest.raises(BudgetExhausted):
+        store.reserve([Scope("global", Budget(calls=10))], Usage(calls=2), "d")
+    store.settle("r2", Usage(calls=1))
+    store.reserve([Scope("global", Budget(calls=10))], Usage(calls=2), "d")
+    store.close()
+    reopened = SQLiteStore(path)  # the upgrade runs once: reopening changes nothing
+    assert reopened.spent("global", "d").calls == 9
+    reopened.close()
+
+
+def test_a_postgres_store_from_before_the_running_totals_is_upgraded(
+    postgres: PostgresCluster,
+) -> None:
+    """As for SQLite: a PostgreSQL ledger written before ``loomc_totals`` existed keeps its
+    day's spending once the running totals (and their trigger) are added."""
+    import psycopg
+
+    url = postgres.fresh("t" + uuid.uuid4().hex[:12])
+    with psycopg.connect(url, autocommit=True) as db:
+        db.execute(
+            "CREATE TABLE loomc_ledger (reservation TEXT NOT NULL, scope TEXT NOT NULL, period"
+            " TEXT NOT NULL, settled BOOLEAN NOT NULL DEFAULT FALSE, calls BIGINT NOT NULL,"
+            " tokens BIGINT NOT NULL, credits BIGINT NOT NULL, cost BIGINT NOT NULL,"
+            " PRIMARY KEY (reservation, scope))"
+        )
+        db.execute(
+            "INSERT INTO loomc_ledger VALUES ('r1', 'global', 'd', TRUE, 6, 10, 0, 0),"
+            " ('r2', 'global', 'd', FALSE, 3, 10, 0, 0), ('r3', 'global', 'e', FALSE, 1, 0, 0, 0)"
+        )
+    store = open_store(url)
+    assert store.spent("global", "d").calls == 9 and store.spent("global", "e").calls == 1
+    with pytest.raises(BudgetExhausted):
+        store.reserve([Scope("global", Budget(calls=10))], Usage(calls=2), "d")
+    store.settle("r2", Usage(calls=1))
+    store.reserve([Scope("global", Budget(calls=10))], Usage(calls=2), "d")
+    store.close()
+    reopened = open_store(url)  # the trigger exists now: no second backfill, same totals
+    assert reopened.spent("global", "d").calls == 9
+    reopened.close()
+
+
+def test_a_reservation_costs_the_same_on_a_busy_day(tmp_path: Path) -> None:
+    """A reservation must not re-read the day's ledger: SQLite's virtual-machine steps for one
+    reservation are counted (a progress handler, deterministic, unlike a timing) on a ledger
+    holding 10 reservations of the day and on one holding 20,000."""
+    import sqlite3
+
+    scopes = [Scope("key:k", Budget(calls=10**9)), Scope("global", Budget(calls=10**9))]
+    steps: list[int] = []
+    for rows in (10, 20_000):
+        path = tmp_path / f"day-{rows}.db"
+        store = SQLiteStore(path)
+        with sqlite3.connect(path) as db:
+            db.executemany(
+                "INSERT INTO ledger (reservation, scope, period, settled, calls, tokens,"
+                " credits, cost) VALUES (?, ?, 'd', 1, 1, 0, 0, 0)",
+                ((f"r{i}", s.name) for i in range(rows) for s in scopes),
+            )
+        count = [0]
+
+        def tick(count: list[int] = count) -> int:
+            count[0] += 1
+            return 0
+
+        store._db.set_progress_handler(tick, 50)
+        store.reserve(scopes, Usage(calls=1), "d")
+        store._db.set_progress_handler(None, 0)
+        assert store.spent("global", "d").calls == rows + 1
+        steps.append(count[0])
+        store.close()
+    assert steps[1] <= 2 * steps[0] + 10, steps  # a deeper index, never a scan of the day
+
+
+def test_sqlite_durability_is_normal_unless_full_is_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = SQLiteStore(tmp_path / "normal.db")
+    assert store._db.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
+    store.close()
+    monkeypatch.setenv("LOOMC_SQLITE_SYNC", "full")
+    store = SQLiteStore(tmp_path / "full.db")
+    assert store._db.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+    assert store._now.execute("PRAGMA synchronous").fetchone()[0] == 2
     store.close()
