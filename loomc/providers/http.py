@@ -44,6 +44,7 @@ from loomc.providers.base import (
     redact_secrets,
     register_secret,
 )
+from loomc.providers.pool import ShardedTransport
 
 DEFAULT_TIMEOUT_S = 60.0
 _BODY_EXCERPT = 300
@@ -127,13 +128,6 @@ def tls_context(base_url: str) -> ssl.SSLContext:
     return context
 
 
-# An eval or a server keeps ~128 calls in flight against one provider; httpx's default pool (100
-# connections, 20 kept alive) would queue the calls past 100 and close connections past 20 as
-# they free up. Concurrency is bounded upstream (eval's --concurrency, serve's admission), so the
-# pool only has to keep up with it.
-POOL_LIMITS = httpx.Limits(max_connections=512, max_keepalive_connections=256, keepalive_expiry=30)
-
-
 def build_client(
     name: str,
     cfg: ProviderConfig,
@@ -163,9 +157,10 @@ def build_client(
         headers=headers,
         timeout=httpx.Timeout(timeout_s),
         # Retries belong to the executor (it reserves budget for each attempt), never to httpx.
-        transport=httpx.AsyncHTTPTransport(
-            retries=0, verify=tls_context(base_url), limits=POOL_LIMITS
-        ),
+        # An eval or a server keeps ~128 calls in flight against one provider: httpx's default
+        # pool (100 connections, 20 kept alive) would queue past 100 and reconnect past 20, and
+        # one pool's bookkeeping costs O(calls in flight) per call; see loomc.providers.pool.
+        transport=ShardedTransport(retries=0, verify=tls_context(base_url)),
         trust_env=False,
     )
 
