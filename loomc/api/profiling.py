@@ -108,8 +108,7 @@ async def auto_tier(
     keeps so its receipt's risk is the profile behind the choice."""
     from loomc.exec.schedule import profile
 
-    compiled, _ = project.pipelines()
-    mine = [p for p in compiled if p.name == name]
+    mine = project.variants(name)  # only the files bearing on it, as the run will compile
     tiers = [p.tier for p in mine if p.tier is not None]
     if not tiers:
         return None, given

@@ -113,7 +113,9 @@ def run(args: argparse.Namespace) -> int:
         # the run builds the profiler, and only if a guard reads the risk (a fixed tier loads
         # no weights); `semantic` named but not installed is said here (its weights unread)
         if project.policy.risk.profiler == "semantic":
-            notice = getattr(loomc.make_profiler(project.policy.risk), "notice", None)
+            from loomc.api.profiling import policy_profiler
+
+            notice = getattr(policy_profiler(project.policy.risk), "notice", None)
             if notice:
                 print(f"loomc: {notice}", file=sys.stderr)
         if not args.json and planner is not None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -39,6 +40,20 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    return start_server("serve", args, host=args.host, otel=args.otel)
+
+
+def start_server(
+    command: str,
+    args: argparse.Namespace,
+    *,
+    host: str,
+    otel: bool = False,
+    on_ready: Callable[[str], None] | None = None,
+) -> int:
+    """Run the serve application for ``loomc serve`` and ``loomc studio`` (``command`` names
+    which in every message): the extra checked, the port checked, compile errors and server
+    errors as one-line messages with their exit codes."""
     from loomc.checker.render import render_text
     from loomc.diagnostics import DiagnosticError
     from loomc.errors import LoomcError
@@ -48,27 +63,29 @@ def run(args: argparse.Namespace) -> int:
         import starlette  # noqa: F401
         import uvicorn  # noqa: F401
     except ImportError:
-        print("loomc serve: needs the serve extra: pip install 'loomc[serve]'", file=sys.stderr)
+        print(
+            f"loomc {command}: needs the serve extra: pip install 'loomc[serve]'", file=sys.stderr
+        )
         return 2
-
     if not 0 <= args.port <= 65535:
-        print(f"loomc serve: --port {args.port} is not a port", file=sys.stderr)
+        print(f"loomc {command}: --port {args.port} is not a port", file=sys.stderr)
         return 2
     try:
         serve(
             args.project,
             policy=args.policy,
-            host=args.host,
+            host=host,
             port=args.port,
             store=args.store,
             log_level=args.log_level,
-            otel=args.otel,
+            otel=otel,
+            on_ready=on_ready,
         )
     except DiagnosticError as exc:
         print(render_text(exc.diagnostics), file=sys.stderr)
-        print(f"loomc serve: {len(exc.diagnostics)} error(s); not serving", file=sys.stderr)
+        print(f"loomc {command}: {len(exc.diagnostics)} error(s); not serving", file=sys.stderr)
         return 1
     except LoomcError as exc:
-        print(f"loomc serve: {exc}", file=sys.stderr)
+        print(f"loomc {command}: {exc}", file=sys.stderr)
         return 2
     return 0

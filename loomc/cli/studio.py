@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 
@@ -17,8 +16,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--port", type=int, default=8000, help="0 picks a free port (printed)")
     p.add_argument(
         "--store",
-        metavar="PATH",
-        help="runs and the budget ledger (default PROJECT/.loomc/store.db)",
+        metavar="URL",
+        help="runs and the budget ledger: a SQLite path or postgresql://... (default "
+        "$LOOMC_STORE, else PROJECT/.loomc/store.db)",
     )
     p.add_argument("--open", action="store_true", help="open the page in the default browser")
     p.add_argument(
@@ -28,20 +28,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from loomc.checker.render import render_text
-    from loomc.diagnostics import DiagnosticError
-    from loomc.errors import LoomcError
-    from loomc.serve import serve
-
-    try:
-        import starlette  # noqa: F401
-        import uvicorn  # noqa: F401
-    except ImportError:
-        print("loomc studio: needs the serve extra: pip install 'loomc[serve]'", file=sys.stderr)
-        return 2
-    if not 0 <= args.port <= 65535:
-        print(f"loomc studio: --port {args.port} is not a port", file=sys.stderr)
-        return 2
+    from loomc.cli.serve import start_server
 
     def ready(url: str) -> None:
         page = f"{url}/studio/"
@@ -51,21 +38,5 @@ def run(args: argparse.Namespace) -> int:
 
             webbrowser.open(page)
 
-    try:
-        serve(
-            args.project,
-            policy=args.policy,
-            host="127.0.0.1",  # the Studio runs providers for whoever reaches it: loopback only
-            port=args.port,
-            store=args.store,
-            log_level=args.log_level,
-            on_ready=ready,
-        )
-    except DiagnosticError as exc:
-        print(render_text(exc.diagnostics), file=sys.stderr)
-        print(f"loomc studio: {len(exc.diagnostics)} error(s); not serving", file=sys.stderr)
-        return 1
-    except LoomcError as exc:
-        print(f"loomc studio: {exc}", file=sys.stderr)
-        return 2
-    return 0
+    # the Studio runs providers for whoever reaches it: loopback only
+    return start_server("studio", args, host="127.0.0.1", on_ready=ready)

@@ -142,10 +142,15 @@ class Project:
         defined = {p.name.value for m in self._modules(paths) for p in m.pipelines}
         return paths if name in defined else None
 
-    def compile(
-        self, pipeline_name: str, tier: str | None, overrides: Budget | None = None
-    ) -> Pipeline:
-        """One pipeline x tier, checked; raises DiagnosticError listing every error."""
+    def variants(self, pipeline_name: str) -> list[Pipeline]:
+        """Every tier of pipeline ``pipeline_name`` as compiled (unchecked; empty for an
+        unknown name), reading only the files that bear on it, as :meth:`compile` does."""
+        return self._variants(pipeline_name, None)[0]
+
+    def _variants(
+        self, pipeline_name: str, overrides: Budget | None
+    ) -> tuple[list[Pipeline], list[Diagnostic]]:
+        """The compiled tiers of ``pipeline_name`` and every diagnostic that may bear on them."""
         paths = None if len(self._parsed) == len(self.paths) else self._relevant(pipeline_name)
         if paths is None:  # all parsed already (a server), or the name is unknown
             compiled, diags = self.pipelines(overrides)
@@ -160,8 +165,14 @@ class Project:
                 self._partly[(key, tuple(paths))] = part
             compiled, diags = part
             known = self._diagnostics(paths)
-        errors = [d for d in known + diags if d.is_error]
-        candidates = [p for p in compiled if p.name == pipeline_name]
+        return [p for p in compiled if p.name == pipeline_name], known + diags
+
+    def compile(
+        self, pipeline_name: str, tier: str | None, overrides: Budget | None = None
+    ) -> Pipeline:
+        """One pipeline x tier, checked; raises DiagnosticError listing every error."""
+        candidates, diagnostics = self._variants(pipeline_name, overrides)
+        errors = [d for d in diagnostics if d.is_error]
         if not candidates:
             hint = did_you_mean(pipeline_name, self.pipeline_names())
             unread = [d for d in self.diagnostics if d.is_error]  # a file that did not parse
