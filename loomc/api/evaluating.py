@@ -19,7 +19,7 @@ from typing import Any
 
 import anyio
 
-from loomc.api.conducting import plan_conductor_cases
+from loomc.api.conducting import Planned, plan_conductor_cases, plan_pending, unplanned_runs
 from loomc.api.running import ProjectLike, Providers, open_project
 from loomc.api.tracing import StoreLike, Traces, stored_run
 from loomc.conductor import PLANNER_NAMES
@@ -40,6 +40,7 @@ from loomc.eval.runner import (
     preflight,
     run_matrix,
 )
+from loomc.eval.spend import spend_totals
 from loomc.eval.strategies import Strategy, parse_strategies, planner_summary
 from loomc.exec.events import Event
 from loomc.exec.result import RunResult
@@ -86,11 +87,14 @@ class Evaluation:
     # → the plan's hash, journaled with the decision; and the cells decided from the journal
     plan_hashes: dict[tuple[str, str], str] = field(default_factory=dict)
     replayed: set[tuple[str, str]] = field(default_factory=set)
+    # every conductor cell: planned, or pending until the eval starts (a learned planner)
+    planned: Planned = field(default_factory=Planned)
 
     @cached_property
     def estimate(self) -> Estimate:
-        """The pre-flight worst case of the whole matrix, judge calls included."""
-        return preflight(self.jobs, self.judge)
+        """The pre-flight worst case of the whole matrix, judge calls and a served planner's
+        calls included (a cell not planned yet counts at the most any admissible plan costs)."""
+        return preflight(self.jobs, self.judge, self.planned.costs)
 
     def estimate_json(self) -> str:
         """The pre-flight worst case as the JSON ``loomc eval --dry-run`` prints."""
@@ -151,7 +155,7 @@ class Evaluation:
         """Each conductor cell's plan, before any cell runs (a resume replays it from here);
         on a resume, those decided from this journal are there already."""
         for key, decision in self.decisions.items():
-            if resume and key in self.replayed:
+            if (resume and key in self.replayed) or key in self.planned.journaled:
                 continue
             book.plan(key[0], key[1], self.plan_hashes[key], decision)
 
@@ -183,11 +187,23 @@ class Evaluation:
         on_notice: Callable[[str], None] | None = None,
         traces: Traces | None = None,
     ) -> EvalReceipt:
-        log = RunLog(len(self.jobs))  # the receipt reads its runs from here; closed when dropped
+        if self.planned.pending:  # the learned planner, asked now, inside the eval-wide budget
+            await plan_pending(self.planned, journal, totals)
+            self.jobs = plan_jobs(
+                self.project,
+                self.cases,
+                self.strategies,
+                self.iterations,
+                self.planned.pipelines,
+                self.planned.bounds,
+            )
+        limited = self.planned.limited
+        jobs = [j for j in self.jobs if (j.case.id, j.strategy.name) not in limited]
+        log = RunLog(len(jobs))  # the receipt reads its runs from here; closed when dropped
 
         async def matrix(pool: ProviderPool) -> RunLog:
             return await run_matrix(
-                self.jobs,
+                jobs,
                 policy_pool=pool,
                 profilers=self.profilers,
                 concurrency=self.concurrency,
@@ -208,6 +224,8 @@ class Evaluation:
                 for name, provider in (providers or {}).items():
                     pool.put(name, provider)
                 records = await matrix(pool)
+        if limited:
+            records = unplanned_runs(self.jobs, records, limited, totals or Budget())
         return self.receipt(records)
 
     def run(self, **options: Any) -> EvalReceipt:
@@ -251,6 +269,7 @@ class Evaluation:
             created_at=datetime.now(UTC).isoformat(timespec="seconds"),
         )
         receipt.planners = planner_summary(records, self.strategies)
+        receipt.totals = spend_totals(records, receipt.planners)
         return receipt
 
 
@@ -323,8 +342,9 @@ def prepare_eval(
         planner_options,
         allow_fallback=allow_planner_fallback,
         journaled=journaled,
+        defer=True,
     )
-    jobs = plan_jobs(proj, cases, chosen, iterations, planned.pipelines)
+    jobs = plan_jobs(proj, cases, chosen, iterations, planned.pipelines, planned.bounds)
     return Evaluation(
         proj,
         path,
@@ -339,6 +359,7 @@ def prepare_eval(
         planned.decisions,
         planned.hashes,
         planned.replayed,
+        planned,
     )
 
 

@@ -211,6 +211,7 @@ def _run_with_progress(
     from rich.progress import Progress
 
     import loomc
+    from loomc.api.conducting import PlanningFailed
 
     with Progress(transient=True, disable=not sys.stderr.isatty()) as progress:
         task = progress.add_task("eval", total=len(ev.jobs))
@@ -223,6 +224,13 @@ def _run_with_progress(
                 on_notice=lambda line: print(f"loomc eval: {line}", file=sys.stderr),
                 **(traces or {}),
             ), 0
+        except PlanningFailed as exc:  # the learned planner, asked once the eval started
+            print(
+                f"loomc eval: {plain(str(exc))}; no case was run (the plans already paid for are "
+                f"kept in {journal}: --resume reuses them)",
+                file=sys.stderr,
+            )
+            return None, 1
         except loomc.EvalAborted as exc:
             print(
                 f"loomc eval: aborted: {exc} ({journal}); fix the cause and rerun with "
@@ -263,6 +271,15 @@ def _print_estimate(ev: Any) -> None:
             " (included above)",
             file=sys.stderr,
         )
+    if est.planner_calls:
+        unpriced = ", ".join(est.planner_unpriced)
+        print(
+            f"  {'planner calls':<22} {est.planner_calls} calls  {est.planner_tokens} tokens  "
+            f"{est.planner_credits} credits  "
+            f"{'$' + str(est.planner_cost) if est.planner_cost is not None else 'USD unknown'}"
+            f"{' (unpriced: ' + unpriced + ')' if unpriced else ''} (included above)",
+            file=sys.stderr,
+        )
 
 
 def _print_summary(receipt: Any) -> None:
@@ -299,7 +316,11 @@ def _print_summary(receipt: Any) -> None:
         fell = f"; {d['fallbacks']} fell back to risk" if d["fallbacks"] else ""
         why = ", ".join(f"{k} {v}" for k, v in d["rejections"].items())
         used = d.get("usage")
-        paid = f"; planner calls {used['calls']}, {used['tokens']} tokens" if used else ""
+        paid = ""
+        if used:
+            cost = used.get("cost")
+            money = f", ${cost}" if cost is not None else ", USD unknown" if "cost" in used else ""
+            paid = f"; planner calls {used['calls']}, {used['tokens']} tokens{money}"
         print(
             plain(
                 f"{name:<22} planner {d['planner']}: {d['accepted']}/{d['decisions']} proposals "

@@ -15,12 +15,12 @@ from typing import Any
 from loomc.conductor.guard import (
     Decision,
     Guard,
-    GuardContext,
     Review,
     context_for_run,
     planner_usage,
 )
 from loomc.conductor.planners import PlannerError, PlannerUnavailable, make_planner
+from loomc.conductor.served import Served
 from loomc.ir.model import Pipeline
 from loomc.policy.load import PolicySource
 from loomc.risk.base import RiskProfiler
@@ -46,11 +46,16 @@ def plan_many(
     ``known`` (one per prompt, or None) holds a proposal the planner already made for that
     prompt, with what it cost: it goes through the guard again, and the planner is not asked
     (a resumed eval pays no planner call twice)."""
-    contexts: list[GuardContext] = [
-        context_for_run(policy, base, prompt, profiler.profile(prompt, base.kind), workers, priors)
-        for base, prompt in zip(bases, prompts, strict=True)
-    ]
-    guards = [Guard(ctx, allow_fallback=allow_fallback) for ctx in contexts]
+    guards = guards_for(
+        policy,
+        bases,
+        prompts,
+        profiler,
+        workers=workers,
+        priors=priors,
+        allow_fallback=allow_fallback,
+    )
+    contexts = [g.context for g in guards]
     replay = list(known) if known is not None else [None] * len(contexts)
     if len(replay) != len(contexts):
         raise ValueError("known proposals must match the prompts one to one")
@@ -64,6 +69,46 @@ def plan_many(
         new = _plan_fresh(planner, chosen, [guards[i] for i in fresh], allow_fallback)
         decided.update(zip(fresh, new, strict=True))
     return [decided[i] for i in range(len(contexts))]
+
+
+def guards_for(
+    policy: PolicySource,
+    bases: Sequence[Pipeline],
+    prompts: Sequence[str],
+    profiler: RiskProfiler,
+    *,
+    workers: Sequence[str] | None = None,
+    priors: Mapping[str, tuple[float, float]] | None = None,
+    allow_fallback: bool = False,
+) -> list[Guard]:
+    """One guard per (base, prompt): the prompt profiled locally, nothing asked of a planner."""
+    return [
+        Guard(
+            context_for_run(
+                policy, base, prompt, profiler.profile(prompt, base.kind), workers, priors
+            ),
+            allow_fallback=allow_fallback,
+        )
+        for base, prompt in zip(bases, prompts, strict=True)
+    ]
+
+
+def decide_served(guard: Guard, planner: str, outcome: Served) -> Decision | None:
+    """The decision for one prompt of `LearnedProposer.apropose_batch`: its text through the
+    guard; a failed call is the planner unavailable for that prompt (`PlannerUnavailable`
+    unless the guard allows the fallback); None when the budget refused the call."""
+    usage = outcome.usage or None
+    if outcome.text is not None:
+        return guard.decide_proposal(planner, outcome.text, usage)
+    if outcome.refused is not None:
+        return None
+    why = f"the learned planner is unavailable: {outcome.error}"
+    if not guard.allow_fallback:
+        raise PlannerUnavailable(why)
+    review = Review(
+        None, None, ["planner_unavailable"], [f"{why}; the risk planner planned this run instead"]
+    )
+    return guard.decide_review(planner, review, usage)
 
 
 def _plan_fresh(

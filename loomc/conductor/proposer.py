@@ -7,12 +7,20 @@ it owns a model's whole life cycle: in-process or served, pinned, batched.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
 
 from loomc.conductor.errors import PlannerError, PlannerUnavailable
 from loomc.conductor.plan import Constraints, Plan, PlanParseError, TaskProfile, WorkerProfile
 from loomc.conductor.prompt_format import build_prompt, extract_first_json
+from loomc.conductor.served import Served, ServedPlanner
+from loomc.ir.model import Pricing
+
+if TYPE_CHECKING:
+    from loomc.exec.ledger import Ledger, LedgerHook
+
+Item = tuple[TaskProfile, Sequence[WorkerProfile], Constraints]
 
 _ALIAS = re.compile(r'"(worker_[a-z]+)"')
 
@@ -86,6 +94,31 @@ class LearnedProposer:
         # per prompt of the latest call: what a served model's calls cost (None in process:
         # nothing is billed), even when the call failed; the guard puts it on the decision
         self.last_usage: list[dict[str, Any] | None] = []
+        # a served model's price, set by a caller that knows the policy (`loomc.conductor.cost`)
+        self.pricing: Pricing | None = None
+        self.credits = Decimal(0)
+
+    @property
+    def served(self) -> bool:
+        """Whether the model is an endpoint (its calls are billed, metered and budgeted)."""
+        if self._model is not None:
+            return isinstance(self._model, ServedPlanner)
+        return bool(self.endpoint)
+
+    def check(self) -> None:
+        """What can be verified without a request or loading weights: the endpoint's URL, key
+        reference and model name, or the base model's directory; and the adapter's pin.
+        Raises `PlannerUnavailable`."""
+        if self._model is not None:
+            return
+        if self.endpoint:
+            self._model = self._served()
+            return
+        self._verify_pin()
+        if not self.base_model:
+            raise PlannerUnavailable(
+                "the learned planner needs a base model (--base-model DIR) or an endpoint"
+            )
 
     def model(self) -> Any:
         if self._model is None and self.endpoint:
@@ -108,7 +141,7 @@ class LearnedProposer:
         return self._model
 
     def _served(self) -> Any:
-        from loomc.conductor.served import ServedPlanner, ServedPlannerError
+        from loomc.conductor.served import ServedPlannerError
 
         assert self.endpoint is not None
         if not self.endpoint_model:
@@ -120,6 +153,8 @@ class LearnedProposer:
                 self.endpoint_model,
                 api_key=self.api_key,
                 max_new_tokens=int(self.options.get("max_new_tokens", 512)),
+                pricing=self.pricing,
+                credits=self.credits,
             )
         except ServedPlannerError as exc:
             raise PlannerUnavailable(f"the learned planner is unavailable: {exc}") from exc
@@ -169,6 +204,54 @@ class LearnedProposer:
         ]
         raws = self._generate(prompts)
         return [self._map_back(raw, back) for raw, (_, back) in zip(raws, views, strict=True)]
+
+    def prompts(self, items: Sequence[Item]) -> list[str]:
+        """The prompts `propose_batch` sends for ``items`` (the pre-flight sizes them)."""
+        return [build_prompt(task, c, self._view(workers)[0]) for task, workers, c in items]
+
+    async def apropose_batch(
+        self,
+        items: Sequence[Item],
+        *,
+        ledger: Ledger | None = None,
+        hooks: Sequence[LedgerHook | None] | None = None,
+        on_each: Callable[[int, Served], None] | None = None,
+    ) -> list[Served]:
+        """`propose_batch` without raising on a failed call: each item's outcome, in order
+        (`Served`: the mapped-back text, or the error, or the caller's ledger's refusal). A
+        served model reserves each call under ``ledger``; an in-process model runs in a worker
+        thread and an error fails every item. ``on_each`` hears each item when it is done."""
+        views = [self._view(workers) for _, workers, _ in items]
+        prompts = [
+            build_prompt(task, constraints, shown)
+            for (task, _, constraints), (shown, _) in zip(items, views, strict=True)
+        ]
+
+        def mapped(i: int, outcome: Served) -> Served:
+            if outcome.text is None:
+                return outcome
+            return Served(self._map_back(outcome.text, views[i][1]), outcome.usage)
+
+        if self.served:
+            model = self.model()
+            assert isinstance(model, ServedPlanner)
+            report = None if on_each is None else (lambda i, o: on_each(i, mapped(i, o)))
+            outcomes = await model.agenerate(
+                prompts, self.batch_size, ledger=ledger, hooks=hooks, on_each=report
+            )
+            return [mapped(i, o) for i, o in enumerate(outcomes)]
+        import anyio.to_thread
+
+        try:
+            texts = await anyio.to_thread.run_sync(self._generate, prompts)
+            done = [Served(self._map_back(t, v[1]), {}) for t, v in zip(texts, views, strict=True)]
+            # in process: the model loads (and runs) off the event loop, nothing is billed
+        except PlannerError as exc:
+            done = [Served(None, {}, error=str(exc)) for _ in prompts]
+        for i, outcome in enumerate(done):
+            if on_each is not None:
+                on_each(i, outcome)
+        return done
 
     def _map_back(self, raw: str, back: Mapping[str, str]) -> str:
         if not back:

@@ -1,5 +1,10 @@
 """Planning an eval before anything is spent: the matrix of jobs (every pipeline x tier compiled
-once) and its pre-flight worst case, judge calls included."""
+once) and its pre-flight worst case, judge calls and a served planner's own calls included.
+
+A ``conductor:`` cell whose planner is only asked once the eval starts (the learned planner: a
+dry run sends nothing) runs a job whose ``bound`` is the most any plan the guard can accept may
+spend (``loomc.conductor.cost.plan_bound``); the pre-flight counts that bound, and the planner's
+calls (``PlannerCost``: one call per case, each at its prompt plus the decode cap)."""
 
 from __future__ import annotations
 
@@ -24,6 +29,7 @@ class Job:
     strategy: Strategy
     iteration: int
     pipeline: Pipeline
+    bound: WorstCase | None = None  # a conductor cell not planned yet: what the pre-flight counts
 
     @property
     def key(self) -> Cell:
@@ -40,23 +46,43 @@ def plan_jobs(
     strategies: Sequence[Strategy],
     iterations: int,
     planned: Mapping[tuple[str, str], Pipeline] | None = None,
+    bounds: Mapping[tuple[str, str], tuple[Pipeline, WorstCase]] | None = None,
 ) -> list[Job]:
     """Compile every (pipeline, tier) once; raises DiagnosticError before any call.
-    ``planned`` holds the checked plan of each (case id, conductor strategy)."""
+    ``planned`` holds the checked plan of each (case id, conductor strategy), ``bounds`` the
+    stand-in pipeline and worst case of each conductor cell not planned yet."""
     compiled: dict[tuple[str, str | None], Pipeline] = {}
     jobs = []
     for case in cases:
         for strategy in strategies:
+            bound: WorstCase | None = None
             if strategy.planner is not None:
-                pipeline = (planned or {})[(case.id, strategy.name)]
+                cell = (case.id, strategy.name)
+                if planned is not None and cell in planned:
+                    pipeline = planned[cell]
+                else:
+                    pipeline, bound = (bounds or {})[cell]
             else:
                 key = (strategy.pipeline_for(case.pipeline), strategy.tier)
                 if key not in compiled:
                     compiled[key] = project.compile(*key)
                 pipeline = compiled[key]
             for it in range(iterations):
-                jobs.append(Job(case, strategy, it, pipeline))
+                jobs.append(Job(case, strategy, it, pipeline, bound))
     return jobs
+
+
+@dataclass(frozen=True)
+class PlannerCost:
+    """The worst case of one conductor strategy's planner calls (a served planner: one call per
+    case not planned yet); ``cost`` None when the policy does not price its model."""
+
+    strategy: str
+    model: str
+    calls: int
+    tokens: int
+    credits: Decimal
+    cost: Decimal | None
 
 
 @dataclass
@@ -70,6 +96,11 @@ class Estimate:
     judge_tokens: int | None = 0
     judge_credits: Decimal = Decimal(0)
     judge_cost: Decimal | None = Decimal(0)
+    planner_calls: int = 0
+    planner_tokens: int = 0
+    planner_credits: Decimal = Decimal(0)
+    planner_cost: Decimal | None = Decimal(0)
+    planner_unpriced: tuple[str, ...] = ()  # planner models the policy does not price
 
 
 def _add_int(a: object, b: int | None) -> int | None:
@@ -80,13 +111,21 @@ def _add_dec(a: object, b: Decimal | None) -> Decimal | None:
     return None if a is None or b is None else Decimal(str(a)) + b
 
 
-def preflight(jobs: Sequence[Job], judge: JudgeSpec | None = None) -> Estimate:
-    """Worst case of the whole matrix, judge calls included (one judging per run)."""
+def preflight(
+    jobs: Sequence[Job], judge: JudgeSpec | None = None, planners: Sequence[PlannerCost] = ()
+) -> Estimate:
+    """Worst case of the whole matrix, judge calls (one judging per run) and planner calls
+    included."""
     cache: dict[str, WorstCase] = {}
     per: dict[str, dict[str, object]] = {}
     est = Estimate(per, 0, 0, Decimal(0), Decimal(0))
     for job in jobs:
-        wc = cache.setdefault(job.pipeline.key, worst_case(job.pipeline))
+        if job.bound is not None:
+            wc = job.bound
+        elif job.pipeline.key in cache:
+            wc = cache[job.pipeline.key]
+        else:
+            wc = cache[job.pipeline.key] = worst_case(job.pipeline)
         row = per.setdefault(
             job.strategy.name,
             {"runs": 0, "calls": 0, "tokens": 0, "credits": Decimal(0), "cost": Decimal(0)},
@@ -112,24 +151,45 @@ def preflight(jobs: Sequence[Job], judge: JudgeSpec | None = None) -> Estimate:
         est.total_credits += jc.credits
         est.total_tokens = _add_int(est.total_tokens, jc.tokens)
         est.total_cost = _add_dec(est.total_cost, jc.cost)
+    for p in planners:
+        row = per.setdefault(
+            p.strategy,
+            {"runs": 0, "calls": 0, "tokens": 0, "credits": Decimal(0), "cost": Decimal(0)},
+        )
+        row["planner_calls"] = int(str(row.get("planner_calls", 0))) + p.calls
+        est.planner_calls += p.calls
+        est.planner_tokens += p.tokens
+        est.planner_credits += p.credits
+        est.planner_cost = _add_dec(est.planner_cost, p.cost)
+        if p.cost is None:
+            est.planner_unpriced = tuple(sorted({*est.planner_unpriced, p.model}))
+        est.total_calls += p.calls
+        est.total_credits += p.credits
+        est.total_tokens = _add_int(est.total_tokens, p.tokens)
+        est.total_cost = _add_dec(est.total_cost, p.cost)
     return est
 
 
 def estimate_json(est: Estimate) -> str:
-    return json.dumps(
-        {
-            "per_strategy": est.per_strategy,
-            "total_calls": est.total_calls,
-            "total_tokens": est.total_tokens,
-            "total_credits": str(est.total_credits),
-            "total_cost": None if est.total_cost is None else str(est.total_cost),
-            "judge": {
-                "calls": est.judge_calls,
-                "tokens": est.judge_tokens,
-                "credits": str(est.judge_credits),
-                "cost": None if est.judge_cost is None else str(est.judge_cost),
-            },
+    data: dict[str, object] = {
+        "per_strategy": est.per_strategy,
+        "total_calls": est.total_calls,
+        "total_tokens": est.total_tokens,
+        "total_credits": str(est.total_credits),
+        "total_cost": None if est.total_cost is None else str(est.total_cost),
+        "judge": {
+            "calls": est.judge_calls,
+            "tokens": est.judge_tokens,
+            "credits": str(est.judge_credits),
+            "cost": None if est.judge_cost is None else str(est.judge_cost),
         },
-        default=str,
-        indent=2,
-    )
+    }
+    if est.planner_calls:  # a served planner's own calls (included in the totals)
+        data["planner"] = {
+            "calls": est.planner_calls,
+            "tokens": est.planner_tokens,
+            "credits": str(est.planner_credits),
+            "cost": None if est.planner_cost is None else str(est.planner_cost),
+            "unpriced": list(est.planner_unpriced),
+        }
+    return json.dumps(data, default=str, indent=2)

@@ -88,6 +88,8 @@ class EvalReceipt(BaseModel):
     judge: JudgeSummary | None = None
     # conductor:PLANNER strategies: how each planner decided (loomc.eval.strategies)
     planners: dict[str, Any] = Field(default_factory=dict, exclude_if=lambda v: not v)
+    # what the eval spent against its totals: workflow, judge and planner calls (loomc.eval.spend)
+    totals: dict[str, Any] = Field(default_factory=dict, exclude_if=lambda v: not v)
 
 
 def judge_summary(records: Sequence[RunRecord]) -> JudgeSummary | None:

@@ -10,8 +10,9 @@ planners' decisions for the receipt.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from loomc.errors import LoomcError
@@ -121,8 +122,27 @@ def planner_summary(
             "rejections": dict(sorted(reasons.items())),
         }
         if used:
-            out[strategy.name]["usage"] = {
-                axis: sum(int(u.get(axis, 0)) for u in used.values())
-                for axis in ("calls", "prompt_tokens", "completion_tokens", "tokens")
-            }
+            out[strategy.name]["usage"] = planner_usage_total(used.values())
     return out
+
+
+def planner_usage_total(used: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """The sum of decisions' planner usage: calls and tokens, credits, and the money (None
+    when any call was unpriced)."""
+    rows = list(used)
+    total: dict[str, Any] = {
+        axis: sum(int(u.get(axis, 0)) for u in rows)
+        for axis in ("calls", "prompt_tokens", "completion_tokens", "tokens")
+    }
+    total["credits"] = str(sum((_dec(u.get("credits")) for u in rows), Decimal(0)))
+    costs = [u.get("cost") for u in rows]
+    total["cost"] = None if None in costs else str(sum(map(_dec, costs), Decimal(0)))
+    return total
+
+
+def _dec(value: Any) -> Decimal:
+    try:
+        out = Decimal(str(value))
+    except (InvalidOperation, ValueError):
+        return Decimal(0)
+    return out if out.is_finite() and out > 0 else Decimal(0)

@@ -94,6 +94,8 @@ def usage(server: PlannerServer, calls: int = 1) -> dict[str, Any]:
         "prompt_tokens": PROMPT_TOKENS * calls,
         "completion_tokens": COMPLETION_TOKENS * calls,
         "tokens": (PROMPT_TOKENS + COMPLETION_TOKENS) * calls,
+        "credits": "0",  # the policy knows nothing of this endpoint: no credits, no price
+        "cost": None,
         "model": "conductor",
         "endpoint": url(server),
     }
@@ -126,14 +128,16 @@ def test_an_eval_receipt_sums_the_planners_calls(server: PlannerServer) -> None:
         DATASET, "conductor:learned,lean", project=ROOT, limit=3, iterations=2,
         planner_options=options(server),
     )  # fmt: skip
-    assert len(server.prompts) == before + 3
+    assert len(server.prompts) == before  # the planner is asked once the eval starts
     receipt = ev.run()
+    assert len(server.prompts) == before + 3
     summary = receipt.planners["conductor:learned"]
     # three cases planned once each, though each ran twice
     assert summary["decisions"] == 6
     expected = usage(server, 3)
     assert summary["usage"] == {k: expected[k] for k in ("calls", "prompt_tokens",
-                                                            "completion_tokens", "tokens")}  # fmt: skip
+                                                            "completion_tokens", "tokens",
+                                                            "credits", "cost")}  # fmt: skip
     assert all(
         r.conductor and r.conductor["usage"] == usage(server)
         for r in receipt.runs
@@ -152,8 +156,10 @@ def test_a_resumed_eval_does_not_ask_the_planner_again(
     first = loomc.prepare_eval(
         DATASET, "conductor:learned", project=ROOT, limit=4, planner_options=options(server)
     )
-    asked = len(server.prompts)
+    before = len(server.prompts)
     done = first.run(journal=journal)
+    asked = len(server.prompts)
+    assert asked == before + 4
     assert len(done.runs) == 4
     # a kill after the first cell finished: the plan lines and one finished cell survive
     lines = journal.read_text().splitlines()
@@ -198,12 +204,16 @@ def test_an_edited_case_or_other_planner_options_is_planned_again(
     asked = len(server.prompts)
     again = loomc.prepare_eval(data, "conductor:learned", project=ROOT,
                                planner_options=options(server), resume_journal=journal)  # fmt: skip
-    assert len(server.prompts) == asked + 1  # only the edited case
+    assert len(server.prompts) == asked  # nothing is asked before the eval starts
     assert again.replayed == set(first.decisions) - {(edited["id"], "conductor:learned")}
     other = {**options(server), "max_new_tokens": 64}
-    loomc.prepare_eval(data, "conductor:learned", project=ROOT, planner_options=other,
-                       resume_journal=journal)  # fmt: skip
-    assert len(server.prompts) == asked + 4  # a different decode cap: every case again
+    third = loomc.prepare_eval(data, "conductor:learned", project=ROOT, planner_options=other,
+                               resume_journal=journal)  # fmt: skip
+    assert not third.replayed  # a different decode cap: every case again
+    third.run(journal=tmp_path / "other.journal.jsonl")
+    assert len(server.prompts) == asked + 3
+    again.run(journal=journal, resume=True)
+    assert len(server.prompts) == asked + 4  # only the edited case
 
 
 def test_eval_cli_resume_pays_no_planner_call_twice(

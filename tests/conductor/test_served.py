@@ -112,9 +112,10 @@ def test_eval_plans_every_case_in_one_batch(server: TinyServer, tiny: tuple[Path
             **pin(tiny),
         },
     )
+    assert len(server.prompts) == before  # asked once the eval starts, never on a dry run
+    receipt = ev.run()
     assert len(server.prompts) - before == 4
     assert all(d["planner"] == "learned" and d["proposal"] for d in ev.decisions.values())
-    receipt = ev.run()
     assert receipt.planners["conductor:learned"]["decisions"] == 4
     assert all(r.result is not None and r.result.calls >= 1 for r in receipt.runs)
 
@@ -148,7 +149,7 @@ def test_endpoint_down_refuses_unless_the_fallback_is_allowed(tiny: tuple[Path, 
             project=ROOT,
             limit=2,
             planner_options=options,
-        )
+        ).run()
     ev = loomc.prepare_eval(
         ROOT / "evals" / "mixed-routing.jsonl",
         "conductor:learned",
