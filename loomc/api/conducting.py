@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from loomc.errors import LoomcError
 from loomc.eval.dataset import Case
 from loomc.eval.plan import PlannerCost
+from loomc.eval.runlog import RunLog
 from loomc.eval.strategies import DEFAULT_PIPELINE, Strategy
 from loomc.ir.model import Pipeline
 from loomc.project import Project
@@ -41,7 +42,6 @@ if TYPE_CHECKING:
     from loomc.conductor.proposer import LearnedProposer
     from loomc.eval.journal import Journal
     from loomc.eval.plan import Job
-    from loomc.eval.runlog import RunLog
 
 DEFERRED = frozenset({"learned"})  # planners asked only once the eval starts
 
