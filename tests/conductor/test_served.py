@@ -185,3 +185,19 @@ def test_pin_is_verified_before_loading(tiny: tuple[Path, Path], tmp_path: Path)
     message = str(caught.value)
     assert "\n" not in message and "'mistralai/Other'" in message and str(base) in message
     assert proposer._model is None  # nothing was loaded
+
+
+def test_eval_loads_an_in_process_planner_only_when_it_runs(tiny: tuple[Path, Path]) -> None:
+    base, adapter = tiny
+    options = {"base_model": str(base), "adapter": str(adapter), "device": "cpu",
+               "dtype": "float32", "max_new_tokens": MAX_NEW, **pin(tiny)}  # fmt: skip
+    ev = loomc.prepare_eval(ROOT / "evals" / "mixed-routing.jsonl", "conductor:learned",
+                            project=ROOT, limit=2, planner_options=options)  # fmt: skip
+    (pending,) = ev.planned.pending
+    assert pending.proposer._model is None  # checked (pin, directories), not loaded
+    assert ev.estimate.planner_calls == 0  # nothing billed in process
+    receipt = ev.run()
+    decisions = [r.conductor for r in receipt.runs]
+    assert len(decisions) == 2 and all(d and d["proposal"] is not None for d in decisions)
+    assert all(d and d.get("usage") is None for d in decisions)
+    assert "planner" not in receipt.totals

@@ -44,6 +44,12 @@ two effects (`HIDDEN_EFFECT_FEATURES` in `research/loomc_research/ranker.py`: `f
 reported both with and without them. The LoRA conductor is not in these tables: it needs a GPU
 to train (`research/README.md`); the ranker is the CPU-sized learned model.
 
+**Planners in `loomc eval`.** `conductor:risk|search|learned` are eval strategies on real prompts
+(`docs/conductor-planners.md`). A learned planner is asked only once the eval starts, so a dry run
+sends nothing; the pre-flight counts its cases at the most any admissible plan may spend plus a
+served planner's own calls (priced where the policy knows the endpoint), each call is reserved in
+the eval-wide ledger and journaled before it is sent, and the receipt's `totals` include it.
+
 """
 DEPTH = {"lean": 0, "balanced": 1, "strict": 2}
 CALLS = {"lean": 1, "balanced": 2, "strict": 3}
