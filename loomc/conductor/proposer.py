@@ -247,7 +247,8 @@ class LearnedProposer:
             done = [Served(self._map_back(t, v[1]), {}) for t, v in zip(texts, views, strict=True)]
             # in process: the model loads (and runs) off the event loop, nothing is billed
         except PlannerError as exc:
-            done = [Served(None, {}, error=str(exc)) for _ in prompts]
+            why = str(exc).removeprefix("the learned planner is unavailable: ")
+            done = [Served(None, {}, error=why) for _ in prompts]
         for i, outcome in enumerate(done):
             if on_each is not None:
                 on_each(i, outcome)
