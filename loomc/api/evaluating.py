@@ -130,7 +130,9 @@ class Evaluation:
         ``journal`` keeps finished cells and every call's reservation (``resume`` reuses the
         cells, so nothing finished is paid twice, and counts calls in flight at an interruption
         as spent); without one, nothing survives the process. ``on_notice`` hears what a resume
-        changed (edited cases re-run, calls in flight counted), one line each. Raises ``EvalAborted`` when a cell fails
+        changed (edited cases re-run, calls in flight counted), one line each. A learned planner is
+        asked first, each call reserved in ``totals`` and journaled; ``PlanningFailed`` when its
+        calls fail and no fallback is allowed. Raises ``EvalAborted`` when a cell fails
         unexpectedly (cells in flight are cancelled, finished ones stay in the journal).
         ``store`` keeps every run executed here (not the resumed ones) with its events, written
         in batches; ``telemetry`` exports each as OpenTelemetry spans."""
@@ -304,10 +306,12 @@ def prepare_eval(
 ) -> Evaluation:
     """Plan an eval without calling any model: dataset, strategies (``baseline``, ``fixed``, any
     tier the policy declares, ``PIPELINE@TIER``, ``X@semantic``, ``conductor:PLANNER``),
-    compiled jobs, judge. ``conductor:`` strategies plan every case here (``planner_options``
-    are the planner's, e.g. the learned planner's model or endpoint); a planner that cannot run
-    raises ``PlanningFailed`` unless ``allow_planner_fallback`` (the risk planner then plans,
-    and each decision says so). ``resume_journal``: the journal of the run this eval will
+    compiled jobs, judge. ``conductor:risk|search`` plan every case here; the learned planner
+    (``planner_options`` are its model or endpoint) is only checked here, without a request or
+    a weight loaded, and asked when the eval runs, inside its totals (``Evaluation.planned``;
+    the estimate counts its calls and each case's most costly admissible plan). A planner that
+    cannot run raises ``PlanningFailed`` (here, or from ``arun`` when its calls fail) unless
+    ``allow_planner_fallback`` (the risk planner then plans, and each decision says so). ``resume_journal``: the journal of the run this eval will
     resume (``arun(journal=..., resume=True)``); a conductor cell it planned is decided again
     from its journaled proposal, by the guard, without calling the planner.
 
