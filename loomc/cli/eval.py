@@ -260,8 +260,12 @@ def _print_estimate(ev: Any) -> None:
         file=sys.stderr,
     )
     for name, row in est.per_strategy.items():
+        extra = f"  + {row['planner_calls']} planner calls" if row.get("planner_calls") else ""
+        if row.get("bound"):
+            extra += " (at most: planned when the eval starts)"
         print(
-            f"  {name:<22} {row['runs']} runs  {row['calls']} calls  {row['credits']} credits",
+            f"  {name:<22} {row['runs']} runs  {row['calls']} calls  {row['credits']} credits"
+            f"{extra}",
             file=sys.stderr,
         )
     if judge is not None:

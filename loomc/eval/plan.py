@@ -131,6 +131,8 @@ def preflight(
             {"runs": 0, "calls": 0, "tokens": 0, "credits": Decimal(0), "cost": Decimal(0)},
         )
         row["runs"] = int(str(row["runs"])) + 1
+        if job.bound is not None:  # not planned yet: the most costly admissible plan
+            row["bound"] = True
         row["calls"] = int(str(row["calls"])) + wc.calls
         row["tokens"] = _add_int(row["tokens"], wc.tokens)
         row["credits"] = Decimal(str(row["credits"])) + wc.credits

@@ -121,9 +121,10 @@ def test_a_dry_run_sends_nothing_and_its_worst_case_covers_planning(
     assert planner["calls"] == 5 and planner["unpriced"]  # the policy does not know the endpoint
     assert planner["tokens"] >= 5 * 512  # every call at its prompt plus the decode cap
     row = est["per_strategy"]["conductor:learned"]
-    assert row["planner_calls"] == 5
+    assert row["planner_calls"] == 5 and row["bound"] is True
     assert est["total_calls"] == row["calls"] + 5
     assert "planner calls" in captured.err and "(unpriced: conductor at" in captured.err
+    assert "+ 5 planner calls (at most: planned when the eval starts)" in captured.err
     # what the eval then spends stays within that worst case
     assert main(argv(server, out)) == 0
     assert len(server.prompts) == 5
