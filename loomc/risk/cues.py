@@ -155,7 +155,8 @@ _CHANGE = (
 FLOORS: dict[str, re.Pattern[str]] = {
     "floor:self-harm": _rx(
         r"\b(?:kill|hurt|harm|cut|cutting)\w* (?:my ?self|my (?:arm|wrist|leg)s?)\b",
-        r"\bsuicid\w*|\bend (?:it all|my life)\b|\bno (?:point|reason) (?:anymore|in living|to live)\b",
+        r"\bsuicidal\b|\bsuicide (?:thoughts|note|plan)s?\b|\b(?:thinking|thought) (?:about|of) suicide\b",
+        r"\bend (?:it all|my life)\b|\bno (?:point|reason) (?:anymore|in living|to live)\b",
         r"\bbetter off without me\b|\bwant(?:ed)? to die\b|\bgoodbye (?:note|letter)s?\b",
         r"\b(?:stockpil|hoard|sav|keep)\w* (?:up )?(?:all )?my (?:\w+ )?(?:pills|tablets)\b",
         r"\bquitarme la vida\b|\bme quiero morir\b|\bmich (?:umbringen|ritzen)\b|\bnicht mehr leben\b",
