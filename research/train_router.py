@@ -54,6 +54,7 @@ TRAIN = CORPUS / "train.jsonl"
 TEST = CORPUS / "test.jsonl"
 HARD_TRAIN = CORPUS / "hard-train.jsonl"
 HARD_TEST = CORPUS / "hard-test.jsonl"
+HARD_TEST_2 = CORPUS / "hard-test-2.jsonl"  # sealed before v4, measured once
 TRAIN_FILES = (TRAIN, HARD_TRAIN)  # what the shipped file is trained on, in this order
 SEED = ROOT.parent / "shared" / "reference" / "seed-evals" / "adaptive-routing-v1.jsonl"
 LAMBDAS = (0.3, 1.0, 3.0, 10.0, 30.0, 100.0, 300.0)
@@ -381,6 +382,8 @@ OLD_DATA = ROOT / "research" / "data" / "semantic-v1.npz"  # trained on train.js
 
 
 def suite_rows(name: str, test: Path, hard_test: Path, seed: Path) -> tuple[list[Any], bool]:
+    if name == "hard-test-2":
+        return load_rows(HARD_TEST_2), False
     if name == "hard-test":
         return load_rows(hard_test), False
     if name == "test":
@@ -391,10 +394,13 @@ def suite_rows(name: str, test: Path, hard_test: Path, seed: Path) -> tuple[list
 def report(test_path: Path, seed_path: Path, data: Path, hard_test: Path = HARD_TEST) -> str:
     settings = RiskSettings(profiler="semantic", options={"data": str(data)})
     semantic = SemanticProfiler(settings, make_keywords(settings))
-    semantic.name = "semantic-v3 (new)"
+    semantic.name = "semantic-v4 (new)"
     profilers: list[Any] = [ReferenceProfiler(), make_keywords(settings)]
-    older = [(OLD_DATA, "semantic-v1 (old)", {}), (SECOND_FILE, "semantic-v2 (MiniLM)", {})]
-    older.append((data, "semantic-v3 static stage", {"cascade": False}))
+    older = [
+        (OLD_DATA, "semantic-v1 (old)", {}),
+        (SECOND_FILE, "semantic-v2 (v4's MiniLM stage)", {}),
+    ]
+    older.append((data, "semantic-v4 static stage", {"cascade": False}))
     for path, name, opts in older:
         if path.exists():
             old = SemanticProfiler(
@@ -404,9 +410,9 @@ def report(test_path: Path, seed_path: Path, data: Path, hard_test: Path = HARD_
             old.name = name
             profilers.append(old)
     profilers.append(semantic)
-    suites = ["hard-test", "test", "seed (hints)", "seed (no hints)"]
+    suites = ["hard-test-2", "hard-test", "test", "seed (hints)", "seed (no hints)"]
     lines = [
-        f"Semantic-v3 (5-fold CV on train + hard-train): static stage threshold "
+        f"Semantic-v4 (5-fold CV on train + hard-train): static stage threshold "
         f"{semantic.threshold:.2f}, signal_threshold {semantic.signal_threshold:.2f}; prompts "
         f"with {semantic.router.cascade_low:.2f} < P < {semantic.router.cascade_high:.2f} go on "
         f"to {semantic.router.cascade} (MiniLM).",
@@ -440,7 +446,7 @@ def report(test_path: Path, seed_path: Path, data: Path, hard_test: Path = HARD_
         f"Load (fresh process: the token table, the vocabulary and MiniLM's weights, "
         f"memory-mapped): {load['load_seconds']:.2f} s. Per-prompt wall latency after load, "
         f"median over the hard-test prompts, uncached, 1 BLAS thread for MiniLM, on "
-        f"{os.cpu_count()} CPUs: keywords {kw_ms:.3f} ms, semantic-v3 {sem_ms:.2f} ms "
+        f"{os.cpu_count()} CPUs: keywords {kw_ms:.3f} ms, semantic-v4 {sem_ms:.2f} ms "
         f"(CPU time per prompt: benchmarks/bench_profiler.py).",
     ]
     return "\n".join(lines)
