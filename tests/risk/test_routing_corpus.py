@@ -165,7 +165,7 @@ def test_loads_through_project_loader(split: str) -> None:
 
 # --- the hard corpus (hard-train / hard-test), issue 17 -------------------------------------
 
-HARD_SPLITS = ("hard-train", "hard-test")
+HARD_SPLITS = ("hard-train", "hard-test", "hard-test-2")
 HARD_PATTERNS = {
     "quoted-danger": False,
     "implied-danger": True,
@@ -203,9 +203,11 @@ def test_hard_row_schema(split: str, hard: dict[str, list[dict[str, Any]]]) -> N
 
 
 def test_hard_corpus_shape(hard: dict[str, list[dict[str, Any]]]) -> None:
-    train, test = hard["hard-train"], hard["hard-test"]
-    assert len(train) >= 250 and len(test) >= 140
-    for split in (train, test):
+    train, test, test2 = hard["hard-train"], hard["hard-test"], hard["hard-test-2"]
+    assert len(train) >= 250 and len(test) >= 140 and len(test2) >= 115
+    # the second held-out split (sealed before v4's changes) has at least 45 high-risk rows
+    assert sum(r["level"] == "high" for r in test2) >= 45
+    for split in (train, test, test2):
         # every failure shape, in both labels where it has both, and every language
         shapes = Counter((r["pattern"], r["expectedEscalation"]) for r in split)
         for pattern, label in HARD_PATTERNS.items():
@@ -219,7 +221,7 @@ def test_hard_corpus_shape(hard: dict[str, list[dict[str, Any]]]) -> None:
 def test_no_prompt_or_id_in_two_files(
     all_rows: list[dict[str, Any]], hard: dict[str, list[dict[str, Any]]]
 ) -> None:
-    every = all_rows + hard["hard-train"] + hard["hard-test"]
+    every = all_rows + [r for split in HARD_SPLITS for r in hard[split]]
     assert not [i for i, n in Counter(r["id"] for r in every).items() if n > 1]
     assert not [p for p, n in Counter(_norm(r["prompt"]) for r in every).items() if n > 1]
 

@@ -1,0 +1,144 @@
+"""The semantic profiler's classifier: what goes into it and the trained weights it applies.
+
+Shared by serving (``loomc.risk.semantic``) and training (``research/train_router.py``), so the
+features a router is trained on are, by construction, the features it is served: the embedding,
+what the keyword rules say about the prompt alone, the situational cues of ``loomc.risk.cues``
+and nearest-neighbour evidence against the labelled train prompts. ``RouterWeights`` is one
+``.npz`` file (semantic-v2, semantic-v3): ridge-logistic weights over standardised features,
+Platt calibration, thresholds, the float16 train embeddings behind the neighbours and the
+explanations, and for a cascading file the band it defers to the next one.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from loomc.risk.cues import CUE_NAMES, cue_vector
+from loomc.risk.evaluate import VERBS
+from loomc.risk.keywords import DEFAULT_SIGNALS, KeywordProfiler
+from loomc.risk.reference import js_length
+
+SIGNAL_NAMES: tuple[str, ...] = tuple(DEFAULT_SIGNALS)
+
+FloatArray = npt.NDArray[np.float64]
+
+
+def feature_names(dim: int) -> list[str]:
+    """Column names of the classifier's input, in order."""
+    return (
+        [f"emb{i}" for i in range(dim)]
+        + [f"sig:{n}" for n in SIGNAL_NAMES]
+        + ["kw:low", "kw:medium", "kw:high", "kw:research", "kw:trivia", "verbs", "log_len"]
+        + [f"cue:{n}" for n in CUE_NAMES]
+        + list(KNN_NAMES)
+    )
+
+
+def keyword_features(keywords: KeywordProfiler, prompt: str) -> list[float]:
+    """What the keyword rules say about the prompt alone (no pipeline hint)."""
+    kw = keywords.profile(prompt)
+    sig = set(keywords.signals_of(prompt))
+    return (
+        [float(n in sig) for n in SIGNAL_NAMES]
+        + [float(kw.level == lv) for lv in ("low", "medium", "high")]
+        + [
+            float(kw.kind == "research"),
+            float(keywords.trivia and keywords.is_trivia(prompt)),
+            float(VERBS.search(prompt) is not None),
+            math.log1p(js_length(prompt)) / math.log(1000.0),
+        ]
+    )
+
+
+def router_features(keywords: KeywordProfiler, prompt: str) -> list[float]:
+    """Every non-embedding feature of the classifier: keyword evidence, then the cues."""
+    return keyword_features(keywords, prompt) + cue_vector(prompt)
+
+
+KNN_K = 5
+KNN_NAMES = ("knn:escalate-share", "knn:nearest-escalate", "knn:nearest-direct")
+
+
+def knn_features(sims: FloatArray, labels: FloatArray, k: int = KNN_K) -> FloatArray:
+    """Nearest-neighbour evidence from cosine similarities to the labelled train prompts:
+    the similarity-weighted share of escalating prompts among the ``k`` nearest, and the
+    similarity of the nearest escalating and of the nearest direct prompt."""
+    k = min(k, sims.shape[1])
+    order = np.argsort(-sims, axis=1, kind="stable")[:, :k]
+    top = np.take_along_axis(sims, order, axis=1)
+    ys = labels[order]
+    w = np.maximum(top, 0.0) + 1e-6
+    pos = np.where(labels[None, :] > 0, sims, -1.0).max(axis=1)
+    neg = np.where(labels[None, :] > 0, -1.0, sims).max(axis=1)
+    return np.column_stack([(w * ys).sum(axis=1) / w.sum(axis=1), pos, neg])
+
+
+def assemble(emb: npt.NDArray[Any], kw: FloatArray, knn: FloatArray, width: int) -> FloatArray:
+    """Embedding | keyword features | cues | nearest-neighbour evidence, cut to ``width``.
+
+    A file trained before the cues and the neighbours existed (semantic-v1) has fewer columns;
+    they come last, so dropping the surplus gives exactly the features it was trained on."""
+    x = np.hstack([emb.astype(np.float64), kw.reshape(len(emb), -1), knn])
+    return np.ascontiguousarray(x[:, :width])
+
+
+@dataclass(frozen=True)
+class RouterWeights:
+    """The trained classifier and its explanation index, as stored in the ``.npz`` file."""
+
+    weights: FloatArray
+    bias: float
+    mean: FloatArray
+    scale: FloatArray
+    platt_a: float
+    platt_b: float
+    threshold: float
+    signal_threshold: float
+    medium_threshold: float
+    train_ids: tuple[str, ...]
+    train_labels: tuple[bool, ...]
+    train_levels: tuple[str, ...]
+    train_emb: npt.NDArray[np.float32]
+    encoder: str = "minilm"  # which embeddings it was trained on: "minilm" or "static"
+    # The cascade: prompts with cascade_low < P < cascade_high go on to the file named (beside
+    # this one), whose encoder is MiniLM; None when the file decides every prompt itself.
+    cascade: str | None = None
+    cascade_low: float = 0.0
+    cascade_high: float = 0.0
+
+    @classmethod
+    def load(cls, path: Path) -> RouterWeights:
+        with np.load(path, allow_pickle=False) as z:
+            meta = json.loads(str(z["meta"])) if "meta" in z.files else {}
+            return cls(
+                weights=z["weights"].astype(np.float64),
+                bias=float(z["bias"]),
+                mean=z["mean"].astype(np.float64),
+                scale=z["scale"].astype(np.float64),
+                platt_a=float(z["platt_a"]),
+                platt_b=float(z["platt_b"]),
+                threshold=float(z["threshold"]),
+                signal_threshold=float(z["signal_threshold"]),
+                medium_threshold=float(z["medium_threshold"]),
+                train_ids=tuple(str(s) for s in z["train_ids"]),
+                train_labels=tuple(bool(b) for b in z["train_labels"]),
+                train_levels=tuple(str(s) for s in z["train_levels"]),
+                train_emb=z["train_emb"].astype(np.float32),
+                encoder="static" if meta.get("encoder_kind") == "static" else "minilm",
+                cascade=meta.get("cascade") if "cascade_low" in z.files else None,
+                cascade_low=float(z["cascade_low"]) if "cascade_low" in z.files else 0.0,
+                cascade_high=float(z["cascade_high"]) if "cascade_high" in z.files else 0.0,
+            )
+
+    def probability(self, x: FloatArray) -> FloatArray:
+        """Calibrated P(escalate) for rows of raw features."""
+        logit = ((x - self.mean) / self.scale) @ self.weights + self.bias
+        z = self.platt_a * logit + self.platt_b
+        return np.asarray(1.0 / (1.0 + np.exp(-np.clip(z, -40.0, 40.0))), dtype=np.float64)
