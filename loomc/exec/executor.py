@@ -29,6 +29,7 @@ from loomc.exec.result import (
     StepStatus,
     StepUsage,
     StopReason,
+    trusted,
 )
 from loomc.exec.schedule import input_tokens, is_chain, profile
 from loomc.exec.state import CompletedStep, RunState, StepHook
@@ -146,7 +147,8 @@ def _deadline_passed(run: RunState, deadline: int) -> None:
             record.status = StepStatus.CANCELLED
             record.reason = DEADLINE_CUT
             record.elapsed_ms = int((now - sent) * 1000)
-            record.usage = StepUsage(
+            record.usage = trusted(
+                StepUsage,
                 prompt_tokens=prompt_tokens,
                 completion_tokens=completion,
                 total_tokens=prompt_tokens + completion,
@@ -156,7 +158,8 @@ def _deadline_passed(run: RunState, deadline: int) -> None:
                 record.cost = record.reserved.cost  # what the ledger booked: the worst case
             run.outcomes[sid] = Outcome(StepStatus.CANCELLED, "")
     if run.limited_by is None and run.stop_reason is StopReason.MAX_LATENCY:
-        run.limited_by = LimitStop(
+        run.limited_by = trusted(
+            LimitStop,
             dimension=Dimension.LATENCY,
             step=cut[0] if cut else None,
             needed=Decimal(0),

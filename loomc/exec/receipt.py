@@ -19,6 +19,7 @@ from loomc.exec.result import (
     StepRecord,
     StepStatus,
     StopReason,
+    trusted,
 )
 from loomc.exec.state import RunState
 
@@ -79,7 +80,8 @@ def _models(steps: Sequence[StepRecord]) -> dict[str, ModelUsage]:
         m[6] += estimate
         m[7] = None if m[7] is None or s.cost is None else m[7] + s.cost
     return {
-        model: ModelUsage(
+        model: trusted(
+            ModelUsage,
             calls=m[0],
             prompt_tokens=m[1],
             completion_tokens=m[2],
@@ -145,7 +147,8 @@ def build_result(run: RunState) -> RunResult:
     }
     digest = hashlib.sha256(json.dumps(canonical, sort_keys=True, separators=(",", ":")).encode())
     elapsed_ms = int((time.monotonic() - run.started) * 1000)
-    return RunResult(
+    return trusted(
+        RunResult,
         answer=answer,
         pipeline=run.pipeline.name,
         tier=run.pipeline.tier,
@@ -153,7 +156,8 @@ def build_result(run: RunState) -> RunResult:
         escalated=len(executed) > 1,
         escalation_reason=_escalation(run, len(executed)),
         stop_reason=stop,
-        budget=BudgetReport(
+        budget=trusted(
+            BudgetReport,
             limits=run.enforced,
             used=replace(run.ledger.actual, latency_ms=elapsed_ms),
             reserved_peak=run.ledger.peak,

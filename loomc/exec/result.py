@@ -8,9 +8,10 @@ and re-serialise byte for byte.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from decimal import Decimal
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -24,6 +25,7 @@ from pydantic import (
     field_serializer,
     model_validator,
 )
+from pydantic_core import PydanticUndefined
 
 from loomc.units import Budget, Dimension, Usage
 
@@ -243,3 +245,50 @@ class RunResult(BaseModel):
     # The planner's verdict when a planner chose the plan; kept out of serialised results (the
     # eval journal, receipts) and added by callers that report it, like `loomc run --json`.
     conductor: dict[str, Any] | None = Field(default=None, exclude=True)
+
+
+M = TypeVar("M", bound=BaseModel)
+_DEFAULTS: dict[type[BaseModel], tuple[tuple[str, Any, Callable[[], Any] | None], ...]] = {}
+
+
+def trusted(cls: type[M], **values: Any) -> M:
+    """An instance of ``cls`` from values the runtime itself built, without validating them.
+
+    Validation is for data read back (journals, stores, providers' JSON); on the run's hot
+    path every value already has its field's type, and validating a result, its report and its
+    per-model roll-up cost more than the rest of building the receipt. The instance is the
+    one validation would build: same ``__dict__`` (defaults filled in field order), same
+    fields set, private attributes at their defaults (a property test holds both to equality
+    and to the same JSON). ``model_construct`` does the same job but is slower than validating.
+    """
+    defaults = _DEFAULTS.get(cls)
+    if defaults is None:
+        defaults = _DEFAULTS[cls] = tuple(
+            (name, f.default, f.default_factory)  # type: ignore[misc]
+            for name, f in cls.model_fields.items()
+        )
+    fields: dict[str, Any] = {}
+    for name, default, factory in defaults:
+        if name in values:
+            fields[name] = values[name]
+        elif factory is not None:
+            fields[name] = factory()
+        elif default is PydanticUndefined:
+            raise TypeError(f"{cls.__name__}: missing field {name!r}")
+        else:
+            fields[name] = default
+    if len(values) > len(fields) or not values.keys() <= fields.keys():  # a typo, not data
+        raise TypeError(f"{cls.__name__}: unknown fields {sorted(values.keys() - fields.keys())}")
+    obj = cls.__new__(cls)
+    object.__setattr__(obj, "__dict__", fields)
+    object.__setattr__(obj, "__pydantic_fields_set__", set(values))
+    object.__setattr__(obj, "__pydantic_extra__", None)
+    private = cls.__private_attributes__
+    object.__setattr__(
+        obj,
+        "__pydantic_private__",
+        {name: attr.get_default(call_default_factory=True) for name, attr in private.items()}
+        if private
+        else None,
+    )
+    return obj

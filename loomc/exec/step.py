@@ -31,6 +31,7 @@ from loomc.exec.result import (
     StepStatus,
     StepUsage,
     StopReason,
+    trusted,
 )
 from loomc.exec.state import CompletedStep, RunState
 from loomc.ir.model import StepNode
@@ -48,7 +49,8 @@ def source(run: RunState, dim: Dimension, ledger: str) -> str:
 
 def _limited(run: RunState, step: StepNode, refused: Refused) -> LimitStop:
     ceiling = Decimal(refused.ceiling)
-    return LimitStop(
+    return trusted(
+        LimitStop,
         dimension=refused.dimension,
         step=step.id,
         needed=Decimal(refused.needed),
@@ -83,7 +85,8 @@ async def attempt_step(run: RunState, step: StepNode) -> None:
         credits=step.credits,
         cost=worst.cost or Decimal(0),
     )
-    record = StepRecord(
+    record = trusted(
+        StepRecord,
         id=step.id,
         role=step.role,
         worker=step.worker,
@@ -198,7 +201,8 @@ async def _finish(run: RunState, step: StepNode, record: StepRecord, out: Metere
     usage = out.completion.usage
     record.status = StepStatus.OK
     record.output = out.completion.content
-    record.usage = StepUsage(
+    record.usage = trusted(
+        StepUsage,
         prompt_tokens=usage.prompt_tokens,
         completion_tokens=usage.completion_tokens,
         total_tokens=usage.total_tokens,
@@ -244,7 +248,8 @@ async def _carry(run: RunState, step: StepNode, done: CompletedStep) -> None:
 
 
 def skip(run: RunState, step: StepNode, status: StepStatus, reason: str) -> None:
-    run.records[step.id] = StepRecord(
+    run.records[step.id] = trusted(
+        StepRecord,
         id=step.id,
         role=step.role,
         worker=step.worker,
