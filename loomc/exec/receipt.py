@@ -7,7 +7,6 @@ import hashlib
 import json
 import time
 from collections.abc import Sequence
-from dataclasses import replace
 from decimal import Decimal
 from typing import Any
 
@@ -22,6 +21,7 @@ from loomc.exec.result import (
     trusted,
 )
 from loomc.exec.state import RunState
+from loomc.units import Usage
 
 GUARD_FALSE = "guard is false"
 
@@ -108,16 +108,46 @@ def _escalation(run: RunState, executed: int) -> str | None:
 
 
 def build_result(run: RunState) -> RunResult:
-    steps = [run.records[sid] for sid in run.order if sid in run.records]
-    executed = [s for s in steps if s.attempts > 0]
-    calls = sum(s.attempts for s in steps)
-    failed = [s for s in steps if s.status is StepStatus.FAILED]
+    records, order = run.records, run.order
+    steps = [records[sid] for sid in order if sid in records]
+    # one pass over the steps for every sum of the receipt (a pass per sum cost more)
+    calls = tokens = 0
+    executed: list[StepRecord] = []
+    failed: StepRecord | None = None
+    guard_false = False
+    canonical_steps = []
+    for s in steps:
+        attempts, usage, status = s.attempts, s.usage, s.status
+        calls += attempts
+        tokens += usage.total_tokens
+        if attempts > 0:
+            executed.append(s)
+        if status is StepStatus.FAILED:
+            failed = s
+        elif status is StepStatus.SKIPPED and s.reason == GUARD_FALSE:
+            guard_false = True
+        canonical_steps.append(
+            {
+                "id": s.id,
+                "worker": s.worker,
+                "model": s.model,
+                "access": s.access,
+                "status": status,
+                "attempts": attempts,
+                "usage": {  # StepUsage.model_dump(), without pydantic's serializer per step
+                    "prompt_tokens": usage.prompt_tokens,
+                    "completion_tokens": usage.completion_tokens,
+                    "total_tokens": usage.total_tokens,
+                    "estimated": usage.estimated,
+                },
+            }
+        )
     answer = _answer(run)
     if run.stop_reason:
         stop = run.stop_reason
-    elif not answer and failed:
+    elif not answer and failed is not None:
         stop = StopReason.ERROR
-    elif any(s.status is StepStatus.SKIPPED and s.reason == GUARD_FALSE for s in steps):
+    elif guard_false:
         stop = StopReason.DIRECT_ANSWER_ACCEPTED if len(executed) == 1 else StopReason.COMPLETED
     else:
         stop = StopReason.COMPLETED
@@ -126,27 +156,13 @@ def build_result(run: RunState) -> RunResult:
     canonical = {
         "pipeline": run.pipeline.name,
         "tier": run.pipeline.tier,
-        "steps": [
-            {
-                "id": s.id,
-                "worker": s.worker,
-                "model": s.model,
-                "access": s.access,
-                "status": s.status,
-                "attempts": s.attempts,
-                "usage": {  # StepUsage.model_dump(), without pydantic's serializer per step
-                    "prompt_tokens": s.usage.prompt_tokens,
-                    "completion_tokens": s.usage.completion_tokens,
-                    "total_tokens": s.usage.total_tokens,
-                    "estimated": s.usage.estimated,
-                },
-            }
-            for s in steps
-        ],
+        "steps": canonical_steps,
         "answer": hashlib.sha256(answer.encode()).hexdigest(),
     }
     digest = hashlib.sha256(json.dumps(canonical, sort_keys=True, separators=(",", ":")).encode())
     elapsed_ms = int((time.monotonic() - run.started) * 1000)
+    limited = stop.limited
+    actual = run.ledger.actual
     return trusted(
         RunResult,
         answer=answer,
@@ -159,9 +175,9 @@ def build_result(run: RunState) -> RunResult:
         budget=trusted(
             BudgetReport,
             limits=run.enforced,
-            used=replace(run.ledger.actual, latency_ms=elapsed_ms),
+            used=Usage(actual.calls, actual.tokens, actual.credits, actual.cost, elapsed_ms),
             reserved_peak=run.ledger.peak,
-            limited=stop.limited,
+            limited=limited,
         ),
         steps=steps,
         risk=run.risk.to_json(),
@@ -172,10 +188,10 @@ def build_result(run: RunState) -> RunResult:
         estimated_credits=_total(
             [s.reserved.credits * s.attempts for s in executed if s.reserved is not None]
         ),
-        tokens=sum(s.usage.total_tokens for s in steps),
-        error=run.over or (failed[-1].reason if failed else None),
+        tokens=tokens,
+        error=run.over or (failed.reason if failed is not None else None),
         receipt_hash=digest.hexdigest()[:16],
-        limited_by=run.limited_by if stop.limited else None,
+        limited_by=run.limited_by if limited else None,
         models=_models(steps),
         warnings=run.warnings,
     )

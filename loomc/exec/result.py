@@ -25,7 +25,6 @@ from pydantic import (
     field_serializer,
     model_validator,
 )
-from pydantic_core import PydanticUndefined
 
 from loomc.units import Budget, Dimension, Usage
 
@@ -248,7 +247,34 @@ class RunResult(BaseModel):
 
 
 M = TypeVar("M", bound=BaseModel)
-_DEFAULTS: dict[type[BaseModel], tuple[tuple[str, Any, Callable[[], Any] | None], ...]] = {}
+
+
+class _Shape:
+    """What ``trusted`` needs of a model class, computed once: the defaults in field order,
+    the fields built by a factory, the required fields and the private attributes."""
+
+    __slots__ = ("factories", "names", "private", "required", "template")
+
+    def __init__(self, cls: type[BaseModel]) -> None:
+        fields = cls.model_fields
+        self.names = frozenset(fields)
+        self.template = {name: f.default for name, f in fields.items()}
+        self.factories: tuple[tuple[str, Callable[[], Any]], ...] = tuple(
+            (name, f.default_factory)  # type: ignore[misc]
+            for name, f in fields.items()
+            if f.default_factory is not None
+        )
+        self.required = frozenset(
+            name for name, f in fields.items() if f.is_required() and f.default_factory is None
+        )
+        # private attributes: a factory each (a default is shared as it is, as pydantic does)
+        self.private: tuple[tuple[str, Callable[[], Any]], ...] = tuple(
+            (name, attr.default_factory or (lambda d=attr.default: d))  # type: ignore[misc]
+            for name, attr in cls.__private_attributes__.items()
+        )
+
+
+_SHAPES: dict[type[BaseModel], _Shape] = {}
 
 
 def trusted(cls: type[M], **values: Any) -> M:
@@ -261,34 +287,25 @@ def trusted(cls: type[M], **values: Any) -> M:
     fields set, private attributes at their defaults (a property test holds both to equality
     and to the same JSON). ``model_construct`` does the same job but is slower than validating.
     """
-    defaults = _DEFAULTS.get(cls)
-    if defaults is None:
-        defaults = _DEFAULTS[cls] = tuple(
-            (name, f.default, f.default_factory)  # type: ignore[misc]
-            for name, f in cls.model_fields.items()
-        )
-    fields: dict[str, Any] = {}
-    for name, default, factory in defaults:
-        if name in values:
-            fields[name] = values[name]
-        elif factory is not None:
+    shape = _SHAPES.get(cls)
+    if shape is None:
+        shape = _SHAPES[cls] = _Shape(cls)
+    keys = values.keys()
+    if not keys <= shape.names:  # a typo, not data
+        raise TypeError(f"{cls.__name__}: unknown fields {sorted(keys - shape.names)}")
+    if not shape.required <= keys:
+        raise TypeError(f"{cls.__name__}: missing field {min(shape.required - keys)!r}")
+    fields = shape.template.copy()  # field order kept: update only overwrites
+    fields.update(values)
+    for name, factory in shape.factories:
+        if name not in values:
             fields[name] = factory()
-        elif default is PydanticUndefined:
-            raise TypeError(f"{cls.__name__}: missing field {name!r}")
-        else:
-            fields[name] = default
-    if len(values) > len(fields) or not values.keys() <= fields.keys():  # a typo, not data
-        raise TypeError(f"{cls.__name__}: unknown fields {sorted(values.keys() - fields.keys())}")
     obj = cls.__new__(cls)
     object.__setattr__(obj, "__dict__", fields)
-    object.__setattr__(obj, "__pydantic_fields_set__", set(values))
+    object.__setattr__(obj, "__pydantic_fields_set__", set(keys))
     object.__setattr__(obj, "__pydantic_extra__", None)
-    private = cls.__private_attributes__
+    private = shape.private
     object.__setattr__(
-        obj,
-        "__pydantic_private__",
-        {name: attr.get_default(call_default_factory=True) for name, attr in private.items()}
-        if private
-        else None,
+        obj, "__pydantic_private__", {k: f() for k, f in private} if private else None
     )
     return obj
