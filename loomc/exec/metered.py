@@ -259,9 +259,9 @@ def _succeeded(
     ``max_tokens`` is booked as reported (the worst case) and returned as an overshoot."""
     content = well_formed(completion.content)
     tokens = completion.usage
-    streamed = estimate_tokens(content)
     prompt = tokens.prompt_tokens if tokens.prompt_tokens >= 0 else prompt_estimate
-    output = tokens.completion_tokens if tokens.completion_tokens >= 0 else streamed
+    # the estimate of what was received only when the reported count is unusable
+    output = tokens.completion_tokens if tokens.completion_tokens >= 0 else estimate_tokens(content)
     adjusted = (prompt, output) != (tokens.prompt_tokens, tokens.completion_tokens)
     # as reported (nearly always): the provider's own objects are kept, nothing is rebuilt
     booked_tokens = tokens if not adjusted else TokenUsage(prompt, output, estimated=True)

@@ -212,3 +212,36 @@ def test_unknown_or_missing_fields_are_refused() -> None:
     with pytest.raises(TypeError, match="missing field 'id'"):
         trusted(StepRecord, role="r", worker="w", model="m", status=StepStatus.OK)
     assert trusted(ModelUsage).estimated_credits == Decimal(0)
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    run_results(),
+    st.none() | text,
+    st.none() | st.booleans(),
+    st.sampled_from(["ok", "budget-stopped"]),
+)
+def test_run_record(
+    pair: tuple[dict[str, Any], dict[str, Any]],
+    difficulty: str | None,
+    expected: bool | None,
+    status: str,
+) -> None:
+    """The eval's record of a run, as its runner builds it."""
+    from loomc.eval.records import RunRecord
+
+    validated, fast = pair
+    values = {
+        "case_id": "c1",
+        "strategy": "lean",
+        "iteration": 0,
+        "difficulty": difficulty,
+        "expected_escalation": expected,
+        "status": status,
+        "error": None,
+        "answer": None,
+    }
+    same(
+        RunRecord(**values, result=RunResult(**validated)),
+        trusted(RunRecord, **values, result=trusted(RunResult, **fast)),
+    )
