@@ -81,9 +81,10 @@ async def execute(
         if sid in order and done.record.status is StepStatus.OK and done.record.output is not None
     }
     run.on_step = on_step
-    await run.emit(
-        EventKind.RUN_STARTED, pipeline=pipeline.name, tier=pipeline.tier, risk=risk.to_json()
-    )
+    if sinks:  # the event's risk dict only when someone listens
+        await run.emit(
+            EventKind.RUN_STARTED, pipeline=pipeline.name, tier=pipeline.tier, risk=risk.to_json()
+        )
     for diag in limit_warnings(pipeline) if pipeline.limits != Budget() else ():
         run.warnings.append(diag.to_json())
         where = f"{diag.span.file}:{diag.span.line}:{diag.span.column}"

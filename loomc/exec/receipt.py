@@ -4,10 +4,10 @@ roll-up (calls, tokens, receipt credits apart from estimated ones, money) and th
 from __future__ import annotations
 
 import hashlib
-import json
 import time
 from collections.abc import Sequence
 from decimal import Decimal
+from json.encoder import encode_basestring_ascii
 from typing import Any
 
 from loomc.exec.guards import is_refusal
@@ -107,6 +107,37 @@ def _escalation(run: RunState, executed: int) -> str | None:
     return f"{r.complexity}-complexity {r.kind} task"
 
 
+_str = encode_basestring_ascii  # json.dumps' own encoder of a str (ensure_ascii)
+
+
+def _bool(value: bool) -> str:
+    return "true" if value else "false"
+
+
+def canonical_json(
+    pipeline: str, tier: str | None, steps: Sequence[StepRecord], answer_hash: str
+) -> str:
+    """The bytes the receipt hash is taken over: what ``json.dumps(canonical, sort_keys=True,
+    separators=(",", ":"))`` writes for the pipeline, tier, each step's identity, status,
+    attempts and usage, and the answer's hash, built directly (keys already in sorted order;
+    the dicts and the encoder cost more than the hash). A property test holds it to
+    ``json.dumps`` byte for byte: the hash of every receipt ever written depends on it."""
+    parts = []
+    for s in steps:
+        u = s.usage
+        parts.append(
+            f'{{"access":[{",".join(map(_str, s.access))}],"attempts":{int.__repr__(s.attempts)},'
+            f'"id":{_str(s.id)},"model":{_str(s.model)},"status":{_str(s.status)},'
+            f'"usage":{{"completion_tokens":{int.__repr__(u.completion_tokens)},'
+            f'"estimated":{_bool(u.estimated)},"prompt_tokens":{int.__repr__(u.prompt_tokens)},'
+            f'"total_tokens":{int.__repr__(u.total_tokens)}}},"worker":{_str(s.worker)}}}'
+        )
+    return (
+        f'{{"answer":{_str(answer_hash)},"pipeline":{_str(pipeline)},"steps":[{",".join(parts)}],'
+        f'"tier":{"null" if tier is None else _str(tier)}}}'
+    )
+
+
 def build_result(run: RunState) -> RunResult:
     records, order = run.records, run.order
     steps = [records[sid] for sid in order if sid in records]
@@ -115,7 +146,6 @@ def build_result(run: RunState) -> RunResult:
     executed: list[StepRecord] = []
     failed: StepRecord | None = None
     guard_false = False
-    canonical_steps = []
     for s in steps:
         attempts, usage, status = s.attempts, s.usage, s.status
         calls += attempts
@@ -126,22 +156,6 @@ def build_result(run: RunState) -> RunResult:
             failed = s
         elif status is StepStatus.SKIPPED and s.reason == GUARD_FALSE:
             guard_false = True
-        canonical_steps.append(
-            {
-                "id": s.id,
-                "worker": s.worker,
-                "model": s.model,
-                "access": s.access,
-                "status": status,
-                "attempts": attempts,
-                "usage": {  # StepUsage.model_dump(), without pydantic's serializer per step
-                    "prompt_tokens": usage.prompt_tokens,
-                    "completion_tokens": usage.completion_tokens,
-                    "total_tokens": usage.total_tokens,
-                    "estimated": usage.estimated,
-                },
-            }
-        )
     answer = _answer(run)
     if run.stop_reason:
         stop = run.stop_reason
@@ -153,13 +167,11 @@ def build_result(run: RunState) -> RunResult:
         stop = StopReason.COMPLETED
     costs = [s.cost for s in executed if s.cost is not None]
     receipts = [s.credits for s in executed if s.credits is not None]
-    canonical = {
-        "pipeline": run.pipeline.name,
-        "tier": run.pipeline.tier,
-        "steps": canonical_steps,
-        "answer": hashlib.sha256(answer.encode()).hexdigest(),
-    }
-    digest = hashlib.sha256(json.dumps(canonical, sort_keys=True, separators=(",", ":")).encode())
+    digest = hashlib.sha256(
+        canonical_json(
+            run.pipeline.name, run.pipeline.tier, steps, hashlib.sha256(answer.encode()).hexdigest()
+        ).encode()
+    )
     elapsed_ms = int((time.monotonic() - run.started) * 1000)
     limited = stop.limited
     actual = run.ledger.actual

@@ -97,7 +97,8 @@ async def attempt_step(run: RunState, step: StepNode) -> None:
     )
     run.records[step.id] = record
     started = time.monotonic()
-    await run.emit(EventKind.STEP_STARTED, step.id, role=step.role, model=step.model)
+    if run.sinks:
+        await run.emit(EventKind.STEP_STARTED, step.id, role=step.role, model=step.model)
     if run.enforced.cost is not None and step.pricing is None:
         return _stop(run, step, record, StopReason.MAX_COST, f"{step.model} has no pricing")
     prompt_tokens = sum(estimate_tokens(m.content) for m in msgs)
@@ -118,11 +119,13 @@ async def attempt_step(run: RunState, step: StepNode) -> None:
             )
         elif ev.kind == "token":
             streamed.append(ev.text)
-            await run.emit(EventKind.TOKEN, step.id, text=ev.text)
+            if run.sinks:
+                await run.emit(EventKind.TOKEN, step.id, text=ev.text)
         elif ev.kind == "reasoning":
             streamed.append(ev.text)  # billed as output, never part of the answer
-            await run.emit(EventKind.REASONING, step.id, text=ev.text)
-        elif ev.frame is not None:
+            if run.sinks:
+                await run.emit(EventKind.REASONING, step.id, text=ev.text)
+        elif ev.frame is not None and run.sinks:
             await run.emit(EventKind.PROVIDER_FRAME, step.id, frame=ev.frame)
 
     request = CompletionRequest(
@@ -223,6 +226,8 @@ async def _finish(run: RunState, step: StepNode, record: StepRecord, out: Metere
 
 async def _finished_ok(run: RunState, step: StepNode, record: StepRecord, **extra: object) -> None:
     """The ``step-finished`` event of a step that completed (now, or before a resume)."""
+    if not run.sinks:  # nobody listens (an eval): no usage dict to build
+        return
     await run.emit(
         EventKind.STEP_FINISHED,
         step.id,

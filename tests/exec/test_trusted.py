@@ -245,3 +245,40 @@ def test_run_record(
         RunRecord(**values, result=RunResult(**validated)),
         trusted(RunRecord, **values, result=trusted(RunResult, **fast)),
     )
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(step_records(), max_size=4),
+    st.text(),
+    st.none() | st.text(),
+    st.text(max_size=70),
+)
+def test_canonical_json_is_what_json_dumps_writes(
+    steps: list[dict[str, Any]], pipeline: str, tier: str | None, answer_hash: str
+) -> None:
+    """The receipt hash is taken over these bytes: every receipt ever written depends on them."""
+    import json
+
+    from loomc.exec.receipt import canonical_json
+
+    records = [StepRecord(**s) for s in steps]
+    canonical = {
+        "pipeline": pipeline,
+        "tier": tier,
+        "steps": [
+            {
+                "id": s.id,
+                "worker": s.worker,
+                "model": s.model,
+                "access": s.access,
+                "status": s.status,
+                "attempts": s.attempts,
+                "usage": s.usage.model_dump(),
+            }
+            for s in records
+        ],
+        "answer": answer_hash,
+    }
+    expected = json.dumps(canonical, sort_keys=True, separators=(",", ":"))
+    assert canonical_json(pipeline, tier, records, answer_hash) == expected
