@@ -228,6 +228,11 @@ class Ledger:
     def actual(self, usage: Usage) -> None:
         self._a = _axes(usage)
 
+    def used(self, latency_ms: int) -> Usage:
+        """What was really used, with the run's elapsed ``latency_ms``: a receipt's ``used``."""
+        a = self._a
+        return Usage(a[0], a[1], a[2], a[3], latency_ms)  # type: ignore[arg-type]
+
     @property
     def peak(self) -> Usage:
         return _usage(self._p)

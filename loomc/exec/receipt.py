@@ -21,7 +21,6 @@ from loomc.exec.result import (
     trusted,
 )
 from loomc.exec.state import RunState
-from loomc.units import Usage
 
 GUARD_FALSE = "guard is false"
 
@@ -174,7 +173,6 @@ def build_result(run: RunState) -> RunResult:
     )
     elapsed_ms = int((time.monotonic() - run.started) * 1000)
     limited = stop.limited
-    actual = run.ledger.actual
     return trusted(
         RunResult,
         answer=answer,
@@ -187,7 +185,7 @@ def build_result(run: RunState) -> RunResult:
         budget=trusted(
             BudgetReport,
             limits=run.enforced,
-            used=Usage(actual.calls, actual.tokens, actual.credits, actual.cost, elapsed_ms),
+            used=run.ledger.used(elapsed_ms),
             reserved_peak=run.ledger.peak,
             limited=limited,
         ),

@@ -65,15 +65,12 @@ class StopReason(StrEnum):
     @property
     def dimension(self) -> Dimension | None:
         """The budget dimension whose ceiling stopped the run; None for any other reason."""
-        return next((d for d, r in _CEILINGS.items() if r is self), None)
+        return _DIMENSIONS.get(self)
 
     @property
     def limited(self) -> bool:
         """A budget ceiling (reached or passed) or the input bound stopped the run."""
-        return self.dimension is not None or self in (
-            StopReason.INPUT_TOO_LARGE,
-            StopReason.OVER_CEILING,
-        )
+        return self in _LIMITED
 
 
 _CEILINGS = {
@@ -83,6 +80,9 @@ _CEILINGS = {
     Dimension.COST: StopReason.MAX_COST,
     Dimension.LATENCY: StopReason.MAX_LATENCY,
 }
+# read on every receipt: looked up, not searched
+_DIMENSIONS = {reason: dim for dim, reason in _CEILINGS.items()}
+_LIMITED = frozenset((*_DIMENSIONS, StopReason.INPUT_TOO_LARGE, StopReason.OVER_CEILING))
 
 # Exact decimals, written to JSON as their string (as `str(Decimal)`), read back from it.
 Money = Annotated[Decimal, PlainSerializer(str, return_type=str, when_used="json")]
