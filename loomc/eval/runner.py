@@ -35,7 +35,7 @@ from loomc.eval.runlog import RunLog
 from loomc.exec.events import Event, MemorySink
 from loomc.exec.executor import execute
 from loomc.exec.ledger import Ledger
-from loomc.exec.result import RunResult, StopReason
+from loomc.exec.result import RunResult, StopReason, trusted
 from loomc.providers.base import redact
 from loomc.providers.registry import ProviderPool
 from loomc.risk.base import RiskProfiler
@@ -198,7 +198,8 @@ async def run_matrix(
             stopped = result.calls == 0 and (
                 stop.dimension is not None or stop is StopReason.OVER_CEILING
             )
-            record = RunRecord(
+            record = trusted(  # every value built by this process: nothing to validate
+                RunRecord,
                 case_id=job.case.id,
                 strategy=job.strategy.name,
                 iteration=job.iteration,

@@ -26,7 +26,7 @@ as spent when it resumes).
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Protocol
 
@@ -137,41 +137,136 @@ class _Settled:
             event.set()
 
 
-@dataclass
+def _axes(usage: Usage) -> list[int | Decimal]:
+    return [usage.calls, usage.tokens, usage.credits, usage.cost, usage.latency_ms]
+
+
+def _usage(axes: list[int | Decimal]) -> Usage:
+    c, t, cr, co, la = axes
+    return Usage(c, t, cr, co, la)  # type: ignore[arg-type]
+
+
+# The booked axes by position in a ledger's running sums (calls, tokens, credits, cost, latency).
+_INDEX = {Dimension.CALLS: 0, Dimension.TOKENS: 1, Dimension.CREDITS: 2, Dimension.COST: 3}
+
+
 class Ledger:
-    budget: Budget
-    parent: Ledger | None = None
-    name: str = "run"
-    committed: Usage = field(default_factory=Usage)  # outstanding reservations + settled actuals
-    actual: Usage = field(default_factory=Usage)
-    peak: Usage = field(default_factory=Usage)
-    outstanding: Usage = field(default_factory=Usage)  # granted, not yet settled
-    pending: int = 0  # how many reservations are outstanding
-    hook: LedgerHook | None = None
-    _settled: _Settled = field(default_factory=_Settled, repr=False, compare=False)
-    _ceilings_of: tuple[Budget, tuple[tuple[Dimension, int | Decimal], ...]] | None = field(
-        default=None, repr=False, compare=False
+    """One scope's running sums (committed, outstanding, actual, peak) under its ``budget``.
+
+    The sums are kept as mutable lists, one number per axis, and read as ``Usage`` values
+    (``committed``, ``actual``, ...) only when someone asks: a reservation and its settlement
+    update them in place, where frozen ``Usage`` sums built ~12 objects per ledger per call
+    (on an eval's chain of three ledgers, the largest single cost of a run)."""
+
+    __slots__ = (
+        "_a",
+        "_c",
+        "_ceilings_of",
+        "_o",
+        "_p",
+        "_settled",
+        "budget",
+        "hook",
+        "name",
+        "parent",
+        "pending",
     )
 
-    def __post_init__(self) -> None:
-        if self.parent is not None:
-            self._settled = self.parent._settled
+    def __init__(
+        self,
+        budget: Budget,
+        parent: Ledger | None = None,
+        name: str = "run",
+        committed: Usage | None = None,  # outstanding reservations + settled actuals
+        actual: Usage | None = None,
+        peak: Usage | None = None,
+        outstanding: Usage | None = None,  # granted, not yet settled
+        pending: int = 0,  # how many reservations are outstanding
+        hook: LedgerHook | None = None,
+    ) -> None:
+        self.budget, self.parent, self.name, self.pending, self.hook = (
+            budget,
+            parent,
+            name,
+            pending,
+            hook,
+        )
+        zero = _ZERO
+        self._c: list[int | Decimal] = (
+            _axes(committed) if committed is not None else [0, 0, zero, zero, 0]
+        )
+        self._a: list[int | Decimal] = (
+            _axes(actual) if actual is not None else [0, 0, zero, zero, 0]
+        )
+        self._p: list[int | Decimal] = _axes(peak) if peak is not None else [0, 0, zero, zero, 0]
+        self._o: list[int | Decimal] = (
+            _axes(outstanding) if outstanding is not None else [0, 0, zero, zero, 0]
+        )
+        self._ceilings_of: tuple[Budget, tuple[tuple[int, Dimension, int | Decimal], ...]] | None
+        self._ceilings_of = None
+        self._settled: _Settled = parent._settled if parent is not None else _Settled()
+
+    def __repr__(self) -> str:
+        return (
+            f"Ledger(budget={self.budget!r}, name={self.name!r}, committed={self.committed!r}, "
+            f"actual={self.actual!r}, peak={self.peak!r}, pending={self.pending!r})"
+        )
+
+    @property
+    def committed(self) -> Usage:
+        return _usage(self._c)
+
+    @committed.setter
+    def committed(self, usage: Usage) -> None:
+        self._c = _axes(usage)
+
+    @property
+    def actual(self) -> Usage:
+        return _usage(self._a)
+
+    @actual.setter
+    def actual(self, usage: Usage) -> None:
+        self._a = _axes(usage)
+
+    def used(self, latency_ms: int) -> Usage:
+        """What was really used, with the run's elapsed ``latency_ms``: a receipt's ``used``."""
+        a = self._a
+        return Usage(a[0], a[1], a[2], a[3], latency_ms)  # type: ignore[arg-type]
+
+    @property
+    def peak(self) -> Usage:
+        return _usage(self._p)
+
+    @peak.setter
+    def peak(self, usage: Usage) -> None:
+        self._p = _axes(usage)
+
+    @property
+    def outstanding(self) -> Usage:
+        return _usage(self._o)
+
+    @outstanding.setter
+    def outstanding(self, usage: Usage) -> None:
+        self._o = _axes(usage)
 
     @property
     def settled(self) -> Usage:
         """What is booked for good: settled actuals (and spend seeded from a journal)."""
-        return self.committed - self.outstanding
+        return _usage([c - o for c, o in zip(self._c, self._o, strict=True)])
 
     def carry(self, usage: Usage, peak: Usage | None = None) -> None:
         """Book usage settled by an earlier process on this ledger only: a resumed run's steps
         that completed before a kill (its parents already count them, from the journal).
         ``peak``: this ledger's peak in that process, so the resumed receipt reports it too."""
-        usage = nonnegative(usage)
-        self.committed = self.committed + usage
-        self.actual = self.actual + usage
-        self.peak = _max(self.peak, self.committed)
+        add = _axes(nonnegative(usage))
+        c, a, p = self._c, self._a, self._p
+        for i in range(5):
+            c[i] += add[i]
+            a[i] += add[i]
+            p[i] = max(p[i], c[i])
         if peak is not None:
-            self.peak = _max(self.peak, nonnegative(peak))
+            for i, v in enumerate(_axes(nonnegative(peak))):
+                p[i] = max(p[i], v)
 
     def chain(self) -> list[Ledger]:
         out: list[Ledger] = []
@@ -184,41 +279,47 @@ class Ledger:
     def child(self, budget: Budget, name: str = "run", hook: LedgerHook | None = None) -> Ledger:
         return Ledger(budget=budget, parent=self, name=name, hook=hook)
 
-    def _ceilings(self) -> tuple[tuple[Dimension, int | Decimal], ...]:
+    def _ceilings(self) -> tuple[tuple[int, Dimension, int | Decimal], ...]:
         """The booked axes this ledger has a ceiling on (most have one or two, many none)."""
         budget, cached = self.budget, self._ceilings_of
         if cached is None or cached[0] is not budget:
-            ceilings = tuple((d, c) for d in _BOOKED if (c := budget.get(d)) is not None)
+            ceilings = tuple((_INDEX[d], d, c) for d in _BOOKED if (c := budget.get(d)) is not None)
             cached = self._ceilings_of = (budget, ceilings)
         return cached[1]
 
     def overshoot(self) -> Overshoot | None:
         """The first ceiling that settled usage has passed on this ledger, if any."""
-        for dim, ceiling in self._ceilings():
-            # booked axes only (no latency): the attribute is the axis' name
-            settled = getattr(self.committed, dim.value) - getattr(self.outstanding, dim.value)
+        for i, dim, ceiling in self._ceilings():
+            settled = self._c[i] - self._o[i]
             if settled > ceiling:
                 return Overshoot(self.name, dim, settled, ceiling)
         return None
 
     def chain_overshoot(self) -> Overshoot | None:
         """The first overshoot on this ledger or any ledger above it."""
-        return next((o for o in (led.overshoot() for led in self.chain()) if o), None)
+        node: Ledger | None = self
+        while node is not None:
+            over = node.overshoot()
+            if over is not None:
+                return over
+            node = node.parent
+        return None
 
-    def _refusal(self, amount: Usage) -> Refused | None:
-        for dim, ceiling in self._ceilings():
-            used, needed = getattr(self.committed, dim.value), getattr(amount, dim.value)
+    def _refusal(self, amount: list[int | Decimal]) -> Refused | None:
+        for i, dim, ceiling in self._ceilings():
+            used, needed = self._c[i], amount[i]
             if used + needed > ceiling:
                 return Refused(dim, self.name, needed, ceiling, used)
         return None
 
-    def _may_fit_later(self, amount: Usage, dim: Dimension) -> bool:
+    def _may_fit_later(self, amount: list[int | Decimal], dim: Dimension) -> bool:
         """Whether settling the reservations in flight could make room for ``amount``."""
         ceiling = self.budget.get(dim)
+        i = _INDEX[dim]
         return (
             self.pending > 0
             and ceiling is not None
-            and self.settled.get(dim) + amount.get(dim) <= ceiling
+            and self._c[i] - self._o[i] + amount[i] <= ceiling
         )
 
     async def reserve(self, amount: Usage, *, wait: bool = True) -> Reservation | Refused:
@@ -227,23 +328,25 @@ class Ledger:
         A refusal by a parent ledger that only reservations in flight cause waits for them to
         settle (``wait``), then is decided again."""
         amount = nonnegative(amount)
+        add = _axes(amount)
         ledgers = self.chain()
         await checkpoint_if_cancelled()  # a cancelled caller reserves nothing
         while True:
             # From here to a return or the wait: no await, so no other task interleaves.
-            over = next((o for o in map(Ledger.overshoot, ledgers) if o is not None), None)
-            if over is not None:
-                return Refused(
-                    over.dimension,
-                    over.ledger,
-                    amount.get(over.dimension),
-                    over.ceiling,
-                    over.used,
-                    over,
-                )
+            for ledger in ledgers:
+                over = ledger.overshoot()
+                if over is not None:
+                    return Refused(
+                        over.dimension,
+                        over.ledger,
+                        add[_INDEX[over.dimension]],
+                        over.ceiling,
+                        over.used,
+                        over,
+                    )
             refused, by = None, self
             for ledger in ledgers:
-                refused, by = ledger._refusal(amount), ledger
+                refused, by = ledger._refusal(add), ledger
                 if refused is not None:
                     break
             if refused is None:
@@ -252,12 +355,14 @@ class Ledger:
                     if ledger.hook is not None:
                         ledger.hook.reserved(reservation)  # before anything is committed
                 for ledger in ledgers:
-                    ledger.committed = ledger.committed + amount
-                    ledger.outstanding = ledger.outstanding + amount
+                    c, o, p = ledger._c, ledger._o, ledger._p
+                    for i in range(5):
+                        c[i] += add[i]
+                        o[i] += add[i]
+                        p[i] = max(p[i], c[i])
                     ledger.pending += 1
-                    ledger.peak = _max(ledger.peak, ledger.committed)
                 return reservation
-            if wait and by is not self and by._may_fit_later(amount, refused.dimension):
+            if wait and by is not self and by._may_fit_later(add, refused.dimension):
                 await self._settled.waiter().wait()  # until a reservation of the chain settles
                 continue
             return refused
@@ -268,13 +373,16 @@ class Ledger:
         if reservation.settled:
             return None
         actual = nonnegative(actual)
+        got, held = _axes(actual), _axes(reservation.amount)
         # No await from here on: the settlement is atomic on the event loop (and never cancelled
         # half-way, so a call that was sent is always booked).
         for ledger in reservation.ledgers:
-            ledger.committed = ledger.committed - reservation.amount + actual
-            ledger.outstanding = ledger.outstanding - reservation.amount
+            c, o, a = ledger._c, ledger._o, ledger._a
+            for i in range(5):
+                c[i] = c[i] - held[i] + got[i]
+                o[i] -= held[i]
+                a[i] += got[i]
             ledger.pending -= 1
-            ledger.actual = ledger.actual + actual
         reservation.settled = True
         self._settled.fire()
         if reservation.ledgers and reservation.ledgers[0]._settled is not self._settled:
@@ -320,14 +428,4 @@ def nonnegative(usage: Usage) -> Usage:
         credits=usage.credits if usage.credits.is_finite() and usage.credits > zero else zero,
         cost=usage.cost if usage.cost.is_finite() and usage.cost > zero else zero,
         latency_ms=max(usage.latency_ms, 0),
-    )
-
-
-def _max(a: Usage, b: Usage) -> Usage:
-    return Usage(
-        calls=max(a.calls, b.calls),
-        tokens=max(a.tokens, b.tokens),
-        credits=max(a.credits, b.credits),
-        cost=max(a.cost, b.cost),
-        latency_ms=max(a.latency_ms, b.latency_ms),
     )

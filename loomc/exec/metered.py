@@ -259,11 +259,12 @@ def _succeeded(
     ``max_tokens`` is booked as reported (the worst case) and returned as an overshoot."""
     content = well_formed(completion.content)
     tokens = completion.usage
-    streamed = estimate_tokens(content)
     prompt = tokens.prompt_tokens if tokens.prompt_tokens >= 0 else prompt_estimate
-    output = tokens.completion_tokens if tokens.completion_tokens >= 0 else streamed
+    # the estimate of what was received only when the reported count is unusable
+    output = tokens.completion_tokens if tokens.completion_tokens >= 0 else estimate_tokens(content)
     adjusted = (prompt, output) != (tokens.prompt_tokens, tokens.completion_tokens)
-    booked_tokens = TokenUsage(prompt, output, estimated=tokens.estimated or adjusted)
+    # as reported (nearly always): the provider's own objects are kept, nothing is rebuilt
+    booked_tokens = tokens if not adjusted else TokenUsage(prompt, output, estimated=True)
     spent = completion.receipt.spent_credits if completion.receipt else None
     credits = reserve.credits
     if spent is not None:
@@ -285,6 +286,10 @@ def _succeeded(
     reported = not tokens.estimated and tokens.completion_tokens >= 0
     if reported and request.max_tokens is not None and output > request.max_tokens:
         over = Overshoot("step", Dimension.TOKENS, output, request.max_tokens)
-    booked = replace(completion, content=content, usage=booked_tokens)
+    booked = (
+        completion
+        if content is completion.content and booked_tokens is tokens
+        else replace(completion, content=content, usage=booked_tokens)
+    )
     charge = Charge(usage, prompt, output)
     return booked, charge, cost, None if spent is None else credits, over

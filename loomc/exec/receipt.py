@@ -4,11 +4,10 @@ roll-up (calls, tokens, receipt credits apart from estimated ones, money) and th
 from __future__ import annotations
 
 import hashlib
-import json
 import time
 from collections.abc import Sequence
-from dataclasses import replace
 from decimal import Decimal
+from json.encoder import encode_basestring_ascii
 from typing import Any
 
 from loomc.exec.guards import is_refusal
@@ -19,6 +18,7 @@ from loomc.exec.result import (
     StepRecord,
     StepStatus,
     StopReason,
+    trusted,
 )
 from loomc.exec.state import RunState
 
@@ -79,7 +79,8 @@ def _models(steps: Sequence[StepRecord]) -> dict[str, ModelUsage]:
         m[6] += estimate
         m[7] = None if m[7] is None or s.cost is None else m[7] + s.cost
     return {
-        model: ModelUsage(
+        model: trusted(
+            ModelUsage,
             calls=m[0],
             prompt_tokens=m[1],
             completion_tokens=m[2],
@@ -105,47 +106,75 @@ def _escalation(run: RunState, executed: int) -> str | None:
     return f"{r.complexity}-complexity {r.kind} task"
 
 
+_str = encode_basestring_ascii  # json.dumps' own encoder of a str (ensure_ascii)
+
+
+def _bool(value: bool) -> str:
+    return "true" if value else "false"
+
+
+def canonical_json(
+    pipeline: str, tier: str | None, steps: Sequence[StepRecord], answer_hash: str
+) -> str:
+    """The bytes the receipt hash is taken over: what ``json.dumps(canonical, sort_keys=True,
+    separators=(",", ":"))`` writes for the pipeline, tier, each step's identity, status,
+    attempts and usage, and the answer's hash, built directly (keys already in sorted order;
+    the dicts and the encoder cost more than the hash). A property test holds it to
+    ``json.dumps`` byte for byte: the hash of every receipt ever written depends on it."""
+    parts = []
+    for s in steps:
+        u = s.usage
+        parts.append(
+            f'{{"access":[{",".join(map(_str, s.access))}],"attempts":{int.__repr__(s.attempts)},'
+            f'"id":{_str(s.id)},"model":{_str(s.model)},"status":{_str(s.status)},'
+            f'"usage":{{"completion_tokens":{int.__repr__(u.completion_tokens)},'
+            f'"estimated":{_bool(u.estimated)},"prompt_tokens":{int.__repr__(u.prompt_tokens)},'
+            f'"total_tokens":{int.__repr__(u.total_tokens)}}},"worker":{_str(s.worker)}}}'
+        )
+    return (
+        f'{{"answer":{_str(answer_hash)},"pipeline":{_str(pipeline)},"steps":[{",".join(parts)}],'
+        f'"tier":{"null" if tier is None else _str(tier)}}}'
+    )
+
+
 def build_result(run: RunState) -> RunResult:
-    steps = [run.records[sid] for sid in run.order if sid in run.records]
-    executed = [s for s in steps if s.attempts > 0]
-    calls = sum(s.attempts for s in steps)
-    failed = [s for s in steps if s.status is StepStatus.FAILED]
+    records, order = run.records, run.order
+    steps = [records[sid] for sid in order if sid in records]
+    # one pass over the steps for every sum of the receipt (a pass per sum cost more)
+    calls = tokens = 0
+    executed: list[StepRecord] = []
+    failed: StepRecord | None = None
+    guard_false = False
+    for s in steps:
+        attempts, usage, status = s.attempts, s.usage, s.status
+        calls += attempts
+        tokens += usage.total_tokens
+        if attempts > 0:
+            executed.append(s)
+        if status is StepStatus.FAILED:
+            failed = s
+        elif status is StepStatus.SKIPPED and s.reason == GUARD_FALSE:
+            guard_false = True
     answer = _answer(run)
     if run.stop_reason:
         stop = run.stop_reason
-    elif not answer and failed:
+    elif not answer and failed is not None:
         stop = StopReason.ERROR
-    elif any(s.status is StepStatus.SKIPPED and s.reason == GUARD_FALSE for s in steps):
+    elif guard_false:
         stop = StopReason.DIRECT_ANSWER_ACCEPTED if len(executed) == 1 else StopReason.COMPLETED
     else:
         stop = StopReason.COMPLETED
     costs = [s.cost for s in executed if s.cost is not None]
     receipts = [s.credits for s in executed if s.credits is not None]
-    canonical = {
-        "pipeline": run.pipeline.name,
-        "tier": run.pipeline.tier,
-        "steps": [
-            {
-                "id": s.id,
-                "worker": s.worker,
-                "model": s.model,
-                "access": s.access,
-                "status": s.status,
-                "attempts": s.attempts,
-                "usage": {  # StepUsage.model_dump(), without pydantic's serializer per step
-                    "prompt_tokens": s.usage.prompt_tokens,
-                    "completion_tokens": s.usage.completion_tokens,
-                    "total_tokens": s.usage.total_tokens,
-                    "estimated": s.usage.estimated,
-                },
-            }
-            for s in steps
-        ],
-        "answer": hashlib.sha256(answer.encode()).hexdigest(),
-    }
-    digest = hashlib.sha256(json.dumps(canonical, sort_keys=True, separators=(",", ":")).encode())
+    digest = hashlib.sha256(
+        canonical_json(
+            run.pipeline.name, run.pipeline.tier, steps, hashlib.sha256(answer.encode()).hexdigest()
+        ).encode()
+    )
     elapsed_ms = int((time.monotonic() - run.started) * 1000)
-    return RunResult(
+    limited = stop.limited
+    return trusted(
+        RunResult,
         answer=answer,
         pipeline=run.pipeline.name,
         tier=run.pipeline.tier,
@@ -153,11 +182,12 @@ def build_result(run: RunState) -> RunResult:
         escalated=len(executed) > 1,
         escalation_reason=_escalation(run, len(executed)),
         stop_reason=stop,
-        budget=BudgetReport(
+        budget=trusted(
+            BudgetReport,
             limits=run.enforced,
-            used=replace(run.ledger.actual, latency_ms=elapsed_ms),
+            used=run.ledger.used(elapsed_ms),
             reserved_peak=run.ledger.peak,
-            limited=stop.limited,
+            limited=limited,
         ),
         steps=steps,
         risk=run.risk.to_json(),
@@ -168,10 +198,10 @@ def build_result(run: RunState) -> RunResult:
         estimated_credits=_total(
             [s.reserved.credits * s.attempts for s in executed if s.reserved is not None]
         ),
-        tokens=sum(s.usage.total_tokens for s in steps),
-        error=run.over or (failed[-1].reason if failed else None),
+        tokens=tokens,
+        error=run.over or (failed.reason if failed is not None else None),
         receipt_hash=digest.hexdigest()[:16],
-        limited_by=run.limited_by if stop.limited else None,
+        limited_by=run.limited_by if limited else None,
         models=_models(steps),
         warnings=run.warnings,
     )

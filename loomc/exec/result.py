@@ -8,9 +8,10 @@ and re-serialise byte for byte.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from decimal import Decimal
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -64,15 +65,12 @@ class StopReason(StrEnum):
     @property
     def dimension(self) -> Dimension | None:
         """The budget dimension whose ceiling stopped the run; None for any other reason."""
-        return next((d for d, r in _CEILINGS.items() if r is self), None)
+        return _DIMENSIONS.get(self)
 
     @property
     def limited(self) -> bool:
         """A budget ceiling (reached or passed) or the input bound stopped the run."""
-        return self.dimension is not None or self in (
-            StopReason.INPUT_TOO_LARGE,
-            StopReason.OVER_CEILING,
-        )
+        return self in _LIMITED
 
 
 _CEILINGS = {
@@ -82,6 +80,9 @@ _CEILINGS = {
     Dimension.COST: StopReason.MAX_COST,
     Dimension.LATENCY: StopReason.MAX_LATENCY,
 }
+# read on every receipt: looked up, not searched
+_DIMENSIONS = {reason: dim for dim, reason in _CEILINGS.items()}
+_LIMITED = frozenset((*_DIMENSIONS, StopReason.INPUT_TOO_LARGE, StopReason.OVER_CEILING))
 
 # Exact decimals, written to JSON as their string (as `str(Decimal)`), read back from it.
 Money = Annotated[Decimal, PlainSerializer(str, return_type=str, when_used="json")]
@@ -243,3 +244,68 @@ class RunResult(BaseModel):
     # The planner's verdict when a planner chose the plan; kept out of serialised results (the
     # eval journal, receipts) and added by callers that report it, like `loomc run --json`.
     conductor: dict[str, Any] | None = Field(default=None, exclude=True)
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class _Shape:
+    """What ``trusted`` needs of a model class, computed once: the defaults in field order,
+    the fields built by a factory, the required fields and the private attributes."""
+
+    __slots__ = ("factories", "names", "private", "required", "template")
+
+    def __init__(self, cls: type[BaseModel]) -> None:
+        fields = cls.model_fields
+        self.names = frozenset(fields)
+        self.template = {name: f.default for name, f in fields.items()}
+        self.factories: tuple[tuple[str, Callable[[], Any]], ...] = tuple(
+            (name, f.default_factory)  # type: ignore[misc]
+            for name, f in fields.items()
+            if f.default_factory is not None
+        )
+        self.required = frozenset(
+            name for name, f in fields.items() if f.is_required() and f.default_factory is None
+        )
+        # private attributes: a factory each (a default is shared as it is, as pydantic does)
+        self.private: tuple[tuple[str, Callable[[], Any]], ...] = tuple(
+            (name, attr.default_factory or (lambda d=attr.default: d))  # type: ignore[misc]
+            for name, attr in cls.__private_attributes__.items()
+        )
+
+
+_SHAPES: dict[type[BaseModel], _Shape] = {}
+
+
+def trusted(cls: type[M], **values: Any) -> M:
+    """An instance of ``cls`` from values the runtime itself built, without validating them.
+
+    Validation is for data read back (journals, stores, providers' JSON); on the run's hot
+    path every value already has its field's type, and validating a result, its report and its
+    per-model roll-up cost more than the rest of building the receipt. The instance is the
+    one validation would build: same ``__dict__`` (defaults filled in field order), same
+    fields set, private attributes at their defaults (a property test holds both to equality
+    and to the same JSON). ``model_construct`` does the same job but is slower than validating.
+    """
+    shape = _SHAPES.get(cls)
+    if shape is None:
+        shape = _SHAPES[cls] = _Shape(cls)
+    keys = values.keys()
+    if not keys <= shape.names:  # a typo, not data
+        raise TypeError(f"{cls.__name__}: unknown fields {sorted(keys - shape.names)}")
+    if not shape.required <= keys:
+        raise TypeError(f"{cls.__name__}: missing field {min(shape.required - keys)!r}")
+    fields = shape.template.copy()  # field order kept: update only overwrites
+    fields.update(values)
+    for name, factory in shape.factories:
+        if name not in values:
+            fields[name] = factory()
+    obj = cls.__new__(cls)
+    object.__setattr__(obj, "__dict__", fields)
+    object.__setattr__(obj, "__pydantic_fields_set__", set(keys))
+    object.__setattr__(obj, "__pydantic_extra__", None)
+    private = shape.private
+    object.__setattr__(
+        obj, "__pydantic_private__", {k: f() for k, f in private} if private else None
+    )
+    return obj
