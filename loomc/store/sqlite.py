@@ -32,6 +32,9 @@ from pathlib import Path
 from typing import Any
 
 from loomc.store.base import (
+    Ask,
+    BudgetExhausted,
+    Finished,
     RunFilter,
     Scope,
     StoredRun,
@@ -168,17 +171,29 @@ class SQLiteStore:
     # --- the ledger -----------------------------------------------------------------------------
 
     def reserve(self, scopes: Sequence[Scope], amount: Usage, period: str) -> str:
-        reservation = uuid.uuid4().hex
-        row = usage_row(amount)
+        got = self.reserve_many([(scopes, amount, period)])[0]
+        if isinstance(got, BudgetExhausted):
+            raise got
+        return got
+
+    def reserve_many(self, asks: Sequence[Ask]) -> list[str | BudgetExhausted]:
+        out: list[str | BudgetExhausted] = []
         with self._tx("BEGIN IMMEDIATE") as db:
-            for scope in scopes:
-                check_scope(scope, self._sum(db, scope.name, period), amount)
-            db.executemany(
-                "INSERT INTO ledger (reservation, scope, period, calls, tokens, credits, cost)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [(reservation, s.name, period, *row) for s in scopes],
-            )
-        return reservation
+            for scopes, amount, period in asks:
+                try:
+                    for scope in scopes:  # the totals include the asks reserved before this one
+                        check_scope(scope, self._sum(db, scope.name, period), amount)
+                except BudgetExhausted as refused:
+                    out.append(refused)
+                    continue
+                reservation, row = uuid.uuid4().hex, usage_row(amount)
+                db.executemany(
+                    "INSERT INTO ledger (reservation, scope, period, calls, tokens, credits, cost)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    [(reservation, s.name, period, *row) for s in scopes],
+                )
+                out.append(reservation)
+        return out
 
     def settle(self, reservation: str, actual: Usage) -> None:
         with self._tx("BEGIN IMMEDIATE") as db:
@@ -210,10 +225,14 @@ class SQLiteStore:
             _insert(db, rows, events)
 
     def settle_and_save(self, reservation: str | None, actual: Usage, run: StoredRun) -> None:
-        rows, events = run_rows([run])
+        self.settle_and_save_many([(reservation, actual, run)])
+
+    def settle_and_save_many(self, finished: Sequence[Finished]) -> None:
+        rows, events = run_rows([run for _, _, run in finished])
         with self._tx("BEGIN IMMEDIATE") as db:
-            if reservation is not None:
-                _settle(db, reservation, actual)
+            for reservation, actual, _ in finished:
+                if reservation is not None:
+                    _settle(db, reservation, actual)
             _insert(db, rows, events)
 
     def runs(self, where: RunFilter | None = None) -> list[StoredRun]:
