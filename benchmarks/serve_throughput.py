@@ -11,8 +11,10 @@ requests/s, fraction of ideal (goal >= 0.9 for loomc on one process), fraction o
 own ceiling measured in the same run (``upstream``: the same client straight to the upstream),
 p50/p95 request latency, and the server's CPU time per request (every thread of its process;
 the upstream's and the client's excluded), which holds on a busy machine where rates do not.
-Arms run in the order upstream, loomc, litellm, loomc, litellm; the better of each arm's runs
-is reported beside its other run.
+Arms run in the order upstream, loomc, [before,] litellm, then loomc, [before,] litellm again;
+the better of each arm's runs is reported beside its other run. ``LOOMC_BENCH_BEFORE=TREE`` adds
+the ``before`` arm: the server of another checkout (e.g. ``git archive`` of the base commit),
+in its own process against the same upstream, measured in the same run.
 
 The window is a steady state: it opens once every client has finished a request (a server
 slower than the warm-up still has all its clients busy) and lasts SECONDS, or longer until it
@@ -28,9 +30,10 @@ import json
 import statistics
 import sys
 import time
+from contextlib import nullcontext
 
 import httpx
-from serve_kit import BODY, PIDS, cpu_seconds, litellm_proxy, loomc_serve, upstream
+from serve_kit import BEFORE, BODY, PIDS, cpu_seconds, litellm_proxy, loomc_serve, upstream
 
 KEY = "bench-key-0123456789"
 WARMUP_S = 3.0  # at least; until every client has finished one request (at most MAX_WAIT_S)
@@ -157,15 +160,19 @@ def main(seconds: float, clients: int, delay_ms: int) -> None:
     ideal = clients / (delay_ms / 1000)
     serve = {"keys": [{"name": "b", "key": "env:LOOMC_BENCH_KEY", "per_day": {"calls": 10**9}}]}
     results: dict[str, list[Got]] = {}
+    env = {"LOOMC_BENCH_KEY": KEY}
     with (
         upstream(delay_ms) as up,
-        loomc_serve(up, serve, {"LOOMC_BENCH_KEY": KEY}) as served,
+        loomc_serve(up, serve, env) as served,
+        loomc_serve(up, serve, env, BEFORE) if BEFORE else nullcontext() as before,
         litellm_proxy(up) as proxy,
     ):
         arms: list[tuple[str, str, str, str | None]] = [
             ("upstream", up, "worker-small", None),
             ("loomc", served, "general@lean", KEY),
         ]
+        if before is not None:
+            arms.append(("before", before, "general@lean", KEY))
         if proxy is not None:
             arms.append(("litellm", proxy, "general@lean", "sk-bench"))
         for name, base, model, key in [*arms, *arms[1:]]:

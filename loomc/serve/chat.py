@@ -105,13 +105,20 @@ class ChatCompletions:
         await respond(send, exc.status, dumps(exc.body()), exc.headers)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        svc = self.service()
+        svc.ledger.in_flight += 1  # a request alone commits its writes without waiting
+        try:
+            await self.handle(svc, scope, receive, send)
+        finally:
+            svc.ledger.in_flight -= 1
+
+    async def handle(self, svc: Service, scope: Scope, receive: Receive, send: Send) -> None:
         try:
             client = self.keys.authenticate(header(scope, b"authorization"))
             body = await read_body(scope, receive, self.limit)
             if body is None:
                 return  # the client left before it finished sending: nobody to answer
             request = parse_request(loads(body))
-            svc = self.service()
             admitted = await svc.admit(request, client)
         except ApiError as exc:
             await self.error(send, exc)

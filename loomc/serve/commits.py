@@ -15,7 +15,7 @@ in earlier ones), and a failed transaction fails every request of its batch alon
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import anyio
@@ -42,8 +42,8 @@ class GroupCommit:
     The method takes a list of arguments and returns one outcome per item (a value, or an
     exception to raise in that item's caller) or None when it has no per-item result."""
 
-    def __init__(self, store: Store, method: str) -> None:
-        self.store, self.method = store, method
+    def __init__(self, store: Store, method: str, alone: Callable[[], bool] = lambda: False):
+        self.store, self.method, self.alone = store, method, alone
         self._queue: list[_Waiter] = []
         self._busy = False
         self.batches = 0  # written so far, and the items in them: the benchmark reports both
@@ -66,7 +66,8 @@ class GroupCommit:
     async def _lead(self) -> None:
         self._busy = True
         try:
-            await anyio.lowlevel.checkpoint()  # the rest of this loop turn joins the batch
+            if not self.alone():  # no other request in flight: nobody to wait for
+                await anyio.lowlevel.checkpoint()  # the rest of this loop turn joins the batch
             batch, self._queue = self._queue, []
             try:
                 got = await self._write([w.args for w in batch])
@@ -106,8 +107,13 @@ class Ledger:
 
     def __init__(self, store: Store) -> None:
         self.store = store
-        self.reserves = GroupCommit(store, "reserve_many")
-        self.settles = GroupCommit(store, "settle_and_save_many")
+        self.in_flight = 0  # chat requests being handled (the server's handler counts them)
+
+        def alone() -> bool:
+            return self.in_flight <= 1
+
+        self.reserves = GroupCommit(store, "reserve_many", alone)
+        self.settles = GroupCommit(store, "settle_and_save_many", alone)
 
     async def reserve(self, scopes: Sequence[Scope], amount: Usage, period: str) -> str:
         """The reservation's id; raises ``BudgetExhausted`` (nothing reserved)."""

@@ -94,6 +94,7 @@ INSERT INTO totals (scope, period, calls, tokens, credits, cost)
   GROUP BY scope, period;
 """
 _SYNC = {"FULL", "NORMAL"}
+MMAP_BYTES = 256 * 1024 * 1024  # address space only: the OS pages in what is read
 
 _COLUMNS = (
     "run_id, ts, pipeline, tier, key, source, stop_reason, calls, tokens, credits, cost, "
@@ -132,6 +133,10 @@ class SQLiteStore:
         db.execute("PRAGMA journal_mode=WAL")
         db.execute(f"PRAGMA synchronous={sync}")
         db.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
+        # pages read through a memory map instead of one pread() each: a served request's
+        # reservation and settlement cost ~15% less CPU (65 of 390 µs, /tmp/s4 bench in the
+        # serve4 report); writes still go through the WAL, so durability is unchanged
+        db.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
         return db
 
     @contextmanager
