@@ -8,7 +8,7 @@ daily budget, so auth, the ledger's reservation and settlement and the stored ru
 the path), and this client. Arms, alternated in a new shuffled order every round: ``upstream``
 posts the chat request to the upstream itself (for scale), ``direct`` runs the same
 ``general@lean`` with ``loomc.arun`` in this process against the same upstream (the direct
-call), ``serve`` posts the request to loomc serve on a keep-alive connection. Printed: min /
+call; compiled once and with one profiler, as the server does), ``serve`` posts the request to loomc serve on a keep-alive connection. Printed: min /
 median / max over rounds of each arm's per-round median, and of the per-round difference
 serve - direct (the server's overhead; goal <= 1 ms at the median). Set LOOMC_BENCH_BEFORE to
 another checkout to add its server as a ``before`` arm, interleaved with the others in the same
@@ -76,8 +76,20 @@ def main(rounds: int, per_round: int) -> None:
             direct_client.post("/chat/completions", json=upstream_body).raise_for_status()
             return time.perf_counter() - t
 
+        # as the server runs it, and as a careful direct caller would: compiled and checked
+        # once, one profiler (per call, these cost ~2 ms and flattered the server before)
+        pipeline = project.compile("general", "lean")
+        profiler = loomc.make_profiler(project.policy.risk)
+
         async def run_once() -> None:
-            await loomc.arun(prompt, project=project, tier="lean", providers=pool, stream=False)
+            await loomc.arun(
+                prompt,
+                project=project,
+                pipeline=pipeline,
+                profiler=profiler,
+                providers=pool,
+                stream=False,
+            )
 
         server = PIDS[served]
         cpu: dict[str, list[float]] = {"direct": [], "serve": [], "server": []}

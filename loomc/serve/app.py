@@ -80,7 +80,8 @@ def create_app(
         return JSONResponse({"status": "ok", "models": len(service(request).models)})
 
     async def metrics_page(request: Request) -> Response:
-        return PlainTextResponse(metrics.render(), media_type="text/plain; version=0.0.4")
+        text = metrics.render() + service(request).ledger.render()
+        return PlainTextResponse(text, media_type="text/plain; version=0.0.4")
 
     async def api_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, ApiError)

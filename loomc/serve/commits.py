@@ -115,6 +115,22 @@ class Ledger:
         self.reserves = GroupCommit(store, "reserve_many", alone)
         self.settles = GroupCommit(store, "settle_and_save_many", alone)
 
+    def render(self) -> str:
+        """Prometheus lines: store transactions and the writes they carried, per kind (their
+        ratio is the batch size the group commit reaches under the current load)."""
+        lines = [
+            "# HELP loomc_store_transactions_total Store transactions written by the server.",
+            "# TYPE loomc_store_transactions_total counter",
+        ]
+        kinds = (("reserve", self.reserves), ("settle", self.settles))
+        lines += [f'loomc_store_transactions_total{{kind="{k}"}} {c.batches}' for k, c in kinds]
+        lines += [
+            "# HELP loomc_store_writes_total Requests' reservations and settlements written.",
+            "# TYPE loomc_store_writes_total counter",
+        ]
+        lines += [f'loomc_store_writes_total{{kind="{k}"}} {c.items}' for k, c in kinds]
+        return "\n".join(lines) + "\n"
+
     async def reserve(self, scopes: Sequence[Scope], amount: Usage, period: str) -> str:
         """The reservation's id; raises ``BudgetExhausted`` (nothing reserved)."""
         got: str = await self.reserves.submit((scopes, amount, period))
