@@ -8,8 +8,9 @@ daily budget, so auth, the ledger's reservation and settlement and the stored ru
 the path), and this client. Arms, alternated in a new shuffled order every round: ``upstream``
 posts the chat request to the upstream itself (for scale), ``direct`` runs the same
 ``general@lean`` with ``loomc.arun`` in this process against the same upstream (the direct
-call; compiled once and with one profiler, as the server does), ``serve`` posts the request to loomc serve on a keep-alive connection. Printed: min /
-median / max over rounds of each arm's per-round median, and of the per-round difference
+call; compiled once and with one profiler, as the server does), ``serve`` posts the request
+to loomc serve on a keep-alive connection. Printed: min / median / max over rounds of each
+arm's per-round median, and of the per-round difference
 serve - direct (the server's overhead; goal <= 1 ms at the median). Set LOOMC_BENCH_BEFORE to
 another checkout to add its server as a ``before`` arm, interleaved with the others in the same
 rounds (LOOMC_BENCH_TREE measures another checkout's server in place of this one's).
