@@ -109,12 +109,15 @@ class PostgresStore:
             self._db = psycopg.connect(url, autocommit=False)
             with self._db.transaction():
                 self._db.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
-                for statement in filter(str.strip, SCHEMA.split(";")):
-                    self._db.execute(statement)
                 found = self._db.execute(
                     "SELECT 1 FROM pg_trigger WHERE tgname = 'loomc_ledger_totals'"
                 ).fetchone()
+                # the trigger is made last: with it the schema is whole, and the DDL is skipped
+                # (`CREATE INDEX IF NOT EXISTS` still takes a share lock on its table, which
+                # deadlocked a replica starting while another one settled runs)
                 if found is None:  # a new store, or one from before the running totals
+                    for statement in filter(str.strip, SCHEMA.split(";")):
+                        self._db.execute(statement)
                     self._db.execute(_TOTALS_FUNCTION)
                     self._db.execute(_TOTALS_TRIGGER)
                     self._db.execute("DELETE FROM loomc_totals")

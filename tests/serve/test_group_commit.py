@@ -303,3 +303,27 @@ def test_a_client_leaving_mid_body_leaves_no_traceback(plain_server: ServeProces
     assert b"chat.completion" in whole
     log = plain_server.log.read_text()
     assert "Traceback" not in log and "Exception in ASGI application" not in log
+
+
+def test_metrics_count_store_transactions_and_the_writes_they_carried(
+    plain_server: ServeProcess,
+) -> None:
+    body = {"model": "general@lean", "messages": [{"role": "user", "content": "hi"}]}
+    _raw_stream(plain_server.url, body)
+    host, port = plain_server.url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall(b"GET /metrics HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
+        raw = b""
+        while part := sock.recv(65536):
+            raw += part
+    text = raw.decode()
+    counts = {
+        name: int(value)
+        for name, value in (
+            line.rsplit(" ", 1) for line in text.splitlines() if line.startswith("loomc_store_")
+        )
+    }
+    # this key has no daily budget: nothing to reserve, but every run is settled and stored
+    assert counts['loomc_store_writes_total{kind="reserve"}'] == 0
+    writes = counts['loomc_store_writes_total{kind="settle"}']
+    assert 1 <= counts['loomc_store_transactions_total{kind="settle"}'] <= writes
