@@ -30,9 +30,18 @@ ROOT = Path(__file__).resolve().parents[1]
 # the loomc whose server is measured: this checkout, or another tree (a "before" measurement)
 TREE = Path(os.environ.get("LOOMC_BENCH_TREE", ROOT))
 LITELLM = Path(os.environ.get("LOOMC_LITELLM_VENV", "/work/main/.venv-litellm")) / "bin" / "litellm"
-# the tree first; the caller's PYTHONPATH after it (e.g. a folder with uvloop and httptools)
-_PATH = [str(TREE), str(TREE / "research"), *filter(None, [os.environ.get("PYTHONPATH")])]
-ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(_PATH)}
+# another checkout measured beside this one in the same run (the "before" arm), when set
+BEFORE = Path(os.environ["LOOMC_BENCH_BEFORE"]) if os.environ.get("LOOMC_BENCH_BEFORE") else None
+
+
+def tree_env(tree: Path) -> dict[str, str]:
+    """The environment of a server from ``tree``: the tree first on the path, the caller's
+    PYTHONPATH after it (e.g. a folder with uvloop and httptools)."""
+    path = [str(tree), str(tree / "research"), *filter(None, [os.environ.get("PYTHONPATH")])]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
+
+
+ENV = tree_env(TREE)
 BODY = {"model": "general@lean", "messages": [{"role": "user", "content": "Explain DNS briefly."}]}
 
 
@@ -121,15 +130,21 @@ def upstream_policy(base_url: str, folder: Path, serve: dict[str, object] | None
 
 @contextmanager
 def loomc_serve(
-    base_url: str, serve: dict[str, object] | None = None, env: dict[str, str] | None = None
+    base_url: str,
+    serve: dict[str, object] | None = None,
+    env: dict[str, str] | None = None,
+    tree: Path = TREE,
 ) -> Iterator[str]:
+    """``loomc serve`` from ``tree`` (this checkout by default) in its own process."""
     folder = Path(tempfile.mkdtemp(prefix="loomc-bench-"))
     policy = upstream_policy(base_url, folder, serve)
     port = free_port()
-    args = [sys.executable, "-m", "loomc", "serve", str(TREE), "--policy", str(policy)]
+    args = [sys.executable, "-m", "loomc", "serve", str(tree), "--policy", str(policy)]
     args += ["--port", str(port), "--store", str(folder / "store.db"), "--log-level", "error"]
     url = f"http://127.0.0.1:{port}/v1"
-    with _process(args, f"http://127.0.0.1:{port}/healthz", {**ENV, **(env or {})}) as proc:
+    with _process(
+        args, f"http://127.0.0.1:{port}/healthz", {**tree_env(tree), **(env or {})}
+    ) as proc:
         PIDS[url] = proc.pid
         yield url
 

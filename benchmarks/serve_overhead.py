@@ -8,10 +8,12 @@ daily budget, so auth, the ledger's reservation and settlement and the stored ru
 the path), and this client. Arms, alternated in a new shuffled order every round: ``upstream``
 posts the chat request to the upstream itself (for scale), ``direct`` runs the same
 ``general@lean`` with ``loomc.arun`` in this process against the same upstream (the direct
-call), ``serve`` posts the request to loomc serve on a keep-alive connection. Printed: min /
-median / max over rounds of each arm's per-round median, and of the per-round difference
-serve - direct (the server's overhead; goal <= 1 ms at the median). Set LOOMC_BENCH_TREE to
-another checkout to measure its server with the same harness (the "before" column).
+call; compiled once and with one profiler, as the server does), ``serve`` posts the request
+to loomc serve on a keep-alive connection. Printed: min / median / max over rounds of each
+arm's per-round median, and of the per-round difference
+serve - direct (the server's overhead; goal <= 1 ms at the median). Set LOOMC_BENCH_BEFORE to
+another checkout to add its server as a ``before`` arm, interleaved with the others in the same
+rounds (LOOMC_BENCH_TREE measures another checkout's server in place of this one's).
 
 CPU per request, which holds on a busy machine where wall times do not: ``direct`` is this
 process's CPU time around the call (the run machinery and its httpx call to the upstream);
@@ -27,11 +29,13 @@ import statistics
 import sys
 import tempfile
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 import httpx
 from anyio.from_thread import start_blocking_portal
 from serve_kit import (
+    BEFORE,
     BODY,
     PIDS,
     ROOT,
@@ -62,6 +66,7 @@ def main(rounds: int, per_round: int) -> None:
         portal.wrap_async_context_manager(
             loomc.ProviderPool(loomc.Project.load(ROOT, upstream_policy(up, TMP)).policy)
         ) as pool,
+        ExitStack() as more,
     ):
         upstream_body = {**BODY, "model": "worker-small"}
         project = loomc.Project.load(ROOT, TMP / "policy.yaml")
@@ -72,8 +77,20 @@ def main(rounds: int, per_round: int) -> None:
             direct_client.post("/chat/completions", json=upstream_body).raise_for_status()
             return time.perf_counter() - t
 
+        # as the server runs it, and as a careful direct caller would: compiled and checked
+        # once, one profiler (per call, these cost ~2 ms and flattered the server before)
+        pipeline = project.compile("general", "lean")
+        profiler = loomc.make_profiler(project.policy.risk)
+
         async def run_once() -> None:
-            await loomc.arun(prompt, project=project, tier="lean", providers=pool, stream=False)
+            await loomc.arun(
+                prompt,
+                project=project,
+                pipeline=pipeline,
+                profiler=profiler,
+                providers=pool,
+                stream=False,
+            )
 
         server = PIDS[served]
         cpu: dict[str, list[float]] = {"direct": [], "serve": [], "server": []}
@@ -97,9 +114,27 @@ def main(rounds: int, per_round: int) -> None:
             got.raise_for_status()
             return wall
 
-        medians = interleaved(
-            {"upstream": raw, "direct": direct, "serve": serve}, rounds, per_round
-        )
+        arms = {"upstream": raw, "direct": direct, "serve": serve}
+        if BEFORE is not None:  # the other checkout's server, same harness, same rounds
+            old = more.enter_context(
+                loomc_serve(up, serve_settings, {"LOOMC_BENCH_KEY": KEY}, BEFORE)
+            )
+            old_client = more.enter_context(
+                httpx.Client(base_url=old, headers={"authorization": f"Bearer {KEY}"})
+            )
+            cpu["before"] = []
+
+            def before() -> float:
+                s = cpu_seconds(PIDS[old])
+                t = time.perf_counter()
+                got = old_client.post("/chat/completions", json=BODY)
+                wall = time.perf_counter() - t
+                cpu["before"].append(cpu_seconds(PIDS[old]) - s)
+                got.raise_for_status()
+                return wall
+
+            arms["before"] = before
+        medians = interleaved(arms, rounds, per_round)
     overhead = [s - d for s, d in zip(medians["serve"], medians["direct"], strict=True)]
     # per round: the median CPU of the round's calls (warm-up calls dropped)
     warm = len(cpu["direct"]) - rounds * per_round
@@ -121,6 +156,12 @@ def main(rounds: int, per_round: int) -> None:
     print(f"CPU, serve (both sides)  {spread(cpu_rounds['serve'])} ms per request")
     print(f"CPU overhead             {spread(cpu_overhead)} ms per request")
     print(f"  of which server side   {spread(server_side)} ms per request (the rest: the client)")
+    if "before" in medians:
+        old_overhead = [b - d for b, d in zip(medians["before"], medians["direct"], strict=True)]
+        old_side = [b - d for b, d in zip(cpu_rounds["before"], cpu_rounds["direct"], strict=True)]
+        print(f"before: through serve    {spread(medians['before'])} ms  ({BEFORE})")
+        print(f"before: serve overhead   {spread(old_overhead)} ms")
+        print(f"before: server side CPU  {spread(old_side)} ms per request")
 
 
 if __name__ == "__main__":

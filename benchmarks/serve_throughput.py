@@ -11,8 +11,14 @@ requests/s, fraction of ideal (goal >= 0.9 for loomc on one process), fraction o
 own ceiling measured in the same run (``upstream``: the same client straight to the upstream),
 p50/p95 request latency, and the server's CPU time per request (every thread of its process;
 the upstream's and the client's excluded), which holds on a busy machine where rates do not.
-Arms run in the order upstream, loomc, litellm, loomc, litellm; the better of each arm's runs
-is reported beside its other run.
+``direct`` is no server at all: CLIENTS tasks running the same ``general@lean`` with
+``loomc.arun`` in a process of their own (streamed, compiled once), the ceiling of the run
+machinery on one process; its CPU per run is the floor under loomc's CPU per request.
+Arms run in the order upstream, loomc, [before,] litellm, direct, then loomc, [before,] litellm
+again;
+the better of each arm's runs is reported beside its other run. ``LOOMC_BENCH_BEFORE=TREE`` adds
+the ``before`` arm: the server of another checkout (e.g. ``git archive`` of the base commit),
+in its own process against the same upstream, measured in the same run.
 
 The window is a steady state: it opens once every client has finished a request (a server
 slower than the warm-up still has all its clients busy) and lasts SECONDS, or longer until it
@@ -25,12 +31,25 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import statistics
+import subprocess
 import sys
 import time
+from contextlib import nullcontext
+from pathlib import Path
 
 import httpx
-from serve_kit import BODY, PIDS, cpu_seconds, litellm_proxy, loomc_serve, upstream
+from serve_kit import (
+    BEFORE,
+    BODY,
+    ENV,
+    PIDS,
+    cpu_seconds,
+    litellm_proxy,
+    loomc_serve,
+    upstream,
+)
 
 KEY = "bench-key-0123456789"
 WARMUP_S = 3.0  # at least; until every client has finished one request (at most MAX_WAIT_S)
@@ -153,25 +172,79 @@ def row(name: str, got: Got, ideal: float, ceiling: float | None = None) -> str:
     )
 
 
+def direct_arm(base: str, clients: int, seconds: float) -> Got:
+    """The run machinery alone, as the server's ceiling: ``clients`` tasks running
+    ``general@lean`` back to back with ``loomc.arun`` (streamed, compiled once, one profiler,
+    one provider pool) in a child process of its own; its CPU per run is what a server could
+    not go below on one process. (requests/s, latencies, errors, CPU seconds per run)"""
+    script = f"""
+import json, sys, tempfile, time
+from pathlib import Path
+import anyio
+sys.path.insert(0, {str(Path(__file__).parent)!r})
+from serve_kit import ROOT, upstream_policy
+import loomc
+
+async def main():
+    project = loomc.Project.load(ROOT, upstream_policy({base!r}, Path(tempfile.mkdtemp())))
+    pipeline = project.compile("general", "lean")
+    profiler = loomc.make_profiler(project.policy.risk)
+    lat, state = [], {{"open": False, "closed": False}}
+    async with loomc.ProviderPool(project.policy) as pool:
+        async def loop():
+            while not state["closed"]:
+                t = time.perf_counter()
+                await loomc.arun("Explain DNS briefly.", project=project, pipeline=pipeline,
+                                 providers=pool, profiler=profiler, stream=True)
+                if state["open"] and not state["closed"]:
+                    lat.append(time.perf_counter() - t)
+        async with anyio.create_task_group() as tg:
+            for _ in range({clients}):
+                tg.start_soon(loop)
+            await anyio.sleep(3)
+            state["open"], c, t = True, time.process_time(), time.perf_counter()
+            await anyio.sleep({seconds})
+            state["closed"] = True
+            span, cpu = time.perf_counter() - t, time.process_time() - c
+    print(json.dumps([len(lat) / span, lat, 0, cpu / max(1, len(lat))]))
+
+anyio.run(main)
+"""
+    out = subprocess.run([sys.executable, "-c", script], env=ENV, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(out.stderr[-2000:])
+    rate, lat, errors, cpu = json.loads(out.stdout.strip().splitlines()[-1])
+    return rate, lat, errors, cpu
+
+
 def main(seconds: float, clients: int, delay_ms: int) -> None:
     ideal = clients / (delay_ms / 1000)
     serve = {"keys": [{"name": "b", "key": "env:LOOMC_BENCH_KEY", "per_day": {"calls": 10**9}}]}
     results: dict[str, list[Got]] = {}
+    env = {"LOOMC_BENCH_KEY": KEY}
     with (
         upstream(delay_ms) as up,
-        loomc_serve(up, serve, {"LOOMC_BENCH_KEY": KEY}) as served,
+        loomc_serve(up, serve, env) as served,
+        loomc_serve(up, serve, env, BEFORE) if BEFORE else nullcontext() as before,
         litellm_proxy(up) as proxy,
     ):
         arms: list[tuple[str, str, str, str | None]] = [
             ("upstream", up, "worker-small", None),
             ("loomc", served, "general@lean", KEY),
         ]
+        if before is not None:
+            arms.append(("before", before, "general@lean", KEY))
         if proxy is not None:
             arms.append(("litellm", proxy, "general@lean", "sk-bench"))
-        for name, base, model, key in [*arms, *arms[1:]]:
+        for name, base, model, key in [*arms, ("direct", up, "", None), *arms[1:]]:
+            if name == "direct":  # loomc.arun alone, no server: the run machinery's ceiling
+                results.setdefault(name, []).append(direct_arm(up, clients, seconds))
+                continue
             pid = PIDS.get(base)  # the upstream's CPU is not counted (no pid)
             got = asyncio.run(drive(base, model, key, clients, seconds, pid))
             results.setdefault(name, []).append(got)
+        batches = httpx.get(served.removesuffix("/v1") + "/metrics").text
+    found = dict(re.findall(r'loomc_store_(\w+_total\{kind="\w+"\}) (\d+)', batches))
     print(
         f"{clients} streaming clients, {delay_ms} ms upstream, {seconds:g} s; ideal {ideal:.0f}/s"
     )
@@ -182,6 +255,10 @@ def main(seconds: float, clients: int, delay_ms: int) -> None:
         for other in runs:
             if other is not best:
                 print(row(f"  {name}'", other, ideal, ceiling))
+    for kind in ("reserve", "settle"):
+        writes = int(found.get(f'writes_total{{kind="{kind}"}}', 0))
+        txs = int(found.get(f'transactions_total{{kind="{kind}"}}', 0)) or 1
+        print(f"loomc {kind}: {writes} writes in {txs} transactions ({writes / txs:.1f} per)")
     if "litellm" not in results:
         print("litellm    (not run: no LiteLLM venv at LOOMC_LITELLM_VENV)")
 

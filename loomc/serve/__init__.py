@@ -14,15 +14,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from starlette.applications import Starlette
-
     from loomc.project import Project
+    from loomc.serve.app import ServeApp
     from loomc.store import Store
 
 __all__ = ["create_app", "serve"]
 
 
-def create_app(project: Project, store: Store, **options: object) -> Starlette:
+def create_app(project: Project, store: Store, **options: object) -> ServeApp:
     from loomc.serve.app import create_app as build
 
     return build(project, store, **options)  # type: ignore[arg-type]

@@ -173,6 +173,10 @@ def check_scope(scope: Scope, used: tuple[int, int, int, int], asked: Usage) -> 
             raise BudgetExhausted(scope.name, dim, scale(cap), scale(used[i]), scale(want[i]))
 
 
+Ask = tuple[Sequence[Scope], Usage, str]  # scopes, amount, period: one reservation
+Finished = tuple[str | None, Usage, StoredRun]  # reservation, what was used, the stored run
+
+
 class Store(Protocol):
     """What the server, `loomc run --store` and `loomc traces` need from a backend."""
 
@@ -200,6 +204,15 @@ class Store(Protocol):
     def settle_and_save(self, reservation: str | None, actual: Usage, run: StoredRun) -> None:
         """Settle ``reservation`` (when there is one) and store ``run`` in one transaction: one
         trip to the database per served request instead of two."""
+        ...
+
+    def reserve_many(self, asks: Sequence[Ask]) -> list[str | BudgetExhausted]:
+        """Several reservations in one transaction (a server's group commit), each checked
+        against the totals left by the ones before it: per ask, its id or its refusal."""
+        ...
+
+    def settle_and_save_many(self, finished: Sequence[Finished]) -> None:
+        """Several ``settle_and_save`` in one transaction: all of them or none."""
         ...
 
     def runs(self, where: RunFilter | None = None) -> list[StoredRun]:

@@ -22,6 +22,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from loomc.store.base import (
+    Ask,
+    BudgetExhausted,
+    Finished,
     RunFilter,
     Scope,
     StoredRun,
@@ -106,12 +109,15 @@ class PostgresStore:
             self._db = psycopg.connect(url, autocommit=False)
             with self._db.transaction():
                 self._db.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
-                for statement in filter(str.strip, SCHEMA.split(";")):
-                    self._db.execute(statement)
                 found = self._db.execute(
                     "SELECT 1 FROM pg_trigger WHERE tgname = 'loomc_ledger_totals'"
                 ).fetchone()
+                # the trigger is made last: with it the schema is whole, and the DDL is skipped
+                # (`CREATE INDEX IF NOT EXISTS` still takes a share lock on its table, which
+                # deadlocked a replica starting while another one settled runs)
                 if found is None:  # a new store, or one from before the running totals
+                    for statement in filter(str.strip, SCHEMA.split(";")):
+                        self._db.execute(statement)
                     self._db.execute(_TOTALS_FUNCTION)
                     self._db.execute(_TOTALS_TRIGGER)
                     self._db.execute("DELETE FROM loomc_totals")
@@ -122,22 +128,49 @@ class PostgresStore:
             raise StoreError(f"cannot open store {self.url}: {reason}") from None
 
     def reserve(self, scopes: Sequence[Scope], amount: Usage, period: str) -> str:
-        reservation = uuid.uuid4().hex
-        row = usage_row(amount)
+        got = self.reserve_many([(scopes, amount, period)])[0]
+        if isinstance(got, BudgetExhausted):
+            raise got
+        return got
+
+    def reserve_many(self, asks: Sequence[Ask]) -> list[str | BudgetExhausted]:
+        """One transaction: every scope of every ask locked once (in name order), the totals
+        read in one round trip, then each ask checked against them plus the asks before it."""
+        out: list[str | BudgetExhausted] = []
+        rows: list[tuple[Any, ...]] = []
         with self._lock, self._db.transaction():
-            ordered = sorted(scopes, key=lambda s: s.name)
-            for scope in ordered:
-                self._db.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (scope.name,))
-            totals = self._totals([s.name for s in ordered], period)
-            for scope in scopes:
-                check_scope(scope, totals.get(scope.name, (0, 0, 0, 0)), amount)
-            with self._db.cursor() as cur:
-                cur.executemany(
-                    "INSERT INTO loomc_ledger (reservation, scope, period, calls, tokens, credits,"
-                    " cost) VALUES (%s, %s, %s, %s, %s, %s, %s)",
-                    [(reservation, s.name, period, *row) for s in ordered],
-                )
-        return reservation
+            names = sorted({s.name for scopes, _, _ in asks for s in scopes})
+            for name in names:
+                self._db.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (name,))
+            totals: dict[tuple[str, str], tuple[int, int, int, int]] = {}
+            for period in {period for _, _, period in asks}:
+                for name, used in self._totals(names, period).items():
+                    totals[name, period] = used
+            for scopes, amount, period in asks:
+                try:
+                    for scope in scopes:
+                        check_scope(scope, totals.get((scope.name, period), (0, 0, 0, 0)), amount)
+                except BudgetExhausted as refused:
+                    out.append(refused)
+                    continue
+                reservation, row = uuid.uuid4().hex, usage_row(amount)
+                for scope in scopes:
+                    used = totals.get((scope.name, period), (0, 0, 0, 0))
+                    totals[scope.name, period] = (
+                        used[0] + row[0], used[1] + row[1], used[2] + row[2], used[3] + row[3]
+                    )  # fmt: skip
+                rows += [(reservation, s.name, period, *row) for s in scopes]
+                out.append(reservation)
+            # in scope order, as every writer of the ledger does: totals rows lock in one order
+            rows.sort(key=lambda r: (r[1], r[2]))
+            if rows:
+                with self._db.cursor() as cur:
+                    cur.executemany(
+                        "INSERT INTO loomc_ledger (reservation, scope, period, calls, tokens,"
+                        " credits, cost) VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                        rows,
+                    )
+        return out
 
     def settle(self, reservation: str, actual: Usage) -> None:
         with self._lock, self._db.transaction():
@@ -178,9 +211,23 @@ class PostgresStore:
             self._insert(rows, events)
 
     def settle_and_save(self, reservation: str | None, actual: Usage, run: StoredRun) -> None:
-        rows, events = run_rows([run])
+        self.settle_and_save_many([(reservation, actual, run)])
+
+    def settle_and_save_many(self, finished: Sequence[Finished]) -> None:
+        rows, events = run_rows([run for _, _, run in finished])
+        settled = [(r, used) for r, used, _ in finished if r is not None]
         with self._lock, self._db.transaction():
-            if reservation is not None:
+            if len(settled) > 1:
+                # the batch's totals rows locked first, in (scope, period) order: settling
+                # reservations of several keys one by one would lock them in a mixed order,
+                # and two replicas' batches could deadlock
+                self._db.execute(
+                    "SELECT 1 FROM loomc_totals WHERE (scope, period) IN (SELECT scope, period"
+                    " FROM loomc_ledger WHERE reservation = ANY(%s))"
+                    " ORDER BY scope, period FOR UPDATE",
+                    ([r for r, _ in settled],),
+                )
+            for reservation, actual in settled:
                 self._settle(reservation, actual)
             self._insert(rows, events)
 

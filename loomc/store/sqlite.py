@@ -32,6 +32,9 @@ from pathlib import Path
 from typing import Any
 
 from loomc.store.base import (
+    Ask,
+    BudgetExhausted,
+    Finished,
     RunFilter,
     Scope,
     StoredRun,
@@ -91,6 +94,7 @@ INSERT INTO totals (scope, period, calls, tokens, credits, cost)
   GROUP BY scope, period;
 """
 _SYNC = {"FULL", "NORMAL"}
+MMAP_BYTES = 256 * 1024 * 1024  # address space only: the OS pages in what is read
 
 _COLUMNS = (
     "run_id, ts, pipeline, tier, key, source, stop_reason, calls, tokens, credits, cost, "
@@ -129,6 +133,11 @@ class SQLiteStore:
         db.execute("PRAGMA journal_mode=WAL")
         db.execute(f"PRAGMA synchronous={sync}")
         db.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
+        # pages read through a memory map instead of one pread() each: a served request's
+        # reservation and settlement cost ~15% less CPU (325 instead of 390 µs per statement
+        # sequence, benchmarks/README.md, serve4); writes still go through the WAL: durability
+        # is unchanged
+        db.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
         return db
 
     @contextmanager
@@ -168,17 +177,29 @@ class SQLiteStore:
     # --- the ledger -----------------------------------------------------------------------------
 
     def reserve(self, scopes: Sequence[Scope], amount: Usage, period: str) -> str:
-        reservation = uuid.uuid4().hex
-        row = usage_row(amount)
+        got = self.reserve_many([(scopes, amount, period)])[0]
+        if isinstance(got, BudgetExhausted):
+            raise got
+        return got
+
+    def reserve_many(self, asks: Sequence[Ask]) -> list[str | BudgetExhausted]:
+        out: list[str | BudgetExhausted] = []
         with self._tx("BEGIN IMMEDIATE") as db:
-            for scope in scopes:
-                check_scope(scope, self._sum(db, scope.name, period), amount)
-            db.executemany(
-                "INSERT INTO ledger (reservation, scope, period, calls, tokens, credits, cost)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [(reservation, s.name, period, *row) for s in scopes],
-            )
-        return reservation
+            for scopes, amount, period in asks:
+                try:
+                    for scope in scopes:  # the totals include the asks reserved before this one
+                        check_scope(scope, self._sum(db, scope.name, period), amount)
+                except BudgetExhausted as refused:
+                    out.append(refused)
+                    continue
+                reservation, row = uuid.uuid4().hex, usage_row(amount)
+                db.executemany(
+                    "INSERT INTO ledger (reservation, scope, period, calls, tokens, credits, cost)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    [(reservation, s.name, period, *row) for s in scopes],
+                )
+                out.append(reservation)
+        return out
 
     def settle(self, reservation: str, actual: Usage) -> None:
         with self._tx("BEGIN IMMEDIATE") as db:
@@ -210,10 +231,14 @@ class SQLiteStore:
             _insert(db, rows, events)
 
     def settle_and_save(self, reservation: str | None, actual: Usage, run: StoredRun) -> None:
-        rows, events = run_rows([run])
+        self.settle_and_save_many([(reservation, actual, run)])
+
+    def settle_and_save_many(self, finished: Sequence[Finished]) -> None:
+        rows, events = run_rows([run for _, _, run in finished])
         with self._tx("BEGIN IMMEDIATE") as db:
-            if reservation is not None:
-                _settle(db, reservation, actual)
+            for reservation, actual, _ in finished:
+                if reservation is not None:
+                    _settle(db, reservation, actual)
             _insert(db, rows, events)
 
     def runs(self, where: RunFilter | None = None) -> list[StoredRun]:

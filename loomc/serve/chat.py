@@ -1,0 +1,276 @@
+"""``POST /v1/chat/completions`` as a bare ASGI handler: the one route on the hot path.
+
+Why not a Starlette route like the others: its router, ``Request`` object, exception
+middleware and response classes cost ~0.3 ms of CPU per request, a third of the budget for the
+whole server's overhead (issue 14). Here the request is read straight from ASGI messages, the
+reply built from precomputed header lists and compact JSON, and every other path still goes to
+Starlette (``app.py``), which keeps the Studio, ``/v1/models``, ``/metrics`` and error pages.
+
+Streaming writes as few times as it can without delaying a byte: the role chunk at once (the
+client knows the stream is live), then every content delta queued in one turn of the event loop
+as one socket write (an upstream's burst of chunks is one write instead of one each: at 128
+streams a loopback write costs more CPU than the chunk's JSON), and the finish, usage and
+``[DONE]`` frames together in the last one. A client that hangs up cancels the run (its
+reservation keeps what was used booked), exactly as Starlette's streaming response did.
+
+Errors leave in OpenAI's shape with their status; anything unexpected is logged without keys
+or traceback and answered as a bare 500.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+from starlette.types import Receive, Scope, Send
+
+from loomc.policy.models import ServeSettings
+from loomc.providers.base import redact
+from loomc.serve.auth import Keys
+from loomc.serve.metrics import Metrics
+from loomc.serve.service import Admitted, Service, upstream_failed
+from loomc.serve.wire import (
+    ApiError,
+    chunk,
+    completion_body,
+    completion_id,
+    extension,
+    finish_reason,
+    parse_request,
+    usage,
+)
+from loomc.studio.sse import frame
+
+log = logging.getLogger("loomc.serve")
+
+_JSON = [(b"content-type", b"application/json")]
+_SSE = [
+    (b"content-type", b"text/event-stream; charset=utf-8"),
+    (b"cache-control", b"no-cache"),
+    (b"x-accel-buffering", b"no"),
+]
+_HOLE = "\x00loomc-delta\x00"  # a placeholder for a content delta's text
+_DONE = b"data: [DONE]\n\n"
+
+
+def dumps(body: Any) -> bytes:
+    """Compact JSON as Starlette's ``JSONResponse`` renders it (UTF-8, no NaN)."""
+    return json.dumps(body, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
+
+
+def sse(item: dict[str, Any] | str) -> bytes:
+    return b"data: " + frame(item).encode() + b"\n\n"
+
+
+async def respond(
+    send: Send, status: int, body: bytes, headers: dict[str, str] | None = None
+) -> None:
+    extra = [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()]
+    length = [(b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": _JSON + length + extra})
+    await send({"type": "http.response.body", "body": body})
+
+
+def upstream_error(error: str | None) -> ApiError:
+    return ApiError(
+        502,
+        f"every upstream call failed: {error or 'no answer'}",
+        type="upstream_error",
+        code="upstream_failed",
+    )
+
+
+def internal(exc: BaseException) -> ApiError:
+    log.error("internal error: %s", redact(repr(exc)))
+    return ApiError(500, "internal server error", type="server_error")
+
+
+class ChatCompletions:
+    """The ASGI handler; ``service`` gives the running server's :class:`Service` (made in the
+    app's lifespan)."""
+
+    def __init__(
+        self, keys: Keys, settings: ServeSettings, metrics: Metrics, service: Callable[[], Service]
+    ) -> None:
+        self.keys, self.metrics, self.service = keys, metrics, service
+        self.limit = settings.max_body_bytes
+
+    async def error(self, send: Send, exc: ApiError) -> None:
+        self.metrics.request(exc.status)
+        await respond(send, exc.status, dumps(exc.body()), exc.headers)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        svc = self.service()
+        svc.ledger.in_flight += 1  # a request alone commits its writes without waiting
+        try:
+            await self.handle(svc, scope, receive, send)
+        finally:
+            svc.ledger.in_flight -= 1
+
+    async def handle(self, svc: Service, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            client = self.keys.authenticate(header(scope, b"authorization"))
+            body = await read_body(scope, receive, self.limit)
+            if body is None:
+                return  # the client left before it finished sending: nobody to answer
+            request = parse_request(loads(body))
+            admitted = await svc.admit(request, client)
+        except ApiError as exc:
+            await self.error(send, exc)
+            return
+        except Exception as exc:  # answered as a bare 500; logged without keys or traceback
+            await self.error(send, internal(exc))
+            return
+        if request.stream:
+            self.metrics.request(200)
+            await stream(svc, admitted, receive, send)
+            return
+        try:
+            result, extra = await svc.execute(admitted)
+            if upstream_failed(result):
+                raise upstream_error(result.error)
+            reply = dumps(
+                completion_body(completion_id(), request.model, result, extension(result, **extra))
+            )
+        except ApiError as exc:
+            await self.error(send, exc)
+            return
+        except Exception as exc:
+            await self.error(send, internal(exc))
+            return
+        self.metrics.request(200)
+        await respond(send, 200, reply)
+
+
+def header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope["headers"]:
+        if key == name:
+            return bytes(value).decode("latin-1")
+    return None
+
+
+async def read_body(scope: Scope, receive: Receive, limit: int) -> bytes | None:
+    """The whole body (None when the client hung up first); over ``limit`` bytes is refused
+    before it is read whole, and at once when its declared length says so."""
+    too_large = ApiError(413, f"request body over {limit} bytes", code="request_too_large")
+    declared = header(scope, b"content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise too_large
+    parts: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return None  # http.disconnect
+        part = message.get("body", b"")
+        size += len(part)
+        if size > limit:
+            raise too_large
+        parts.append(part)
+        if not message.get("more_body", False):
+            return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+def loads(body: bytes) -> Any:
+    try:
+        return json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        raise ApiError(400, "the request body is not valid JSON", code="invalid_json") from None
+
+
+async def stream(svc: Service, admitted: Admitted, receive: Receive, send: Send) -> None:
+    """One SSE stream: a role chunk, content deltas as the answer arrives, the finish chunk with
+    the ``loomc`` object, the usage chunk when asked, then ``[DONE]``. Errors after the stream
+    started travel as an ``error`` event, as OpenAI's own streams do."""
+    request = admitted.request
+    cid, created, model = completion_id(), int(time.time()), request.model
+    with_usage = bool(request.stream_options and request.stream_options.include_usage)
+    # a content chunk is the same JSON but for its text: built once, the text spliced in (the
+    # last match: the client's model name comes before the content)
+    head, _, tail = frame(
+        chunk(cid, model, created, {"content": _HOLE}, with_usage=with_usage)
+    ).rpartition(json.dumps(_HOLE))
+    before, after = b"data: " + head.encode(), tail.encode() + b"\n\n"
+    queued: list[bytes] = []
+    wake = anyio.Event()
+
+    def delta(text: str) -> None:
+        nonlocal wake
+        queued.append(before + json.dumps(text).encode() + after)
+        wake.set()
+
+    async def writer() -> None:
+        nonlocal wake
+        while True:
+            await wake.wait()
+            wake = anyio.Event()
+            data = b"".join(queued)
+            queued.clear()
+            try:
+                with anyio.CancelScope(shield=True):  # taken from the queue: never half lost
+                    await send({"type": "http.response.body", "body": data, "more_body": True})
+            except OSError:  # uvicorn's ClientDisconnected: `watch` ends the stream
+                return
+
+    async def watch() -> None:
+        while (await receive())["type"] != "http.disconnect":
+            pass
+        tg.cancel_scope.cancel()  # the client hung up: the run stops, its usage stays booked
+
+    outcome: tuple[Any, dict[str, Any]] | ApiError | None = None
+    try:
+        await send({"type": "http.response.start", "status": 200, "headers": _SSE})
+        role = chunk(
+            cid, model, created, {"role": "assistant", "content": ""}, with_usage=with_usage
+        )
+        await send({"type": "http.response.body", "body": sse(role), "more_body": True})
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(watch)
+            tg.start_soon(writer)
+            try:
+                outcome = await svc.execute(admitted, delta)
+            except ApiError as exc:
+                outcome = exc
+            except Exception as exc:  # the stream has started: an error event, no traceback
+                outcome = internal(exc)
+            tg.cancel_scope.cancel()
+    except OSError:  # uvicorn's ClientDisconnected: the client went away mid-write
+        outcome = None
+    finally:
+        await svc.release(admitted)  # a no-op unless the client left before the run began
+    if outcome is None:
+        return  # cancelled by the client's leaving: nobody to write to
+    last = b"".join(queued)
+    if isinstance(outcome, ApiError):
+        last += sse(outcome.body())
+    else:
+        result, extra = outcome
+        if upstream_failed(result):
+            last += sse(upstream_error(result.error).body())
+        else:
+            ext = extension(result, **extra)
+            last += sse(
+                chunk(
+                    cid, model, created, {}, finish_reason(result), with_usage=with_usage, loomc=ext
+                )
+            )
+            if with_usage:
+                last += sse(
+                    {
+                        "id": cid,
+                        "object": "chat.completion.chunk",
+                        "created": created,
+                        "model": model,
+                        "choices": [],
+                        "system_fingerprint": None,
+                        "usage": usage(result),
+                        "loomc": ext,
+                    }
+                )
+    with contextlib.suppress(OSError):  # uvicorn's ClientDisconnected
+        await send({"type": "http.response.body", "body": last + _DONE, "more_body": False})
