@@ -93,8 +93,13 @@ class MockRule(_Model):
     @field_validator("pattern")
     @classmethod
     def _compiles(cls, value: str | None) -> str | None:
+        """A pattern that does not compile is a policy error (LOOM603), not a traceback:
+        ``re.error`` is no ValueError, so pydantic would let it through."""
         if value is not None:
-            re.compile(value)
+            try:
+                re.compile(value)
+            except (re.error, RecursionError, OverflowError) as exc:
+                raise ValueError(f"not a regular expression: {str(exc)[:120]}") from None
         return value
 
 

@@ -223,3 +223,29 @@ def test_records_keep_the_pydantic_interface_loomc_uses() -> None:
     assert nested.mock is not None and nested.mock.latency_ms == 2000
     lax_nested = models.ProviderConfig(type="mock", mock=nested.mock, timeout=1.0)
     assert lax_nested.mock == nested.mock and lax_nested.timeout == 1
+
+
+def test_a_pattern_that_does_not_compile_is_a_diagnostic_not_a_traceback() -> None:
+    """Regression: ``re.error`` escaped pydantic (it is no ValueError) and ``loomc check``
+    printed a traceback for a mock rule's bad ``pattern``."""
+    from loomc.policy.load import load_policy_text
+
+    text = (
+        "providers:\n"
+        "  mock:\n"
+        "    type: mock\n"
+        "    mock:\n"
+        '      rules: [{pattern: "(", response: x}]\n'
+        "workers:\n"
+        "  w: {model: mock/m}\n"
+    )
+    source, diags = load_policy_text(text, "p.yaml")
+    assert source is None
+    assert [(d.code, d.span.line, d.message) for d in diags] == [
+        (
+            "LOOM603",
+            5,
+            "providers.mock.mock.rules.0.pattern: Value error, not a regular expression: "
+            "missing ), unterminated subpattern at position 0",
+        )
+    ]
