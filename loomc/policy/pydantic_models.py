@@ -31,7 +31,7 @@ from pydantic import (
     model_validator,
 )
 
-from loomc.policy.models import (  # the validators' logic is shared, written once
+from loomc.policy.values import (  # the validators' logic is shared, written once
     _AMOUNT_SCHEMA,
     _DURATION_SCHEMA,
     ENV_REF,
