@@ -21,6 +21,9 @@ loomc module from source in every process, ~100 ms of a ``loomc check``. So the 
 bytecode in a temporary ``PYTHONPYCACHEPREFIX``, written by the warm-up run and read after, as
 an installed loomc would; ``--source`` measures the checkout as it runs without bytecode.
 
+``--breakdown`` / ``--run-breakdown``: CPU ms per stage of a cold ``loomc check`` of this
+repository / a cold ``loomc run`` in a ``loomc init`` scaffold (what is left, phase by phase).
+
 ``--before TREE`` adds, for every loomc arm, the same command run with ``TREE`` (another
 checkout, e.g. ``git archive BASE | tar -x -C /tmp/before``) first on ``PYTHONPATH`` instead of
 this one, interleaved with the rest: before and after measured in one run, on the same projects.
@@ -98,7 +101,10 @@ Arm = tuple[list[str], Path, Path]
 def _arms(tree: Path, scaffold: Path, scaffold_tree: Path, before: Path | None) -> dict[str, Arm]:
     py = sys.executable
     ruff = shutil.which("ruff") or str(Path(py).parent / "ruff")
-    loomc = [py, "-m", "loomc"]
+    # -P: no working directory on sys.path (as for the installed `loomc` script); without it a
+    # `python -m loomc` run in this repository imports this checkout whatever PYTHONPATH says,
+    # and a `--before` arm would time the new code
+    loomc = [py, "-P", "-m", "loomc"]
     ours: dict[str, tuple[list[str], Path]] = {
         "loomc --help": ([*loomc, "--help"], ROOT),
         "loomc check (this repo)": ([*loomc, "check", str(ROOT)], ROOT),
@@ -194,12 +200,9 @@ def _child_breakdown() -> None:
     import loomc.cli.main
 
     mark("loomc.cli.main")
-    import pydantic  # noqa: F401
-
-    mark("import pydantic")
     import loomc.policy.models
 
-    mark("policy models (pydantic classes)")
+    mark("policy models (records, no pydantic)")
     import loomc.policy.load
 
     mark("import yaml + policy reader")
@@ -226,24 +229,74 @@ def _child_breakdown() -> None:
     mark("compile + check every pipeline x tier")
     loomc.checker.render.render_text(diags)
     mark("render")
+    if "pydantic" in sys.modules:  # a valid policy is read without it (loomc/policy/record.py)
+        mark("(pydantic was imported)")
     start = marks[0][1]
     print(json.dumps([(name, (t - start) * 1e3) for name, t in marks]))
 
 
-def breakdown(repeats: int) -> None:
-    """Medians over fresh processes of :func:`_child_breakdown`, stage by stage."""
+def _child_run_breakdown(project: Path) -> None:
+    """In a fresh process: CPU milliseconds of each stage of a cold ``loomc run`` with the mock
+    in ``project`` (a ``loomc init`` scaffold: its guard reads the risk, so the semantic
+    profiler's static stage loads), cumulative from the interpreter's start."""
+    marks: list[tuple[str, float]] = [("interpreter", time.process_time())]
+
+    def mark(name: str) -> None:
+        marks.append((name, time.process_time()))
+
+    import loomc.cli.main
+
+    mark("loomc.cli.main")
+    import loomc.api.running
+    import loomc.cli.live
+
+    mark("import run path (api, exec, providers, rich)")
+    import numpy  # noqa: F401
+
+    mark("import numpy")
+    import loomc
+
+    loaded = loomc.Project.load(project, None)
+    mark("load project (parse, policy, compile)")
+    from loomc.api.profiling import policy_profiler
+
+    policy_profiler(loaded.policy.risk).profile("Say hello.")
+    mark("semantic profiler: load + first profile")
+    result = loomc.run("Say hello.", project=loaded, stream=False)
+    assert result.answer
+    mark("the run itself (mock)")
+    if "pydantic" in sys.modules:
+        mark("(pydantic was imported)")
+    start = marks[0][1]
+    print(json.dumps([(name, (t - start) * 1e3) for name, t in marks]))
+
+
+def breakdown(repeats: int, run: bool = False) -> None:
+    """Medians over fresh processes of :func:`_child_breakdown` (or, with ``run``, of
+    :func:`_child_run_breakdown` in a ``loomc init`` scaffold), stage by stage."""
     runs = []
-    for i in range(repeats + 1):  # the first run writes the bytecode and is not counted
-        done = subprocess.run(
-            [sys.executable, __file__, "--child-breakdown"],
-            env=_env(),
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        if i:
-            runs.append(json.loads(done.stdout))
-    print(f"cold `loomc check` of this repository, CPU ms (median of {repeats} processes)")
+    with tempfile.TemporaryDirectory() as tmp:
+        flag = ["--child-breakdown"]
+        if run:
+            subprocess.run(
+                [sys.executable, "-P", "-m", "loomc", "init", tmp],
+                env=_env(),
+                stdout=subprocess.DEVNULL,
+                check=True,
+            )
+            flag = ["--child-run-breakdown", tmp]
+        for i in range(repeats + 1):  # the first run writes the bytecode and is not counted
+            done = subprocess.run(
+                [sys.executable, "-P", __file__, *flag],
+                env=_env(),
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            if i:
+                runs.append(json.loads(done.stdout))
+    what = "`loomc run` (mock, init scaffold)" if run else "`loomc check` of this repository"
+    print(f"cold {what}, CPU ms (median of {repeats} processes)")
     print(f"{'stage':44} {'stage':>7} {'cumulative':>11}")
     previous = 0.0
     for i, (name, _) in enumerate(runs[0]):
@@ -292,12 +345,17 @@ def main() -> None:
     parser.add_argument(
         "--breakdown", action="store_true", help="only: where a cold `loomc check` spends CPU"
     )
+    parser.add_argument(
+        "--run-breakdown", action="store_true", help="only: where a cold `loomc run` spends CPU"
+    )
     parser.add_argument("--child-breakdown", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--child-run-breakdown", type=Path, help=argparse.SUPPRESS)
     parser.add_argument(
         "--source", action="store_true", help="no bytecode: compile every module in every run"
     )
     args = parser.parse_args()
-    if not args.source and not args.child_breakdown:
+    child = args.child_breakdown or args.child_run_breakdown
+    if not args.source and not child:
         cache = tempfile.mkdtemp(prefix="bench-startup-pyc-")
         BYTECODE["PYTHONPYCACHEPREFIX"] = cache
         atexit.register(shutil.rmtree, cache, True)
@@ -305,8 +363,11 @@ def main() -> None:
     if args.child_breakdown:
         _child_breakdown()
         return
-    if args.breakdown:
-        breakdown(args.repeats)
+    if args.child_run_breakdown:
+        _child_run_breakdown(args.child_run_breakdown)
+        return
+    if args.breakdown or args.run_breakdown:
+        breakdown(args.repeats, run=args.run_breakdown)
         return
     before = args.before.resolve() if args.before else None
 

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import re
 
-from rich.markup import escape as _rich_escape
-
 # C0 controls but tab and newline, DEL, C1 controls; bidi embeddings, overrides and isolates;
 # lone surrogates.
 _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
@@ -32,8 +30,11 @@ def plain(text: object) -> str:
 
 def markup(text: object) -> str:
     """``text`` for inside a rich markup string: :func:`plain`, then rich's own escaping, so
-    brackets in it print as brackets."""
-    return _rich_escape(plain(text))
+    brackets in it print as brackets. (rich is imported here, not above: ``plain`` is on the
+    path of every ``loomc run`` and ``loomc check``, which need no rich for it.)"""
+    from rich.markup import escape
+
+    return escape(plain(text))
 
 
 __all__ = ["markup", "plain"]

@@ -1,6 +1,6 @@
 """Load a YAML policy into a validated `Policy`, reporting problems as diagnostics with lines.
 
-pydantic errors carry a location path (``workers.drafter.model``); we map that path back to the
+Validation errors (pydantic's, see :mod:`loomc.policy.record`) carry a location path (``workers.drafter.model``); we map that path back to the
 YAML node's line and column so a policy error points at the file like a syntax error does.
 
 The YAML is composed once into nodes (positions) and those nodes are constructed into data, both
@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import ValidationError
 
 from loomc.diagnostics import Diagnostic, Severity, Span
 from loomc.policy.bounded_yaml import Limit, compose_and_construct
@@ -69,7 +68,11 @@ def load_policy_text(text: str, name: str) -> tuple[PolicySource | None, list[Di
         return None, [_err("LOOM603", "a policy must be a YAML mapping", Span.point(name))]
     try:
         policy = Policy.model_validate(data)
-    except ValidationError as exc:
+    except ValueError as exc:  # pydantic (imported only once a policy needs it) or not ours
+        from pydantic import ValidationError
+
+        if not isinstance(exc, ValidationError):
+            raise
         diags = []
         for error in exc.errors():
             loc = tuple(str(p) for p in error["loc"])

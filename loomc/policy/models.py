@@ -1,186 +1,184 @@
-"""Pydantic models of a YAML policy file: providers, workers, tiers, pricing, risk, defaults.
+"""The policy of a project: providers, workers, tiers, pricing, risk, defaults, serve keys.
 
 A policy is the part of a project that changes with the deployment (which gateway, which models,
 what they cost) while `.loom` pipelines describe the shape of the work. Amounts are exact
 decimals and durations are normalised to milliseconds at validation time so that every later
 stage sees one unit per dimension.
+
+These are plain frozen records (:mod:`loomc.policy.record`) checked by hand, so that loading a
+policy costs no pydantic import or schema build; whatever the checks are unsure of, errors
+included, is validated by the pydantic twins in :mod:`loomc.policy.pydantic_models`, which stay
+the reference: same fields, same defaults, same messages. Change a field in both.
 """
 
 from __future__ import annotations
 
-import re
 from decimal import Decimal
-from typing import Annotated, Any, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import (
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    Field,
-    WithJsonSchema,
-    field_validator,
-    model_validator,
+from loomc.policy.record import (
+    REQUIRED,
+    Factory,
+    Fields,
+    Record,
+    Unsure,
+    anything,
+    boolean,
+    dict_of,
+    list_of,
+    one_of,
+    optional,
+    record,
+    string,
+    where,
 )
+from loomc.policy.values import (
+    _NAME,
+    ENV_REF,
+    MAX_AMOUNT,
+    ProviderType,
+    _compiles,
+    _decimal,
+    _duration,
+    _has_provider,
+    amount,
+    duration,
+    integer,
+    number,
+)
+from loomc.units import Budget
 
-from loomc.units import Budget, parse_duration_ms
-
-ENV_REF = re.compile(r"^env:[A-Za-z_][A-Za-z0-9_]*$")
-
-ProviderType = Literal["mock", "openai-compatible", "openrouter", "lmstudio", "dot", "ollama"]
-"""`openrouter`, `lmstudio` and `dot` are presets of the OpenAI-compatible wire protocol."""
-
-
-MAX_AMOUNT = 10**15
-"""The largest amount, duration (ms) or count a policy may give (docs/diagnostics.md)."""
-
-
-def _duration(value: Any) -> Any:
-    if isinstance(value, str):
-        if len(value) > 40 or not re.match(DURATION_PATTERN, value):
-            raise ValueError(f"not a duration: {value[:24]!r} (use e.g. 45s, 1500ms, 2min)")
-        try:
-            return parse_duration_ms(value)
-        except ArithmeticError as exc:  # decimal.InvalidOperation is one
-            raise ValueError(
-                f"not a duration: {value[:24]!r} (use e.g. 45s, 1500ms, 2min)"
-            ) from exc
-    return value
-
-
-def _decimal(value: Any) -> Any:
-    if isinstance(value, str):
-        text = value.strip().lstrip("$").replace("_", "")
-        if len(text) > 40:
-            raise ValueError("a number of more than 40 characters")
-        try:
-            value = Decimal(text)
-        except ArithmeticError as exc:  # decimal.InvalidOperation is one
-            raise ValueError(f"not a number: {value[:24]!r}") from exc
-    elif isinstance(value, float):
-        value = Decimal(repr(value))  # 0.1 stays 0.1, not 0.1000000000000000055...
-    if isinstance(value, Decimal) and not value.is_finite():
-        raise ValueError("a finite number is required")
-    return value
-
-
-# The JSON Schema (`loomc schema`) describes what users write, not the parsed type: a duration
-# is milliseconds or a string with a unit, an amount a number or a string such as "$0.08".
-DURATION_PATTERN = r"^\s*([0-9][0-9_]*(\.[0-9_]*)?|\.[0-9][0-9_]*)\s*(min|ms|s)?\s*$"
-AMOUNT_PATTERN = r"^\s*\$?\s*([0-9][0-9_]*(\.[0-9_]*)?|\.[0-9][0-9_]*)\s*$"
-_DURATION_SCHEMA = {
-    "anyOf": [
-        {"type": "integer", "minimum": 0},
-        {"type": "string", "pattern": DURATION_PATTERN},
-    ],
-    "description": 'milliseconds, or a number with a unit: 1500, "1_500ms", "20s", "1.5min"',
-}
-_AMOUNT_SCHEMA = {
-    "anyOf": [
-        {"type": "number", "minimum": 0},
-        {"type": "string", "pattern": AMOUNT_PATTERN},
-    ],
-    "description": 'a non-negative amount: 2, 0.08, "$0.08", "1_000"',
-}
-
-DurationMs = Annotated[
-    int, BeforeValidator(_duration), Field(ge=0, le=MAX_AMOUNT), WithJsonSchema(_DURATION_SCHEMA)
+__all__ = [  # ENV_REF, MAX_AMOUNT, ProviderType, _duration, _decimal: read here by other modules
+    "ENV_REF",
+    "MAX_AMOUNT",
+    "REQUIRED",
+    "Defaults",
+    "Factory",
+    "MockFault",
+    "MockRule",
+    "MockScript",
+    "PeriodBudget",
+    "Policy",
+    "Price",
+    "ProviderConfig",
+    "ProviderType",
+    "RiskSettings",
+    "ServeKey",
+    "ServeSettings",
+    "TierConfig",
+    "WorkerConfig",
+    "_decimal",
+    "_duration",
 ]
-Amount = Annotated[
-    Decimal, BeforeValidator(_decimal), Field(ge=0, le=MAX_AMOUNT), WithJsonSchema(_AMOUNT_SCHEMA)
-]
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
-
-    @field_validator("*", mode="after")
-    @classmethod
-    def _bounded(cls, value: Any) -> Any:
-        """No number past ``MAX_AMOUNT`` anywhere: later stages multiply them into worst cases
-        and print them, and a 5,000-digit int cannot even be printed."""
-        number = isinstance(value, int | float | Decimal) and not isinstance(value, bool)
-        if number and abs(value) > MAX_AMOUNT:
-            raise ValueError(f"at most {MAX_AMOUNT:_} (10^15)".replace("_", ","))
-        return value
-
 
 # --- mock provider script ----------------------------------------------------------------------
 
 
-class MockFault(_Model):
+class MockFault(Record):
     """A fault the mock injects: HTTP status, timeout, or a stream cut after some tokens."""
 
     kind: Literal["status", "timeout", "stream-cut", "malformed"]
-    status: int = 500
-    retry_after_s: float | None = None
-    after_tokens: int = 3
-    times: int = Field(1, ge=1, description="how many attempts fail before the call succeeds")
+    status: int
+    retry_after_s: float | None
+    after_tokens: int
+    times: int
+    fields: ClassVar[Fields] = {
+        "kind": (one_of("status", "timeout", "stream-cut", "malformed"), REQUIRED),
+        "status": (integer(), 500),
+        "retry_after_s": (optional(number()), None),
+        "after_tokens": (integer(), 3),
+        "times": (integer(ge=1), 1),
+    }
 
 
-class MockRule(_Model):
+class MockRule(Record):
     """First matching rule wins; unset matchers match anything."""
 
-    role: str | None = None
-    model: str | None = None
-    pattern: str | None = Field(None, description="regex searched in the last user message")
-    response: str | None = None
-    latency_ms: DurationMs | None = None
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
-    spent_credits: Amount | None = None
-    fault: MockFault | None = None
+    role: str | None
+    model: str | None
+    pattern: str | None
+    response: str | None
+    latency_ms: int | None
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    spent_credits: Decimal | None
+    fault: MockFault | None
+    fields: ClassVar[Fields] = {
+        "role": (optional(string), None),
+        "model": (optional(string), None),
+        "pattern": (optional(where(string, _compiles)), None),
+        "response": (optional(string), None),
+        "latency_ms": (optional(duration), None),
+        "prompt_tokens": (optional(integer()), None),
+        "completion_tokens": (optional(integer()), None),
+        "spent_credits": (optional(amount), None),
+        "fault": (optional(record(MockFault)), None),
+    }
 
-    @field_validator("pattern")
-    @classmethod
-    def _compiles(cls, value: str | None) -> str | None:
-        if value is not None:
-            re.compile(value)
-        return value
 
-
-class MockScript(_Model):
-    latency_ms: DurationMs = 0
-    stream_chunk_words: int = Field(1, ge=1)
-    report_usage: bool = True
-    rules: list[MockRule] = Field(default_factory=list)
-    default_response: str | None = Field(
-        None, description="template; {role}, {model}, {task} are substituted"
-    )
+class MockScript(Record):
+    latency_ms: int
+    stream_chunk_words: int
+    report_usage: bool
+    rules: list[MockRule]
+    default_response: str | None
+    fields: ClassVar[Fields] = {
+        "latency_ms": (duration, 0),
+        "stream_chunk_words": (integer(ge=1), 1),
+        "report_usage": (boolean, True),
+        "rules": (list_of(record(MockRule)), Factory(list)),
+        "default_response": (optional(string), None),
+    }
 
 
 # --- providers, workers, pricing -------------------------------------------------------------
 
 
-class ProviderConfig(_Model):
+class ProviderConfig(Record):
     type: ProviderType
-    base_url: str | None = None
-    api_key: str | None = Field(None, description="must be an env:NAME reference")
-    headers: dict[str, str] = Field(default_factory=dict)
-    timeout: DurationMs | None = None
-    mock: MockScript | None = None
-    extra_body: dict[str, Any] = Field(default_factory=dict)
+    base_url: str | None
+    api_key: str | None
+    headers: dict[str, str]
+    timeout: int | None
+    mock: MockScript | None
+    extra_body: dict[str, Any]
+    fields: ClassVar[Fields] = {
+        "type": (
+            one_of("mock", "openai-compatible", "openrouter", "lmstudio", "dot", "ollama"),
+            REQUIRED,
+        ),
+        "base_url": (optional(string), None),
+        "api_key": (optional(string), None),
+        "headers": (dict_of(string), Factory(dict)),
+        "timeout": (optional(duration), None),
+        "mock": (optional(record(MockScript)), None),
+        "extra_body": (dict_of(anything), Factory(dict)),
+    }
 
 
-class WorkerConfig(_Model):
-    model: str = Field(..., description="provider/model-id")
-    label: str | None = None
-    group: str | None = Field(None, description="provider group used by independence checks")
-    capabilities: list[str] = Field(default_factory=list)
-    credits: Amount = Field(Decimal(0), description="credit reservation estimate per call")
-    p95_latency: DurationMs | None = None
-    max_tokens: int | None = Field(None, ge=1, description="caps every step of this worker")
-    timeout: DurationMs | None = None
-    retries: int | None = Field(None, ge=0)
-    temperature: float | None = Field(
-        None, ge=0, le=2, allow_inf_nan=False, description="sampling temperature sent on the wire"
-    )
-
-    @field_validator("model")
-    @classmethod
-    def _has_provider(cls, value: str) -> str:
-        if "/" not in value or value.startswith("/") or value.endswith("/"):
-            raise ValueError("model must be written provider/model-id")
-        return value
+class WorkerConfig(Record):
+    model: str
+    label: str | None
+    group: str | None
+    capabilities: list[str]
+    credits: Decimal
+    p95_latency: int | None
+    max_tokens: int | None
+    timeout: int | None
+    retries: int | None
+    temperature: float | None
+    fields: ClassVar[Fields] = {
+        "model": (where(string, _has_provider), REQUIRED),
+        "label": (optional(string), None),
+        "group": (optional(string), None),
+        "capabilities": (list_of(string), Factory(list)),
+        "credits": (amount, Decimal(0)),
+        "p95_latency": (optional(duration), None),
+        "max_tokens": (optional(integer(ge=1)), None),
+        "timeout": (optional(duration), None),
+        "retries": (optional(integer(ge=0)), None),
+        "temperature": (optional(number(ge=0, le=2)), None),
+    }
 
     @property
     def provider(self) -> str:
@@ -195,17 +193,28 @@ class WorkerConfig(_Model):
         return self.group or self.provider
 
 
-class Price(_Model):
-    input_per_million: Amount
-    output_per_million: Amount
+class Price(Record):
+    input_per_million: Decimal
+    output_per_million: Decimal
+    fields: ClassVar[Fields] = {
+        "input_per_million": (amount, REQUIRED),
+        "output_per_million": (amount, REQUIRED),
+    }
 
 
-class TierConfig(_Model):
-    calls: int | None = Field(None, ge=0)
-    tokens: int | None = Field(None, ge=0)
-    credits: Amount | None = None
-    cost: Amount | None = None
-    latency: DurationMs | None = None
+class TierConfig(Record):
+    calls: int | None
+    tokens: int | None
+    credits: Decimal | None
+    cost: Decimal | None
+    latency: int | None
+    fields: ClassVar[Fields] = {
+        "calls": (optional(integer(ge=0)), None),
+        "tokens": (optional(integer(ge=0)), None),
+        "credits": (optional(amount), None),
+        "cost": (optional(amount), None),
+        "latency": (optional(duration), None),
+    }
 
     def budget(self) -> Budget:
         return Budget(
@@ -225,95 +234,130 @@ def _default_tiers() -> dict[str, TierConfig]:
     }
 
 
-class RiskSettings(_Model):
+class RiskSettings(Record):
     """Which profiler decides escalation, and the signals the keyword profiler looks for."""
 
     # auto: semantic when its extra is installed, else keywords (loomc/risk/factory.py)
-    profiler: Literal["auto", "keywords", "semantic", "reference"] = "auto"
-    signals: dict[str, list[str]] = Field(default_factory=dict)
-    research_terms: list[str] = Field(default_factory=list)
-    escalate_terms: list[str] = Field(default_factory=list)
-    long_prompt_chars: int = 180
-    high_threshold: float = Field(0.5, ge=0, le=1)
-    medium_threshold: float = Field(0.3, ge=0, le=1)
-    options: dict[str, Any] = Field(default_factory=dict)
+    profiler: Literal["auto", "keywords", "semantic", "reference"]
+    signals: dict[str, list[str]]
+    research_terms: list[str]
+    escalate_terms: list[str]
+    long_prompt_chars: int
+    high_threshold: float
+    medium_threshold: float
+    options: dict[str, Any]
+    fields: ClassVar[Fields] = {
+        "profiler": (one_of("auto", "keywords", "semantic", "reference"), "auto"),
+        "signals": (dict_of(list_of(string)), Factory(dict)),
+        "research_terms": (list_of(string), Factory(list)),
+        "escalate_terms": (list_of(string), Factory(list)),
+        "long_prompt_chars": (integer(), 180),
+        "high_threshold": (number(ge=0, le=1), 0.5),
+        "medium_threshold": (number(ge=0, le=1), 0.3),
+        "options": (dict_of(anything), Factory(dict)),
+    }
 
 
-class Defaults(_Model):
-    max_tokens: int | None = Field(None, ge=1)
-    timeout: DurationMs = 30_000
-    retries: int = Field(0, ge=0)
-    input_tokens: int = Field(
-        4000, ge=1, description="bound on prompt+instruction tokens; longer prompts are refused"
-    )
-    credits_per_call: Amount = Decimal(0)
-    backoff_base: DurationMs = 250
-    backoff_max: DurationMs = 4000
+class Defaults(Record):
+    max_tokens: int | None
+    timeout: int
+    retries: int
+    input_tokens: int
+    credits_per_call: Decimal
+    backoff_base: int
+    backoff_max: int
+    fields: ClassVar[Fields] = {
+        "max_tokens": (optional(integer(ge=1)), None),
+        "timeout": (duration, 30_000),
+        "retries": (integer(ge=0), 0),
+        "input_tokens": (integer(ge=1), 4000),
+        "credits_per_call": (amount, Decimal(0)),
+        "backoff_base": (duration, 250),
+        "backoff_max": (duration, 4000),
+    }
 
 
 # --- serve: who may call `loomc serve`, and how much ---------------------------------------------
 
 
-class PeriodBudget(_Model):
+class PeriodBudget(Record):
     """A ceiling per period (a UTC day) on everything a key, or the whole server, may spend."""
 
-    calls: int | None = Field(None, ge=0)
-    tokens: int | None = Field(None, ge=0)
-    credits: Amount | None = None
-    usd: Amount | None = None
+    calls: int | None
+    tokens: int | None
+    credits: Decimal | None
+    usd: Decimal | None
+    fields: ClassVar[Fields] = {
+        "calls": (optional(integer(ge=0)), None),
+        "tokens": (optional(integer(ge=0)), None),
+        "credits": (optional(amount), None),
+        "usd": (optional(amount), None),
+    }
 
     def budget(self) -> Budget:
         return Budget(calls=self.calls, tokens=self.tokens, credits=self.credits, cost=self.usd)
 
 
-class ServeKey(_Model):
+class ServeKey(Record):
     """A bearer key clients send; the secret itself lives in the environment, never here."""
 
-    name: str = Field(..., pattern=r"^[A-Za-z0-9_.-]+$")
-    key: str = Field(..., description="an env:NAME reference to the bearer token")
-    per_run: TierConfig = Field(default_factory=TierConfig, description="ceilings on each run")
-    per_day: PeriodBudget = Field(default_factory=PeriodBudget)
+    name: str
+    key: str
+    per_run: TierConfig
+    per_day: PeriodBudget
+    fields: ClassVar[Fields] = {
+        "name": (where(string, lambda v: _NAME.fullmatch(v) is not None), REQUIRED),
+        "key": (where(string, lambda v: ENV_REF.match(v) is not None), REQUIRED),
+        "per_run": (record(TierConfig), Factory(lambda: TierConfig.build({}))),
+        "per_day": (record(PeriodBudget), Factory(lambda: PeriodBudget.build({}))),
+    }
 
-    @field_validator("key")
-    @classmethod
-    def _env_only(cls, value: str) -> str:
-        if not ENV_REF.match(value):
-            raise ValueError("a serve key must be an env:NAME reference, never the key itself")
-        return value
 
+class ServeSettings(Record):
+    keys: list[ServeKey]
+    per_day: PeriodBudget
+    max_body_bytes: int
+    fields: ClassVar[Fields] = {
+        "keys": (list_of(record(ServeKey)), Factory(list)),
+        "per_day": (record(PeriodBudget), Factory(lambda: PeriodBudget.build({}))),
+        "max_body_bytes": (integer(ge=1), 1_000_000),
+    }
 
-class ServeSettings(_Model):
-    keys: list[ServeKey] = Field(default_factory=list)
-    per_day: PeriodBudget = Field(default_factory=PeriodBudget, description="the whole server")
-    max_body_bytes: int = Field(1_000_000, ge=1)
-
-    @model_validator(mode="after")
-    def _unique(self) -> ServeSettings:
+    def after(self) -> None:
         names = [k.name for k in self.keys]
         if len(names) != len(set(names)):
-            raise ValueError("serve key names must be unique")
-        return self
+            raise Unsure  # "serve key names must be unique"
 
 
-class Policy(_Model):
-    version: Literal[1] = 1
-    name: str = "default"
+class Policy(Record):
+    version: Literal[1]
+    name: str
     providers: dict[str, ProviderConfig]
     workers: dict[str, WorkerConfig]
-    tiers: dict[str, TierConfig] = Field(default_factory=_default_tiers)
-    default_tier: str | None = Field(None, description="the tier a run uses when none is given")
-    pricing: dict[str, Price] = Field(default_factory=dict)
-    risk: RiskSettings = Field(default_factory=RiskSettings)
-    defaults: Defaults = Field(default_factory=Defaults)
-    serve: ServeSettings = Field(default_factory=ServeSettings)
+    tiers: dict[str, TierConfig]
+    default_tier: str | None
+    pricing: dict[str, Price]
+    risk: RiskSettings
+    defaults: Defaults
+    serve: ServeSettings
+    fields: ClassVar[Fields] = {
+        "version": (one_of(1), 1),
+        "name": (string, "default"),
+        "providers": (dict_of(record(ProviderConfig)), REQUIRED),
+        "workers": (dict_of(record(WorkerConfig)), REQUIRED),
+        "tiers": (dict_of(record(TierConfig)), Factory(_default_tiers)),
+        "default_tier": (optional(string), None),
+        "pricing": (dict_of(record(Price)), Factory(dict)),
+        "risk": (record(RiskSettings), Factory(lambda: RiskSettings.build({}))),
+        "defaults": (record(Defaults), Factory(lambda: Defaults.build({}))),
+        "serve": (record(ServeSettings), Factory(lambda: ServeSettings.build({}))),
+    }
 
-    @model_validator(mode="after")
-    def _tiers_present(self) -> Policy:
-        if not self.tiers:
-            raise ValueError("a policy needs at least one tier")
-        if self.default_tier is not None and self.default_tier not in self.tiers:
-            raise ValueError(f"default_tier {self.default_tier!r} is not one of its tiers")
-        return self
+    def after(self) -> None:
+        if not self.tiers or (
+            self.default_tier is not None and self.default_tier not in self.tiers
+        ):
+            raise Unsure  # "a policy needs at least one tier" / "default_tier ... is not one"
 
     def worker_budget_credits(self, worker: str) -> Decimal:
         cfg = self.workers[worker]

