@@ -7,9 +7,20 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any, Self
 
 import uvicorn
+
+
+async def read_body(receive: Callable[[], Awaitable[Any]]) -> bytes:
+    """The whole request body from ASGI ``http.request`` messages (a client may send it in parts)."""
+    parts = []
+    while True:
+        message = await receive()
+        parts.append(message.get("body", b""))
+        if not message.get("more_body"):
+            return b"".join(parts)
 
 
 class ThreadedASGI:

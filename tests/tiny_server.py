@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from asgi_thread import ThreadedASGI
+from asgi_thread import ThreadedASGI, read_body
 
 
 class TinyServer(ThreadedASGI):
@@ -23,12 +23,7 @@ class TinyServer(ThreadedASGI):
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        body = await read_body(receive)
         path = scope["path"]
         if scope["method"] == "GET" and path == "/v1/models":
             await self._reply(send, 200, {"object": "list", "data": [{"id": self.name}]})

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 import yaml
-from asgi_thread import ThreadedASGI
+from asgi_thread import ThreadedASGI, read_body
 
 import loomc
 from loomc.cli.main import main
@@ -49,12 +49,7 @@ class CountingPlanner(ThreadedASGI):
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        body = await read_body(receive)
         prompt = json.loads(body)["messages"][-1]["content"]
         self.prompts.append(prompt)
         if self.answer_first is not None and len(self.prompts) > self.answer_first:

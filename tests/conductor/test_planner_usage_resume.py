@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from asgi_thread import ThreadedASGI
+from asgi_thread import ThreadedASGI, read_body
 
 import loomc
 from loomc.cli.main import main
@@ -34,12 +34,7 @@ class PlannerServer(ThreadedASGI):
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        body = await read_body(receive)
         if scope["path"] != "/v1/chat/completions":
             await self._reply(send, 404, {"error": {"message": "not found"}})
             return

@@ -21,7 +21,7 @@ from typing import Any
 
 import anyio
 import uvicorn
-from asgi_thread import ThreadedASGI
+from asgi_thread import ThreadedASGI, read_body
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -74,12 +74,7 @@ class LyingServer(ThreadedASGI):
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
-        raw = b""
-        while True:
-            message = await receive()
-            raw += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        raw = await read_body(receive)
         if scope["path"] == "/count":
             await _json(send, {"total": self.total, "by_model": dict(self.counts)})
             return

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from asgi_thread import ThreadedASGI
+from asgi_thread import ThreadedASGI, read_body
 
 WIRE = Path(__file__).parent / "wire"
 TAIL_S = 4.0
@@ -133,12 +133,7 @@ class ReplayServer(ThreadedASGI):
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
-        raw = b""
-        while True:
-            message = await receive()
-            raw += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        raw = await read_body(receive)
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
         try:
             body = json.loads(raw or b"{}")

@@ -8,7 +8,7 @@ import gzip
 import threading
 from typing import Any
 
-from asgi_thread import ThreadedASGI
+from asgi_thread import ThreadedASGI, read_body
 
 
 class OtlpReceiver(ThreadedASGI):
@@ -24,12 +24,7 @@ class OtlpReceiver(ThreadedASGI):
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        body = await read_body(receive)
         status = 404
         if scope["path"] == "/v1/traces" and scope["method"] == "POST":
             headers = dict(scope["headers"])
