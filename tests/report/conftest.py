@@ -7,6 +7,7 @@ import pytest
 
 from loomc.eval.receipt import EvalReceipt, EvalSettings, build_receipt
 from loomc.eval.records import CheckResult, JudgeVerdict, RunRecord
+from loomc.eval.spend import spend_totals
 from loomc.exec.result import BudgetReport, RunResult, StepRecord, StepUsage
 
 CREATED_AT = "2025-01-02T03:04:05+00:00"
@@ -128,13 +129,12 @@ def make_receipt(judged: bool, iterations: int, answers: str | None = None) -> E
         answers=answers,
     )
     pricing = {"mock/worker-small": {"input_per_million": "1", "output_per_million": "2"}}
-    return build_receipt(
-        _records(judged, iterations),
-        settings,
-        pricing,
-        created_at=CREATED_AT,
-        loomc_version=LOOMC_VERSION,
+    records = _records(judged, iterations)
+    receipt = build_receipt(
+        records, settings, pricing, created_at=CREATED_AT, loomc_version=LOOMC_VERSION
     )
+    receipt.totals = spend_totals(records, receipt.planners)  # as loomc.api.evaluating does
+    return receipt
 
 
 @pytest.fixture

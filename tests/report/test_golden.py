@@ -143,3 +143,27 @@ def test_svgs_parse_as_xml(fixture: str, request: pytest.FixtureRequest) -> None
     html = render_text(receipt, ".html")
     for chunk in html.split("<svg")[1:]:
         ET.fromstring("<svg" + chunk.split("</svg>")[0] + "</svg>")
+
+
+def _spend_rows(md: str) -> dict[str, list[str]]:
+    section = md.split("## Spend", 1)[1].split("\n\n", 2)[2]
+    rows = [line.strip("|").split("|") for line in section.splitlines() if line.startswith("| ")]
+    return {r[0].strip().strip("*"): [c.strip() for c in r[1:]] for r in rows[1:]}
+
+
+def test_spend_section_sums_the_runs_and_the_judge(demo_receipt: EvalReceipt) -> None:
+    rows = _spend_rows(render_text(demo_receipt, ".md"))
+    workflow_calls = sum(r.result.calls for r in demo_receipt.runs if r.result)
+    judge_calls = demo_receipt.judge.calls if demo_receipt.judge else 0
+    assert rows["workflow"][0] == str(workflow_calls)
+    assert rows["judge"][0] == str(judge_calls)
+    assert rows["total"][0] == str(workflow_calls + judge_calls)
+    assert "planner" not in rows  # no planner strategy, no planner row
+    html = render_text(demo_receipt, ".html")
+    assert f"<th>total</th><td>{workflow_calls + judge_calls}</td>" in html
+
+
+def test_spend_total_is_blank_when_a_part_is_unpriced(checks_only_receipt: EvalReceipt) -> None:
+    rows = _spend_rows(render_text(checks_only_receipt, ".md"))
+    assert rows["workflow"][2] == "—"  # one strategy has no pricing: no partial sum
+    assert rows["total"][2].startswith("—") and "unpriced" in rows["total"][2]
