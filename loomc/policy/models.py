@@ -142,6 +142,7 @@ class ProviderConfig(Record):
     timeout: int | None
     mock: MockScript | None
     extra_body: dict[str, Any]
+    max_response_bytes: int | None
     fields: ClassVar[Fields] = {
         "type": (
             one_of("mock", "openai-compatible", "openrouter", "lmstudio", "dot", "ollama"),
@@ -153,6 +154,7 @@ class ProviderConfig(Record):
         "timeout": (optional(duration), None),
         "mock": (optional(record(MockScript)), None),
         "extra_body": (dict_of(anything), Factory(dict)),
+        "max_response_bytes": (optional(integer(ge=1024)), None),
     }
 
 

@@ -124,6 +124,9 @@ class ProviderConfig(_Model):
     timeout: DurationMs | None = None
     mock: MockScript | None = None
     extra_body: dict[str, Any] = Field(default_factory=dict)
+    max_response_bytes: int | None = Field(
+        None, ge=1024, description="refuse a response body past this size (default 64 MiB)"
+    )
 
 
 class WorkerConfig(_Model):

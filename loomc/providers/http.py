@@ -16,10 +16,9 @@ import os
 import re
 import ssl
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-import anyio
 import httpx
 
 from loomc.policy.models import ProviderConfig
@@ -44,13 +43,11 @@ from loomc.providers.base import (
     redact_secrets,
     register_secret,
 )
+from loomc.providers.body import MAX_RESPONSE_BYTES
 from loomc.providers.pool import ShardedTransport
 
 DEFAULT_TIMEOUT_S = 60.0
 _BODY_EXCERPT = 300
-# What may follow an answer's end marker before the connection is given up (see ``drain``).
-DRAIN_BYTES = 64 * 1024
-DRAIN_S = 0.25
 
 
 def resolve_key(name: str, cfg: ProviderConfig, env: Mapping[str, str]) -> str | None:
@@ -240,6 +237,8 @@ class HTTPProvider:
         self._env = env
         self._client: httpx.AsyncClient | None = None
         self._extra_body: dict[str, Any] | None = None
+        # the most one response body may hold (loomc.providers.body)
+        self.max_response_bytes = cfg.max_response_bytes or MAX_RESPONSE_BYTES
 
     @property
     def extra_body(self) -> dict[str, Any]:
@@ -318,37 +317,6 @@ class HTTPProvider:
         if self._client is not None:
             client, self._client = self._client, None
             await client.aclose()
-
-
-async def drain(
-    response: httpx.Response,
-    rest: AsyncIterator[str],
-    *,
-    max_bytes: int = DRAIN_BYTES,
-    max_s: float = DRAIN_S,
-) -> bool:
-    """Read what is left of a body whose answer already ended (``[DONE]``, a ``done`` line).
-
-    httpx returns a connection to its pool only when the response was read to its end; a client
-    that stops at the end marker closes it, and the next step pays a new TCP connection. A body
-    that goes on after its end marker is read for at most ``max_bytes`` and ``max_s``, never
-    parsed; past either bound (or on a transport error) the connection is simply closed when
-    the response is. Returns whether the body ended within the bounds. A cancellation arriving
-    meanwhile waits at most ``max_s`` and takes effect after the drain.
-    """
-    start = response.num_bytes_downloaded
-    try:
-        # Shielded: the answer is complete and paid for, so the step's own deadline (or a
-        # cancellation) must not turn it into a timeout here; the drain's bound caps the wait
-        # (one scope: a shielded scope still ends at its own deadline).
-        with anyio.move_on_after(max_s, shield=True):
-            async for _line in rest:
-                if response.num_bytes_downloaded - start > max_bytes:
-                    return False
-            return True
-    except httpx.HTTPError:
-        return False
-    return False
 
 
 def wire_messages(request: CompletionRequest) -> list[dict[str, str]]:

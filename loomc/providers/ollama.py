@@ -25,9 +25,9 @@ from loomc.providers.base import (
     TokenUsage,
     estimate_tokens,
 )
+from loomc.providers.body import drain, read_error_body, read_lines
 from loomc.providers.http import (
     HTTPProvider,
-    drain,
     excerpt,
     failure,
     request_timeout,
@@ -73,10 +73,10 @@ class OllamaProvider(HTTPProvider):
                 timeout=request_timeout(request, client),
             ) as response:
                 if response.status_code >= 400:
-                    raw = (await response.aread()).decode("utf-8", errors="replace")
+                    raw = await read_error_body(response)
                     raise status_error(response, _error_text(raw), **ids)
                 lineno = 0
-                lines = response.aiter_lines()
+                lines = read_lines(response, self.max_response_bytes, **ids)
                 async for line in lines:
                     if not line.strip():
                         continue

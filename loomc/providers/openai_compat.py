@@ -31,9 +31,9 @@ from loomc.providers.base import (
     StreamEvent,
     TokenUsage,
 )
+from loomc.providers.body import drain, read_body, read_error_body, read_lines
 from loomc.providers.http import (
     HTTPProvider,
-    drain,
     estimated_usage,
     excerpt,
     failure,
@@ -228,12 +228,17 @@ class OpenAICompatProvider(HTTPProvider):
         state: _State,
         on_event: StreamCallback | None,
     ) -> None:
-        response = await client.post(
-            "chat/completions", json=self.body(request), timeout=request_timeout(request, client)
-        )
-        if response.status_code >= 400:
-            raise status_error(response, response.text, provider=self.name, model=request.model)
-        self._absorb_body(response.text, request, state)
+        ids = {"provider": self.name, "model": request.model}
+        async with client.stream(
+            "POST",
+            "chat/completions",
+            json=self.body(request),
+            timeout=request_timeout(request, client),
+        ) as response:
+            if response.status_code >= 400:
+                raise status_error(response, await read_error_body(response), **ids)
+            text = await read_body(response, self.max_response_bytes, **ids)
+        self._absorb_body(text, request, state)
         if on_event is not None:
             for frame in state.frames:
                 await on_event(StreamEvent(kind="frame", frame=frame))
@@ -283,14 +288,12 @@ class OpenAICompatProvider(HTTPProvider):
             timeout=request_timeout(request, client),
         ) as response:
             if response.status_code >= 400:
-                body = (await response.aread()).decode("utf-8", errors="replace")
-                raise status_error(response, body, **ids)
+                raise status_error(response, await read_error_body(response), **ids)
             ctype = response.headers.get("content-type", "")
             if "text/event-stream" not in ctype and "json" in ctype:
                 # A server that ignores `stream: true` answers with one JSON body.
-                self._absorb_body(
-                    (await response.aread()).decode("utf-8", "replace"), request, state
-                )
+                text = await read_body(response, self.max_response_bytes, **ids)
+                self._absorb_body(text, request, state)
                 if on_event is not None:
                     if state.text:
                         await on_event(StreamEvent(kind="token", text=state.text))
@@ -298,7 +301,7 @@ class OpenAICompatProvider(HTTPProvider):
                         await on_event(StreamEvent(kind="frame", frame=frame))
                 return
             done = False
-            lines = response.aiter_lines()
+            lines = read_lines(response, self.max_response_bytes, **ids)
             async for event in sse_events(lines):
                 if event.data.strip() == "[DONE]":
                     done = True
