@@ -52,25 +52,25 @@ CUES: dict[str, re.Pattern[str]] = {
     ),
     # --- code in the prompt, and dangerous constructs in it
     "code:present": _rx(
-        r"\n\s{2,}\S|```|\bdef \w+\(|\bfunction \w+\(|;\s*$|\w+\(\w*\)\s*[:{]",
-        r"\bimport \w+|\b\w+\.\w+\([^)]*\)|=\s*['\"\[{]|`[^`]{4,}`",
+        r"\n\s{2,}\S|```|\bdef \w+\(|\bfunction \w+\(|;\s*$|\b\w+\(\w*\)\s*[:{]",
+        r"\bimport \w+|\b\w+\.\w+\([^)]{0,300}\)|=\s*['\"\[{]|`[^`]{4,300}`",
     ),
     "code:exec": _rx(
         r"shell\s*=\s*true|os\.system\(|\beval\(|\bexec\(|pickle\.loads?\(|yaml\.load\(",
-        r"subprocess\.\w+\([^)]*\+|child_process|Runtime\.getRuntime",
-        r"\bTemplate\([^)]*\)\.render|\|\s*safe\b|innerHTML\s*=|dangerouslySetInnerHTML",
+        r"subprocess\.\w+\([^)]{0,300}\+|child_process|Runtime\.getRuntime",
+        r"\bTemplate\([^)]{0,300}\)\.render|\|\s*safe\b|innerHTML\s*=|dangerouslySetInnerHTML",
     ),
     "code:trust": _rx(
         r"verify\s*=\s*false|verify_signature['\"]?\s*:\s*false|rejectUnauthorized\s*:\s*false",
         r"origin\s*:\s*['\"]\*|allow all\b|ALLOWED_HOSTS\s*=\s*\[\s*['\"]\*|DEBUG\s*=\s*True",
-        r"\bmd5\(|\bsha1\(|random\.(?:seed|randint|random)\([^)]*\)[^\n]{0,40}(?:token|session|password)",
+        r"\bmd5\(|\bsha1\(|random\.(?:seed|randint|random)\([^)]{0,300}\)[^\n]{0,40}(?:token|session|password)",
         r"(?:api_?key|secret|token|passwd|password)\s*=\s*['\"][^'\"]{8,}|\bsk_live_\w+|\bAKIA[0-9A-Z]{8,}",
         r"request\.(?:args|GET|POST|json|form|files)\b|user[_ ]supplied|from the query string",
     ),
     "code:destroy": _rx(
         r"\brm\s+-\w*r\w*f|\brm\s+-\w*f\w*r|\bdrop\s+(?:table|column|database|schema)\b",
-        r"\btruncate\s+(?:table\s+)?\w+|\bdelete\s+from\s+\w+(?![^;\n]*\bwhere\b)",
-        r"\bupdate\s+\w+\s+set\b(?![^;\n]*\bwhere\b)|\bkubectl\s+delete\b|-delete\b|--force\b",
+        r"\btruncate\s+(?:table\s+)?\w+|\bdelete\s+from\s+\w+(?![^;\n]{0,300}\bwhere\b)",
+        r"\bupdate\s+\w+\s+set\b(?![^;\n]{0,300}\bwhere\b)|\bkubectl\s+delete\b|-delete\b|--force\b",
         r"\bchmod\s+(?:-R\s+)?777\b|\bUSER\s+root\b|\.delete\(\)",
     ),
     "code:sql-built": _rx(
