@@ -19,7 +19,8 @@ REPORT_EXTS = (".html", ".svg", ".md", ".json")
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("eval", help="benchmark strategies over a JSONL dataset")
-    p.add_argument("--dataset", type=Path, required=True)
+    p.add_argument("dataset_arg", nargs="?", type=Path, metavar="DATASET", help="a JSONL dataset")
+    p.add_argument("--dataset", type=Path, help="the dataset (or give it as DATASET)")
     p.add_argument("--strategies", default="baseline,fixed,lean,balanced,strict")
     p.add_argument("--iterations", type=int, default=1)
     p.add_argument("--concurrency", type=int, default=4)
@@ -36,7 +37,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         type=Path,
         help=".json/.html/.md/.svg; the JSON receipt is always written beside it",
     )
-    p.add_argument("--artifacts", metavar="PREFIX", help="write PREFIX.{html,svg,md,json}")
+    p.add_argument(
+        "--artifacts",
+        metavar="PREFIX",
+        help="write PREFIX.{html,svg,md,json} (without --output or --artifacts: "
+        "PROJECT/.loomc/evals/DATASET-NAME)",
+    )
     p.add_argument("--resume", action="store_true", help="reuse finished cells from the journal")
     p.add_argument("--dry-run", action="store_true", help="print the worst-case estimate and exit")
     p.add_argument("--max-total-calls", type=int)
@@ -69,9 +75,17 @@ def run(args: argparse.Namespace) -> int:
         print(f"loomc eval: {clash}", file=sys.stderr)
         return 2
     args.strategies = translate_strategies(args.strategies, "eval")
-    if args.output is None and not args.artifacts:
-        print("loomc eval: give --output FILE or --artifacts PREFIX (or both)", file=sys.stderr)
+    if args.dataset is None:
+        args.dataset = args.dataset_arg
+    if args.dataset is None or args.dataset_arg not in (None, args.dataset):
+        print(
+            "loomc eval: give the dataset once, as DATASET or --dataset FILE "
+            "(e.g. loomc eval evals/smoke.jsonl)",
+            file=sys.stderr,
+        )
         return 2
+    if args.output is None and not args.artifacts:  # the project's own folder, as the store
+        args.artifacts = str(args.project / ".loomc" / "evals" / args.dataset.stem)
     if args.output is not None and args.output.suffix not in REPORT_EXTS:
         print(f"loomc eval: --output must end in one of {', '.join(REPORT_EXTS)}", file=sys.stderr)
         return 2

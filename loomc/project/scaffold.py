@@ -3,7 +3,8 @@
 What it writes passes ``loomc check`` and runs with ``loomc run`` and ``loomc eval`` on the mock
 provider, with no key: a pipeline, a mock policy, a small eval set (three low-risk and three
 high-risk cases of the demo's dataset), a CI workflow that checks, uploads SARIF and runs the
-eval, and a pre-commit config. It never overwrites: an existing file stops it before it writes.
+eval, a pre-commit config, and a ``.loomc/`` folder (the trace store, default eval reports) that
+git ignores. It never overwrites: an existing file stops it before it writes.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ jobs:
         if: always()
         with:
           sarif_file: loomc.sarif
-      - run: loomc eval --dataset evals/smoke.jsonl --output reports/eval.json
+      - run: loomc eval evals/smoke.jsonl --output reports/eval.json
 """
 
 PRE_COMMIT = """\
@@ -74,6 +75,8 @@ def init_project(target: Path) -> list[Path]:
         "evals/smoke.jsonl": "\n".join(low + high) + "\n",
         ".github/workflows/loomc.yml": WORKFLOW,
         ".pre-commit-config.yaml": PRE_COMMIT,
+        # the trace store and default eval reports live here: never committed by accident
+        ".loomc/.gitignore": "# written by loomc init: the run store and eval reports stay local\n*\n",
     }
     existing = [name for name in files if (target / name).exists()]
     if existing:

@@ -5,6 +5,8 @@ The same from an installed wheel is in tests/compiler/test_wheel.py."""
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -76,3 +78,34 @@ def test_demo_in_an_empty_folder(
     assert "loomc demo: no project in .; using the packaged defaults" in err
     assert (tmp_path / "out" / "eval.json").is_file()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+def test_eval_takes_the_dataset_as_an_argument_and_reports_into_the_ignored_loomc_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = tmp_path / "proj"
+    assert main(["init", str(project)]) == 0
+    monkeypatch.chdir(project)
+    capsys.readouterr()
+    assert main(["eval", "evals/smoke.jsonl", "--strategies", "baseline", "--no-store"]) == 0
+    reports = project / ".loomc" / "evals"
+    assert sorted(p.name for p in reports.iterdir() if not p.name.endswith(".jsonl")) == [
+        "smoke.html", "smoke.json", "smoke.md", "smoke.svg",
+    ]  # fmt: skip
+    assert len(json.loads((reports / "smoke.json").read_text())["runs"]) == 6
+    if shutil.which("git"):  # the folder git ignores: a fresh repository commits none of it
+        subprocess.run(["git", "init", "-q"], check=True)
+        ignored = subprocess.run(
+            ["git", "check-ignore", ".loomc/evals/smoke.json", ".loomc/store.db"],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        assert ignored.stdout.split() == [".loomc/evals/smoke.json", ".loomc/store.db"]
+        tracked = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=all"],
+            capture_output=True, text=True, check=True,
+        ).stdout  # fmt: skip
+        assert ".loomc" not in tracked and "pipelines/general.loom" in tracked
+    capsys.readouterr()
+    assert main(["eval", "evals/smoke.jsonl", "--dataset", "other.jsonl"]) == 2
+    assert "give the dataset once" in capsys.readouterr().err
+    assert main(["eval"]) == 2
