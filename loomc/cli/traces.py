@@ -155,6 +155,7 @@ def _list(rows: list[dict[str, Any]], as_json: bool) -> None:
                 )
             )
         )
-    Console().print(table)
+    # piped (no terminal to fit), a row stays one line for grep and friends
+    Console(width=None if sys.stdout.isatty() else 200).print(table)
     if not rows:
         print("loomc traces: no runs match", file=sys.stderr)

@@ -130,6 +130,10 @@ def test_cli_run_and_eval_record_by_default_and_traces_filter_by_source(project:
     table = cli("traces", "list", "--source", "eval", cwd=project)
     assert table.returncode == 0 and table.stdout.count(" eval ") == 2
     assert rows[0]["run_id"][:12] in table.stdout or rows[1]["run_id"][:12] in table.stdout
+    # piped, every row stays whole on one line (no terminal width to fit into)
+    piped = cli("traces", "list", "--source", "run", cwd=project, env={"COLUMNS": "60"})
+    (line,) = [x for x in piped.stdout.splitlines() if row["run_id"][:12] in x]
+    assert "general@lean" in line and row["stop_reason"] in line and "…" not in piped.stdout
 
 
 def test_cli_opt_out_and_explicit_store(project: Path, tmp_path: Path) -> None:
