@@ -13,6 +13,7 @@ still catches a ``PlanParseError``)::
     │   ├── StreamDropped          connection closed mid-stream; .partial holds what arrived
     │   ├── ConnectionFailed       the server could not be reached
     │   ├── MalformedResponse      a body or frame that could not be parsed
+    │   │   └── ResponseTooLarge   a body past the provider's max_response_bytes
     │   └── ProviderConfigError    missing env var, bad base URL (never retried)
     ├── PlanParseError (ValueError)      loomc.conductor.plan: a malformed plan proposal
     ├── PlannerError (RuntimeError)      loomc.conductor.errors: no plan could be proposed

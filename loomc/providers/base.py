@@ -10,6 +10,7 @@ errors is ``loomc.errors.LoomcError``)::
     ├── StreamDropped        connection closed mid-stream; .partial holds what arrived
     ├── ConnectionFailed     the server could not be reached (refused, reset before a reply)
     ├── MalformedResponse    the body or an SSE/NDJSON frame could not be parsed
+    │   └── ResponseTooLarge past max_response_bytes (loomc.providers.body)
     └── ProviderConfigError  missing env var, bad base URL (never retried)
 
 Messages never include API keys; adapters build them from status, URL path and a short body

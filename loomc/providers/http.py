@@ -16,7 +16,7 @@ import os
 import re
 import ssl
 import time
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 import httpx
@@ -43,7 +43,7 @@ from loomc.providers.base import (
     redact_secrets,
     register_secret,
 )
-from loomc.providers.body import MAX_RESPONSE_BYTES
+from loomc.providers.body import MAX_RESPONSE_BYTES, read_error_body
 from loomc.providers.pool import ShardedTransport
 
 DEFAULT_TIMEOUT_S = 60.0
@@ -317,6 +317,29 @@ class HTTPProvider:
         if self._client is not None:
             client, self._client = self._client, None
             await client.aclose()
+
+    @contextlib.asynccontextmanager
+    async def post(
+        self,
+        path: str,
+        request: CompletionRequest,
+        describe: Callable[[str], str] = str,
+    ) -> AsyncIterator[httpx.Response]:
+        """The response to ``request`` POSTed to ``path``, its body not read yet; a non-2xx
+        answer raises its typed error, ``describe`` turning the start of its body into the
+        message (the rest of an error page is never read)."""
+        client = self.client
+        async with client.stream(
+            "POST", path, json=self.body(request), timeout=request_timeout(request, client)
+        ) as response:
+            if response.status_code >= 400:
+                text = describe(await read_error_body(response))
+                raise status_error(response, text, provider=self.name, model=request.model)
+            yield response
+
+    def body(self, request: CompletionRequest) -> dict[str, Any]:
+        """The request's JSON on this provider's wire."""
+        raise NotImplementedError
 
 
 def wire_messages(request: CompletionRequest) -> list[dict[str, str]]:

@@ -25,13 +25,11 @@ from loomc.providers.base import (
     TokenUsage,
     estimate_tokens,
 )
-from loomc.providers.body import drain, read_error_body, read_lines
+from loomc.providers.body import drain, read_lines
 from loomc.providers.http import (
     HTTPProvider,
     excerpt,
     failure,
-    request_timeout,
-    status_error,
     wire_messages,
 )
 
@@ -61,20 +59,11 @@ class OllamaProvider(HTTPProvider):
         self, request: CompletionRequest, on_event: StreamCallback | None = None
     ) -> Completion:
         started = time.monotonic()
-        client = self.client
         ids = {"provider": self.name, "model": request.model}
         parts: list[str] = []
         final: Mapping[str, Any] | None = None
         try:
-            async with client.stream(
-                "POST",
-                "api/chat",
-                json=self.body(request),
-                timeout=request_timeout(request, client),
-            ) as response:
-                if response.status_code >= 400:
-                    raw = await read_error_body(response)
-                    raise status_error(response, _error_text(raw), **ids)
+            async with self.post("api/chat", request, describe=_error_text) as response:
                 lineno = 0
                 lines = read_lines(response, self.max_response_bytes, **ids)
                 async for line in lines:

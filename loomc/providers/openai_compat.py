@@ -31,14 +31,12 @@ from loomc.providers.base import (
     StreamEvent,
     TokenUsage,
 )
-from loomc.providers.body import drain, read_body, read_error_body, read_lines
+from loomc.providers.body import drain, read_body, read_lines
 from loomc.providers.http import (
     HTTPProvider,
     estimated_usage,
     excerpt,
     failure,
-    request_timeout,
-    status_error,
     wire_messages,
 )
 from loomc.providers.sse import sse_events
@@ -193,13 +191,12 @@ class OpenAICompatProvider(HTTPProvider):
         self, request: CompletionRequest, on_event: StreamCallback | None = None
     ) -> Completion:
         started = time.monotonic()
-        client = self.client
         state = _State()
         try:
             if request.stream:
-                await self._stream(client, request, state, on_event)
+                await self._stream(request, state, on_event)
             else:
-                await self._whole(client, request, state, on_event)
+                await self._whole(request, state, on_event)
         except httpx.HTTPError as exc:
             raise failure(exc, state.text, provider=self.name, model=request.model) from exc
         return self._completion(request, state, started)
@@ -223,20 +220,12 @@ class OpenAICompatProvider(HTTPProvider):
 
     async def _whole(
         self,
-        client: httpx.AsyncClient,
         request: CompletionRequest,
         state: _State,
         on_event: StreamCallback | None,
     ) -> None:
         ids = {"provider": self.name, "model": request.model}
-        async with client.stream(
-            "POST",
-            "chat/completions",
-            json=self.body(request),
-            timeout=request_timeout(request, client),
-        ) as response:
-            if response.status_code >= 400:
-                raise status_error(response, await read_error_body(response), **ids)
+        async with self.post("chat/completions", request) as response:
             text = await read_body(response, self.max_response_bytes, **ids)
         self._absorb_body(text, request, state)
         if on_event is not None:
@@ -275,20 +264,12 @@ class OpenAICompatProvider(HTTPProvider):
 
     async def _stream(
         self,
-        client: httpx.AsyncClient,
         request: CompletionRequest,
         state: _State,
         on_event: StreamCallback | None,
     ) -> None:
         ids = {"provider": self.name, "model": request.model}
-        async with client.stream(
-            "POST",
-            "chat/completions",
-            json=self.body(request),
-            timeout=request_timeout(request, client),
-        ) as response:
-            if response.status_code >= 400:
-                raise status_error(response, await read_error_body(response), **ids)
+        async with self.post("chat/completions", request) as response:
             ctype = response.headers.get("content-type", "")
             if "text/event-stream" not in ctype and "json" in ctype:
                 # A server that ignores `stream: true` answers with one JSON body.
