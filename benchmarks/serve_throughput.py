@@ -87,7 +87,8 @@ class Conn:
         if b"connection: close" in lower:
             writer.close()
             self.reader = self.writer = None
-        return status == 200 and b"[DONE]" in body
+        # an upstream failure still ends its stream with [DONE], after an error event
+        return status == 200 and b"[DONE]" in body and b'data: {"error"' not in body
 
 
 async def drive(

@@ -69,8 +69,10 @@ async def _with_server(handler: Handler, body: Callable[[str], Awaitable[object]
         server.close()
 
 
-def _run(handler: Handler, body: Callable[[str], Awaitable[object]]) -> object:
-    return anyio.run(_with_server, handler, body)
+def _run(
+    handler: Handler, body: Callable[[str], Awaitable[object]], uvloop: bool = False
+) -> object:
+    return anyio.run(_with_server, handler, body, backend_options={"use_uvloop": uvloop})
 
 
 def _sized(text: bytes, extra: bytes = b"") -> bytes:
@@ -127,7 +129,10 @@ def test_sequential_requests_share_one_connection_and_send_their_body() -> None:
     assert b"\r\nhost: 127.0.0.1:" in first.lower() and first.endswith(b'{"i":0}')
 
 
-def test_a_streamed_body_is_read_as_the_server_writes_it() -> None:
+@pytest.mark.parametrize("uvloop", [False, True])
+def test_a_streamed_body_is_read_as_the_server_writes_it(uvloop: bool) -> None:
+    if uvloop:
+        pytest.importorskip("uvloop")  # what `loomc serve` runs on when installed
     events = [b"data: %d\n\n" % i for i in range(5)]
 
     async def body(base: str) -> list[str]:
@@ -139,7 +144,7 @@ def test_a_streamed_body_is_read_as_the_server_writes_it() -> None:
 
     head = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n"
     writes = [head, *(b"%x\r\n%s\r\n" % (len(e), e) for e in events), b"0\r\n\r\n"]
-    assert _run(_serve([writes]), body) == [f"data: {i}" for i in range(5)]
+    assert _run(_serve([writes]), body, uvloop) == [f"data: {i}" for i in range(5)]
 
 
 def test_a_connection_close_reply_is_not_reused_and_a_close_delimited_body_is_whole() -> None:
