@@ -14,11 +14,11 @@ the upstream's and the client's excluded), which holds on a busy machine where r
 ``direct`` is no server at all: CLIENTS tasks running the same ``general@lean`` with
 ``loomc.arun`` in a process of their own (streamed, compiled once), the ceiling of the run
 machinery on one process; its CPU per run is the floor under loomc's CPU per request.
-Arms run in the order upstream, loomc, [before,] litellm, direct, then loomc, [before,] litellm
-again;
+Arms run in two passes, each the upstream first and then the others in a shuffled order;
 the better of each arm's runs is reported beside its other run. ``LOOMC_BENCH_BEFORE=TREE`` adds
 the ``before`` arm: the server of another checkout (e.g. ``git archive`` of the base commit),
-in its own process against the same upstream, measured in the same run.
+in its own process against the same upstream, measured in the same run, and ``direct-before``:
+the ``direct`` arm with that checkout's loomc.
 
 The window is a steady state: it opens once every client has finished a request (a server
 slower than the warm-up still has all its clients busy) and lasts SECONDS, or longer until it
@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 import re
 import statistics
 import subprocess
@@ -48,6 +49,7 @@ from serve_kit import (
     cpu_seconds,
     litellm_proxy,
     loomc_serve,
+    tree_env,
     upstream,
 )
 
@@ -173,7 +175,7 @@ def row(name: str, got: Got, ideal: float, ceiling: float | None = None) -> str:
     )
 
 
-def direct_arm(base: str, clients: int, seconds: float) -> Got:
+def direct_arm(base: str, clients: int, seconds: float, env: dict[str, str] = ENV) -> Got:
     """The run machinery alone, as the server's ceiling: ``clients`` tasks running
     ``general@lean`` back to back with ``loomc.arun`` (streamed, compiled once, one profiler,
     one provider pool) in a child process of its own; its CPU per run is what a server could
@@ -211,7 +213,7 @@ async def main():
 
 anyio.run(main)
 """
-    out = subprocess.run([sys.executable, "-c", script], env=ENV, capture_output=True, text=True)
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
     if out.returncode != 0:
         raise RuntimeError(out.stderr[-2000:])
     rate, lat, errors, cpu = json.loads(out.stdout.strip().splitlines()[-1])
@@ -237,9 +239,19 @@ def main(seconds: float, clients: int, delay_ms: int) -> None:
             arms.append(("before", before, "general@lean", KEY))
         if proxy is not None:
             arms.append(("litellm", proxy, "general@lean", "sk-bench"))
-        for name, base, model, key in [*arms, ("direct", up, "", None), *arms[1:]]:
-            if name == "direct":  # loomc.arun alone, no server: the run machinery's ceiling
-                results.setdefault(name, []).append(direct_arm(up, clients, seconds))
+        arms.append(("direct", up, "", None))
+        if BEFORE is not None:
+            arms.append(("direct-before", up, "", None))
+        rng = random.Random(14)
+        passes = []
+        for _ in range(2):  # each pass in its own shuffled order, the ceiling first
+            rest = arms[1:]
+            rng.shuffle(rest)
+            passes += [arms[0], *rest]
+        for name, base, model, key in passes:
+            if name.startswith("direct"):  # loomc.arun alone, no server: the run machinery
+                env = tree_env(BEFORE) if name == "direct-before" and BEFORE else ENV
+                results.setdefault(name, []).append(direct_arm(up, clients, seconds, env))
                 continue
             pid = PIDS.get(base)  # the upstream's CPU is not counted (no pid)
             got = asyncio.run(drive(base, model, key, clients, seconds, pid))
