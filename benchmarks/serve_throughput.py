@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import random
 import re
 import statistics
@@ -54,6 +55,8 @@ from serve_kit import (
 )
 
 KEY = "bench-key-0123456789"
+# adds ``loomc-2w``: this checkout's server with ``--workers 2`` (unless LOOMC_BENCH_WORKERS=1)
+WORKERS = os.environ.get("LOOMC_BENCH_WORKERS", "2") != "1"
 WARMUP_S = 3.0  # at least; until every client has finished one request (at most MAX_WAIT_S)
 MAX_WAIT_S = 120.0
 
@@ -229,6 +232,7 @@ def main(seconds: float, clients: int, delay_ms: int) -> None:
         upstream(delay_ms) as up,
         loomc_serve(up, serve, env) as served,
         loomc_serve(up, serve, env, BEFORE) if BEFORE else nullcontext() as before,
+        loomc_serve(up, serve, env, extra=("--workers", "2")) if WORKERS else nullcontext() as two,
         litellm_proxy(up) as proxy,
     ):
         arms: list[tuple[str, str, str, str | None]] = [
@@ -237,6 +241,8 @@ def main(seconds: float, clients: int, delay_ms: int) -> None:
         ]
         if before is not None:
             arms.append(("before", before, "general@lean", KEY))
+        if two is not None:
+            arms.append(("loomc-2w", two, "general@lean", KEY))
         if proxy is not None:
             arms.append(("litellm", proxy, "general@lean", "sk-bench"))
         arms.append(("direct", up, "", None))
