@@ -86,10 +86,14 @@ def cpu_seconds(pid: int) -> float:
 
 @contextmanager
 def _process(
-    args: list[str], ready: str, env: dict[str, str] | None = None, timeout: float = 60
+    args: list[str],
+    ready: str,
+    env: dict[str, str] | None = None,
+    timeout: float = 60,
+    cwd: Path = ROOT,
 ) -> Iterator[subprocess.Popen[bytes]]:
     fd, log_name = tempfile.mkstemp(prefix="loomc-bench-", suffix=".log")
-    proc = subprocess.Popen(args, stdout=fd, stderr=subprocess.STDOUT, env=env or ENV, cwd=ROOT)
+    proc = subprocess.Popen(args, stdout=fd, stderr=subprocess.STDOUT, env=env or ENV, cwd=cwd)
     os.close(fd)
     try:
         try:
@@ -148,8 +152,10 @@ def loomc_serve(
     args += ["--port", str(port), "--store", str(folder / "store.db"), "--log-level", "error"]
     args += [*extra]
     url = f"http://127.0.0.1:{port}/v1"
+    # cwd is the tree: `python -m` puts the working directory first on sys.path, before
+    # PYTHONPATH, so from this checkout's folder a "before" server ran this checkout's loomc
     with _process(
-        args, f"http://127.0.0.1:{port}/healthz", {**tree_env(tree), **(env or {})}
+        args, f"http://127.0.0.1:{port}/healthz", {**tree_env(tree), **(env or {})}, cwd=tree
     ) as proc:
         PIDS[url] = proc.pid
         yield url

@@ -45,8 +45,8 @@ import httpx
 from serve_kit import (
     BEFORE,
     BODY,
-    ENV,
     PIDS,
+    TREE,
     cpu_seconds,
     litellm_proxy,
     loomc_serve,
@@ -178,7 +178,7 @@ def row(name: str, got: Got, ideal: float, ceiling: float | None = None) -> str:
     )
 
 
-def direct_arm(base: str, clients: int, seconds: float, env: dict[str, str] = ENV) -> Got:
+def direct_arm(base: str, clients: int, seconds: float, tree: Path = TREE) -> Got:
     """The run machinery alone, as the server's ceiling: ``clients`` tasks running
     ``general@lean`` back to back with ``loomc.arun`` (streamed, compiled once, one profiler,
     one provider pool) in a child process of its own; its CPU per run is what a server could
@@ -216,7 +216,10 @@ async def main():
 
 anyio.run(main)
 """
-    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
+    # run from the tree: `python -c` puts the working directory first on sys.path
+    out = subprocess.run(
+        [sys.executable, "-c", script], env=tree_env(tree), cwd=tree, capture_output=True, text=True
+    )
     if out.returncode != 0:
         raise RuntimeError(out.stderr[-2000:])
     rate, lat, errors, cpu = json.loads(out.stdout.strip().splitlines()[-1])
@@ -256,8 +259,8 @@ def main(seconds: float, clients: int, delay_ms: int) -> None:
             passes += [arms[0], *rest]
         for name, base, model, key in passes:
             if name.startswith("direct"):  # loomc.arun alone, no server: the run machinery
-                env = tree_env(BEFORE) if name == "direct-before" and BEFORE else ENV
-                results.setdefault(name, []).append(direct_arm(up, clients, seconds, env))
+                tree = BEFORE if name == "direct-before" and BEFORE else TREE
+                results.setdefault(name, []).append(direct_arm(up, clients, seconds, tree))
                 continue
             pid = PIDS.get(base)  # the upstream's CPU is not counted (no pid)
             got = asyncio.run(drive(base, model, key, clients, seconds, pid))
