@@ -103,8 +103,12 @@ class _Connection(asyncio.Protocol):
 
     def close(self) -> None:
         self.eof = True
-        if self.transport is not None:
+        if self.transport is None or self.loop.is_closed():
+            return  # a closed loop's sockets are closed when collected
+        if _asyncio_loop() is self.loop:
             self.transport.close()
+        else:  # dropped by a call on another loop (``loomc.run`` starts one per call)
+            self.loop.call_soon_threadsafe(self.transport.close)
 
 
 def _expire(waiter: asyncio.Future[None]) -> None:
