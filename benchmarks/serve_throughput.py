@@ -59,6 +59,7 @@ KEY = "bench-key-0123456789"
 WORKERS = os.environ.get("LOOMC_BENCH_WORKERS", "2") != "1"
 WARMUP_S = 3.0  # at least; until every client has finished one request (at most MAX_WAIT_S)
 MAX_WAIT_S = 120.0
+FAILURES: list[str] = []  # what each failed request got (the first few are printed)
 
 
 class Conn:
@@ -93,7 +94,10 @@ class Conn:
             writer.close()
             self.reader = self.writer = None
         # an upstream failure still ends its stream with [DONE], after an error event
-        return status == 200 and b"[DONE]" in body and b'data: {"error"' not in body
+        ok = status == 200 and b"[DONE]" in body and b'data: {"error"' not in body
+        if not ok:
+            FAILURES.append(f"HTTP {status}: {body[-300:]!r}")
+        return ok
 
 
 async def drive(
@@ -143,8 +147,9 @@ async def drive(
             t = time.perf_counter()
             try:
                 ok = await conn.post()
-            except (OSError, asyncio.IncompleteReadError, ValueError, IndexError):
+            except (OSError, asyncio.IncompleteReadError, ValueError, IndexError) as exc:
                 ok, conn.reader, conn.writer = False, None, None
+                FAILURES.append(f"client: {exc!r}")
             warm[i] = True
             if opened.is_set() and not closed.is_set() and t >= window[0]:
                 if ok:
@@ -281,6 +286,8 @@ def main(seconds: float, clients: int, delay_ms: int) -> None:
         writes = int(found.get(f'writes_total{{kind="{kind}"}}', 0))
         txs = int(found.get(f'transactions_total{{kind="{kind}"}}', 0)) or 1
         print(f"loomc {kind}: {writes} writes in {txs} transactions ({writes / txs:.1f} per)")
+    for failure in FAILURES[:3]:
+        print(f"a failed request: {failure}")
     if "litellm" not in results:
         print("litellm    (not run: no LiteLLM venv at LOOMC_LITELLM_VENV)")
 
