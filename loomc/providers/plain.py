@@ -142,12 +142,7 @@ class _Body(httpx.AsyncByteStream):
             async for part in self._chunks():
                 yield part
         elif self.length is not None:
-            left = self.length
-            while left:
-                if not self.conn.buffer:
-                    await self._more()
-                part = self.conn.take(left)
-                left -= len(part)
+            async for part in self._exactly(self.length):
                 yield part
         else:  # to the close of the connection
             while True:
@@ -158,6 +153,15 @@ class _Body(httpx.AsyncByteStream):
                 else:
                     await self.conn.more(self.timeout, self.request)  # EOF is the body's end
         self.complete = True
+
+    async def _exactly(self, size: int) -> AsyncIterator[bytes]:
+        """The next ``size`` bytes, in the pieces they arrive in."""
+        while size:
+            if not self.conn.buffer:
+                await self._more()
+            part = self.conn.take(size)
+            size -= len(part)
+            yield part
 
     async def _more(self) -> None:
         try:
@@ -191,12 +195,7 @@ class _Body(httpx.AsyncByteStream):
                 while await self._line():  # trailers, up to the blank line
                     pass
                 return
-            left = size
-            while left:
-                if not self.conn.buffer:
-                    await self._more()
-                part = self.conn.take(left)
-                left -= len(part)
+            async for part in self._exactly(size):
                 yield part
             if await self._line():
                 raise httpx.RemoteProtocolError("chunk not followed by CRLF", request=self.request)

@@ -23,7 +23,6 @@ import signal
 from collections.abc import Callable
 from types import FrameType
 
-
 _STOPPED = (0, -signal.SIGINT, -signal.SIGTERM)  # exit codes of a worker that was stopped
 
 

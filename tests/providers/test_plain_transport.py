@@ -197,27 +197,19 @@ def test_no_response_at_all_is_a_protocol_error() -> None:
     ],
 )
 def test_a_malformed_response_is_a_protocol_error_never_a_hang(reply: bytes) -> None:
-    handler = _serve([[reply]], stall_s=0)
-
-    async def body(base: str) -> None:
-        async with httpx.AsyncClient(
-            base_url=base, transport=PlainHTTPTransport(), timeout=5
-        ) as client:
-            with pytest.raises(httpx.RemoteProtocolError):
-                await client.get("/")
-
-    _run(handler, body)
+    _get_fails(_serve([[reply]]), 5, httpx.RemoteProtocolError)
 
 
 def test_a_silent_server_is_a_read_timeout() -> None:
-    handler = _serve([[_sized(b"late")]], stall_s=2.0)
+    _get_fails(_serve([[_sized(b"late")]], stall_s=2.0), 0.2, httpx.ReadTimeout)
 
+
+def _get_fails(handler: Handler, timeout_s: float, error: type[Exception]) -> None:
     async def body(base: str) -> None:
-        async with httpx.AsyncClient(
-            base_url=base, transport=PlainHTTPTransport(), timeout=0.2
-        ) as client:
-            with pytest.raises(httpx.ReadTimeout):
-                await client.get("/")
+        transport = PlainHTTPTransport()
+        async with httpx.AsyncClient(base_url=base, transport=transport, timeout=timeout_s) as c:
+            with pytest.raises(error):
+                await c.get("/")
 
     _run(handler, body)
 
