@@ -13,7 +13,10 @@ URL), proxies (loomc's clients never trust the environment's), HTTP/2, request b
 streams of unknown length, and any event loop but asyncio's. Errors are httpx's exceptions,
 as the providers expect them: ``ConnectError``/``ConnectTimeout`` before anything was sent,
 ``ReadTimeout`` past the read timeout, ``RemoteProtocolError`` when the peer closes early or
-breaks the protocol.
+breaks the protocol. httpx's write and pool timeouts have no counterpart: the request is handed
+to the kernel in one write (a peer that never reads it runs into the read timeout), and
+connections per host are not capped (the caller's concurrency bounds them: an eval's workers,
+a server's requests in flight).
 """
 
 from __future__ import annotations
