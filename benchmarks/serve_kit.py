@@ -68,25 +68,32 @@ PIDS: dict[str, int] = {}  # a started server's base URL -> its process id
 
 
 def cpu_seconds(pid: int) -> float:
-    """CPU time used so far by every thread of process ``pid`` (the scheduler's nanosecond
-    count, not the 10 ms ticks of ``/proc/PID/stat``): a per-request figure that holds under
-    load, where wall times do not."""
+    """CPU time used so far by every thread of process ``pid`` and of its child processes
+    (``loomc serve --workers N``), the scheduler's nanosecond count, not the 10 ms ticks of
+    ``/proc/PID/stat``: a per-request figure that holds under load, where wall times do not."""
     total = 0
+    children: list[str] = []
     for task in os.listdir(f"/proc/{pid}/task"):
         try:
             with open(f"/proc/{pid}/task/{task}/schedstat") as f:
                 total += int(f.read().split()[0])
+            with open(f"/proc/{pid}/task/{task}/children") as f:
+                children += f.read().split()
         except (FileNotFoundError, ProcessLookupError):
             pass  # a worker thread that just ended
-    return total / 1e9
+    return total / 1e9 + sum(cpu_seconds(int(child)) for child in children)
 
 
 @contextmanager
 def _process(
-    args: list[str], ready: str, env: dict[str, str] | None = None, timeout: float = 60
+    args: list[str],
+    ready: str,
+    env: dict[str, str] | None = None,
+    timeout: float = 60,
+    cwd: Path = ROOT,
 ) -> Iterator[subprocess.Popen[bytes]]:
     fd, log_name = tempfile.mkstemp(prefix="loomc-bench-", suffix=".log")
-    proc = subprocess.Popen(args, stdout=fd, stderr=subprocess.STDOUT, env=env or ENV, cwd=ROOT)
+    proc = subprocess.Popen(args, stdout=fd, stderr=subprocess.STDOUT, env=env or ENV, cwd=cwd)
     os.close(fd)
     try:
         try:
@@ -134,16 +141,21 @@ def loomc_serve(
     serve: dict[str, object] | None = None,
     env: dict[str, str] | None = None,
     tree: Path = TREE,
+    extra: tuple[str, ...] = (),
 ) -> Iterator[str]:
-    """``loomc serve`` from ``tree`` (this checkout by default) in its own process."""
+    """``loomc serve`` from ``tree`` (this checkout by default) in its own process; ``extra``
+    are more of its options (``--workers 2``)."""
     folder = Path(tempfile.mkdtemp(prefix="loomc-bench-"))
     policy = upstream_policy(base_url, folder, serve)
     port = free_port()
     args = [sys.executable, "-m", "loomc", "serve", str(tree), "--policy", str(policy)]
     args += ["--port", str(port), "--store", str(folder / "store.db"), "--log-level", "error"]
+    args += [*extra]
     url = f"http://127.0.0.1:{port}/v1"
+    # cwd is the tree: `python -m` puts the working directory first on sys.path, before
+    # PYTHONPATH, so from this checkout's folder a "before" server ran this checkout's loomc
     with _process(
-        args, f"http://127.0.0.1:{port}/healthz", {**tree_env(tree), **(env or {})}
+        args, f"http://127.0.0.1:{port}/healthz", {**tree_env(tree), **(env or {})}, cwd=tree
     ) as proc:
         PIDS[url] = proc.pid
         yield url

@@ -14,11 +14,11 @@ the upstream's and the client's excluded), which holds on a busy machine where r
 ``direct`` is no server at all: CLIENTS tasks running the same ``general@lean`` with
 ``loomc.arun`` in a process of their own (streamed, compiled once), the ceiling of the run
 machinery on one process; its CPU per run is the floor under loomc's CPU per request.
-Arms run in the order upstream, loomc, [before,] litellm, direct, then loomc, [before,] litellm
-again;
+Arms run in two passes, each the upstream first and then the others in a shuffled order;
 the better of each arm's runs is reported beside its other run. ``LOOMC_BENCH_BEFORE=TREE`` adds
 the ``before`` arm: the server of another checkout (e.g. ``git archive`` of the base commit),
-in its own process against the same upstream, measured in the same run.
+in its own process against the same upstream, measured in the same run, and ``direct-before``:
+the ``direct`` arm with that checkout's loomc.
 
 The window is a steady state: it opens once every client has finished a request (a server
 slower than the warm-up still has all its clients busy) and lasts SECONDS, or longer until it
@@ -31,6 +31,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import random
 import re
 import statistics
 import subprocess
@@ -43,17 +45,21 @@ import httpx
 from serve_kit import (
     BEFORE,
     BODY,
-    ENV,
     PIDS,
+    TREE,
     cpu_seconds,
     litellm_proxy,
     loomc_serve,
+    tree_env,
     upstream,
 )
 
 KEY = "bench-key-0123456789"
+# adds ``loomc-2w``: this checkout's server with ``--workers 2`` (unless LOOMC_BENCH_WORKERS=1)
+WORKERS = os.environ.get("LOOMC_BENCH_WORKERS", "2") != "1"
 WARMUP_S = 3.0  # at least; until every client has finished one request (at most MAX_WAIT_S)
 MAX_WAIT_S = 120.0
+FAILURES: list[str] = []  # what each failed request got (the first few are printed)
 
 
 class Conn:
@@ -87,7 +93,11 @@ class Conn:
         if b"connection: close" in lower:
             writer.close()
             self.reader = self.writer = None
-        return status == 200 and b"[DONE]" in body
+        # an upstream failure still ends its stream with [DONE], after an error event
+        ok = status == 200 and b"[DONE]" in body and b'data: {"error"' not in body
+        if not ok:
+            FAILURES.append(f"HTTP {status}: {body[-300:]!r}")
+        return ok
 
 
 async def drive(
@@ -137,8 +147,9 @@ async def drive(
             t = time.perf_counter()
             try:
                 ok = await conn.post()
-            except (OSError, asyncio.IncompleteReadError, ValueError, IndexError):
+            except (OSError, asyncio.IncompleteReadError, ValueError, IndexError) as exc:
                 ok, conn.reader, conn.writer = False, None, None
+                FAILURES.append(f"client: {exc!r}")
             warm[i] = True
             if opened.is_set() and not closed.is_set() and t >= window[0]:
                 if ok:
@@ -172,7 +183,7 @@ def row(name: str, got: Got, ideal: float, ceiling: float | None = None) -> str:
     )
 
 
-def direct_arm(base: str, clients: int, seconds: float) -> Got:
+def direct_arm(base: str, clients: int, seconds: float, tree: Path = TREE) -> Got:
     """The run machinery alone, as the server's ceiling: ``clients`` tasks running
     ``general@lean`` back to back with ``loomc.arun`` (streamed, compiled once, one profiler,
     one provider pool) in a child process of its own; its CPU per run is what a server could
@@ -210,7 +221,10 @@ async def main():
 
 anyio.run(main)
 """
-    out = subprocess.run([sys.executable, "-c", script], env=ENV, capture_output=True, text=True)
+    # run from the tree: `python -c` puts the working directory first on sys.path
+    out = subprocess.run(
+        [sys.executable, "-c", script], env=tree_env(tree), cwd=tree, capture_output=True, text=True
+    )
     if out.returncode != 0:
         raise RuntimeError(out.stderr[-2000:])
     rate, lat, errors, cpu = json.loads(out.stdout.strip().splitlines()[-1])
@@ -226,6 +240,7 @@ def main(seconds: float, clients: int, delay_ms: int) -> None:
         upstream(delay_ms) as up,
         loomc_serve(up, serve, env) as served,
         loomc_serve(up, serve, env, BEFORE) if BEFORE else nullcontext() as before,
+        loomc_serve(up, serve, env, extra=("--workers", "2")) if WORKERS else nullcontext() as two,
         litellm_proxy(up) as proxy,
     ):
         arms: list[tuple[str, str, str, str | None]] = [
@@ -234,11 +249,23 @@ def main(seconds: float, clients: int, delay_ms: int) -> None:
         ]
         if before is not None:
             arms.append(("before", before, "general@lean", KEY))
+        if two is not None:
+            arms.append(("loomc-2w", two, "general@lean", KEY))
         if proxy is not None:
             arms.append(("litellm", proxy, "general@lean", "sk-bench"))
-        for name, base, model, key in [*arms, ("direct", up, "", None), *arms[1:]]:
-            if name == "direct":  # loomc.arun alone, no server: the run machinery's ceiling
-                results.setdefault(name, []).append(direct_arm(up, clients, seconds))
+        arms.append(("direct", up, "", None))
+        if BEFORE is not None:
+            arms.append(("direct-before", up, "", None))
+        rng = random.Random(14)
+        passes = []
+        for _ in range(2):  # each pass in its own shuffled order, the ceiling first
+            rest = arms[1:]
+            rng.shuffle(rest)
+            passes += [arms[0], *rest]
+        for name, base, model, key in passes:
+            if name.startswith("direct"):  # loomc.arun alone, no server: the run machinery
+                tree = BEFORE if name == "direct-before" and BEFORE else TREE
+                results.setdefault(name, []).append(direct_arm(up, clients, seconds, tree))
                 continue
             pid = PIDS.get(base)  # the upstream's CPU is not counted (no pid)
             got = asyncio.run(drive(base, model, key, clients, seconds, pid))
@@ -259,6 +286,8 @@ def main(seconds: float, clients: int, delay_ms: int) -> None:
         writes = int(found.get(f'writes_total{{kind="{kind}"}}', 0))
         txs = int(found.get(f'transactions_total{{kind="{kind}"}}', 0)) or 1
         print(f"loomc {kind}: {writes} writes in {txs} transactions ({writes / txs:.1f} per)")
+    for failure in FAILURES[:3]:
+        print(f"a failed request: {failure}")
     if "litellm" not in results:
         print("litellm    (not run: no LiteLLM venv at LOOMC_LITELLM_VENV)")
 

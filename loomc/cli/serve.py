@@ -34,6 +34,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "OTEL_EXPORTER_OTLP_ENDPOINT is set; needs loomc[otel])",
     )
     p.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="server processes on the one port, sharing the store and its budgets (default 1)",
+    )
+    p.add_argument(
         "--log-level", default="warning", choices=("critical", "error", "warning", "info", "debug")
     )
     p.set_defaults(handler=run)
@@ -80,6 +87,7 @@ def start_server(
             log_level=args.log_level,
             otel=otel,
             on_ready=on_ready,
+            workers=getattr(args, "workers", 1),
         )
     except DiagnosticError as exc:
         print(render_text(exc.diagnostics), file=sys.stderr)

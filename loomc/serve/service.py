@@ -122,7 +122,8 @@ class Service:
         admitted.started = True
         request, client, reservation = admitted.request, admitted.client, admitted.reservation
         memory = TraceRecorder()
-        answer = AnswerStream(admitted.compiled.answer, on_delta or (lambda _text: None))
+        # a JSON reply needs no deltas: its run has one sink fewer to hear every event
+        answer = None if on_delta is None else AnswerStream(admitted.compiled.answer, on_delta)
         options: dict[str, Any] = {}
         ignored = []
         for field, value in (
@@ -143,7 +144,7 @@ class Service:
                 pipeline=admitted.compiled,
                 ceilings=admitted.ceilings,
                 providers=self.pool,
-                sinks=[memory, answer],
+                sinks=[memory] if answer is None else [memory, answer],
                 profiler=self.profiler,
                 stream=on_delta is not None,
                 **options,
@@ -167,12 +168,13 @@ class Service:
                 elif reservation is not None and not _sent(memory):
                     # stopped before any step started: nothing can have been spent
                     await self.ledger.settle(reservation, Usage())
-        answer.rest(result.answer)
+        if answer is not None:
+            answer.rest(result.answer)
         self.metrics.run(result)
         ext: dict[str, Any] = {"run_id": _run_id(memory, result)}
         if ignored:
             ext["ignored"] = ignored
-        if answer.diverged:
+        if answer is not None and answer.diverged:
             ext["stream_diverged"] = True
         return result, ext
 
