@@ -22,10 +22,11 @@ from loomc.exec.plain import (
     REQUIRED,
     Factory,
     PlainModel,
-    Unsure,
     data_copy,
     money,
     nested,
+    nested_dict,
+    nested_list,
     reservation,
     strings,
     word,
@@ -93,9 +94,6 @@ _DIMENSIONS = {reason: dim for dim, reason in _CEILINGS.items()}
 _LIMITED = frozenset((*_DIMENSIONS, StopReason.INPUT_TOO_LARGE, StopReason.OVER_CEILING))
 
 
-_AXES = ("calls", "tokens", "credits", "cost", "latency_ms")
-
-
 def __getattr__(name: str) -> Any:
     """``Money`` and ``Reserved`` (pydantic field types, for pydantic models that hold money,
     like the eval's records) import pydantic: built when first asked for, not by a run."""
@@ -104,13 +102,6 @@ def __getattr__(name: str) -> Any:
 
         return getattr(result_models, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def _empty(value: object) -> bool:
-    """Fields added after journals were first written are left out of the JSON while empty, so
-    a result read from an old journal is written back byte for byte (a per-field check: a
-    serializer wrapping the whole model cost a Python call and a dict rebuild per result)."""
-    return not value
 
 
 # --- the classes ----------------------------------------------------------------------------------
@@ -129,9 +120,6 @@ class StepUsage(PlainModel):
         "total_tokens": 0,
         "estimated": False,
     }
-
-    def dump(self, json: bool) -> dict[str, Any]:
-        return dict(self.__dict__)  # ints and a bool: the same in both modes
 
 
 class StepRecord(PlainModel):
@@ -168,24 +156,14 @@ class StepRecord(PlainModel):
         "output": None,
     }
 
-    def dump(self, json: bool) -> dict[str, Any]:
-        d = self.__dict__
-        return {
-            "id": d["id"],
-            "role": d["role"],
-            "worker": d["worker"],
-            "model": d["model"],
-            "access": strings(d["access"]),
-            "status": word(d["status"], json),
-            "reason": d["reason"],
-            "elapsed_ms": d["elapsed_ms"],
-            "attempts": d["attempts"],
-            "usage": nested(d["usage"], json),
-            "cost": money(d["cost"], json),
-            "credits": money(d["credits"], json),
-            "reserved": reservation(d["reserved"]),
-            "output": d["output"],
-        }
+    kinds: ClassVar[dict[str, Callable[[Any, bool], Any]]] = {
+        "access": strings,
+        "status": word,
+        "usage": nested,
+        "cost": money,
+        "credits": money,
+        "reserved": reservation,
+    }
 
 
 class BudgetReport(PlainModel):
@@ -215,7 +193,7 @@ class BudgetReport(PlainModel):
         return {
             "limits": self._written(d["limits"], "limits"),
             "used": self._written(d["used"], "used"),
-            "reserved_peak": reservation(d["reserved_peak"]),
+            "reserved_peak": reservation(d["reserved_peak"], json),
             "limited": d["limited"],
         }
 
@@ -245,17 +223,12 @@ class LimitStop(PlainModel):
         "source": "limit",
     }
 
-    def dump(self, json: bool) -> dict[str, Any]:
-        d = self.__dict__
-        return {
-            "outcome": d["outcome"],
-            "dimension": word(d["dimension"], json),
-            "step": d["step"],
-            "needed": money(d["needed"], json),
-            "left": money(d["left"], json),
-            "ceiling": money(d["ceiling"], json),
-            "source": d["source"],
-        }
+    kinds: ClassVar[dict[str, Callable[[Any, bool], Any]]] = {
+        "dimension": word,
+        "needed": money,
+        "left": money,
+        "ceiling": money,
+    }
 
     def describe(self) -> str:
         what = f"step {self.step!r}" if self.step else "the run"
@@ -289,18 +262,11 @@ class ModelUsage(PlainModel):
         "cost": None,
     }
 
-    def dump(self, json: bool) -> dict[str, Any]:
-        d = self.__dict__
-        return {
-            "calls": d["calls"],
-            "prompt_tokens": d["prompt_tokens"],
-            "completion_tokens": d["completion_tokens"],
-            "tokens": d["tokens"],
-            "tokens_estimated": d["tokens_estimated"],
-            "credits": money(d["credits"], json),
-            "estimated_credits": money(d["estimated_credits"], json),
-            "cost": money(d["cost"], json),
-        }
+    kinds: ClassVar[dict[str, Callable[[Any, bool], Any]]] = {
+        "credits": money,
+        "estimated_credits": money,
+        "cost": money,
+    }
 
 
 class RunResult(PlainModel):
@@ -356,40 +322,23 @@ class RunResult(PlainModel):
         "conductor": None,
     }
 
-    def dump(self, json: bool) -> dict[str, Any]:
-        d = self.__dict__
-        steps = d["steps"]
-        if type(steps) is not list:
-            raise Unsure
-        out = {
-            "answer": d["answer"],
-            "pipeline": d["pipeline"],
-            "tier": d["tier"],
-            "calls": d["calls"],
-            "escalated": d["escalated"],
-            "escalation_reason": d["escalation_reason"],
-            "stop_reason": word(d["stop_reason"], json),
-            "budget": nested(d["budget"], json),
-            "steps": [nested(s, json) for s in steps],
-            "risk": data_copy(d["risk"]),
-            "elapsed_ms": d["elapsed_ms"],
-            "cost": money(d["cost"], json),
-            "missing_pricing": strings(d["missing_pricing"]),
-            "credits": money(d["credits"], json),
-            "estimated_credits": money(d["estimated_credits"], json),
-            "tokens": d["tokens"],
-            "error": d["error"],
-            "receipt_hash": d["receipt_hash"],
-        }
-        if not _empty(d["limited_by"]):
-            out["limited_by"] = nested(d["limited_by"], json)
-        if not _empty(models := d["models"]):
-            if type(models) is not dict:
-                raise Unsure
-            out["models"] = {k: nested(m, json) for k, m in models.items()}
-        if not _empty(d["warnings"]):
-            out["warnings"] = data_copy(d["warnings"])
-        return out  # ``conductor`` is never dumped (pydantic's ``exclude=True``)
+    kinds: ClassVar[dict[str, Callable[[Any, bool], Any]]] = {
+        "stop_reason": word,
+        "budget": nested,
+        "steps": nested_list,
+        "risk": data_copy,
+        "cost": money,
+        "missing_pricing": strings,
+        "credits": money,
+        "estimated_credits": money,
+        "limited_by": nested,
+        "models": nested_dict,
+        "warnings": data_copy,
+    }
+    # left out of the JSON while empty: added after journals were first written, so a result
+    # read from an old journal is written back byte for byte; ``conductor`` always
+    omit_empty = frozenset(("limited_by", "models", "warnings", "conductor"))
+    never_dumped = frozenset(("conductor",))
 
 
 M = TypeVar("M")

@@ -2,8 +2,9 @@
 
 :mod:`loomc.exec.result` holds the classes the runtime builds and reads, plain classes with no
 pydantic in them, because importing pydantic and building these schemas costs ~0.1 s at every
-cold ``loomc run`` (issue #16). These models do the jobs the plain classes hand over: validating
-data read back (a journal, a store, ``RunResult(**data)`` from a caller), serialising to JSON
+cold ``loomc run`` (issue #16). The schemas of these models, with the plain classes swapped in
+(:mod:`loomc.exec.plain`), do the jobs the plain classes hand over: validating data read back
+(a journal, a store, ``RunResult(**data)`` from a caller), serialising to JSON
 (``model_dump_json``: pydantic's bytes, which journals and receipts have always held) and the
 JSON schema. ``tests/exec/test_result_twins.py`` holds both to the same dumps on generated
 results. Change a field here and in ``result.py`` together.
@@ -28,8 +29,19 @@ from pydantic import (
     model_validator,
 )
 
-from loomc.exec.result import _AXES, StepStatus, StopReason, _empty
+from loomc.exec.plain import filled
+from loomc.exec.result import StepStatus, StopReason
 from loomc.units import Budget, Dimension, Usage
+
+_AXES = ("calls", "tokens", "credits", "cost", "latency_ms")
+
+
+def _empty(value: object) -> bool:
+    """Fields added after journals were first written are left out of the JSON while empty, so
+    a result read from an old journal is written back byte for byte (a per-field check: a
+    serializer wrapping the whole model cost a Python call and a dict rebuild per result)."""
+    return not value
+
 
 # Exact decimals, written to JSON as their string (as `str(Decimal)`), read back from it.
 Money = Annotated[Decimal, PlainSerializer(str, return_type=str, when_used="json")]
@@ -110,8 +122,6 @@ class BudgetReport(BaseModel):
 
 
 class LimitStop(BaseModel):
-    """Why a run stopped ``budget-limited``: the step that would not fit and the numbers."""
-
     model_config = ConfigDict(extra="forbid")
 
     outcome: str = "budget-limited"
@@ -124,8 +134,6 @@ class LimitStop(BaseModel):
 
 
 class ModelUsage(BaseModel):
-    """What one model was used for in a run: the per-model roll-up of the receipt."""
-
     model_config = ConfigDict(extra="forbid")
 
     calls: int = 0
@@ -139,8 +147,6 @@ class ModelUsage(BaseModel):
 
 
 class RunResult(BaseModel):
-    """One run of one pipeline x tier on one prompt."""
-
     model_config = ConfigDict(extra="forbid")
 
     answer: str
@@ -211,22 +217,24 @@ def trusted_pydantic(cls: type[M], values: dict[str, Any]) -> M:
     shape = _SHAPES.get(cls)
     if shape is None:
         shape = _SHAPES[cls] = _Shape(cls)
-    keys = values.keys()
-    if not keys <= shape.names:  # a typo, not data
-        raise TypeError(f"{cls.__name__}: unknown fields {sorted(keys - shape.names)}")
-    if not shape.required <= keys:
-        raise TypeError(f"{cls.__name__}: missing field {min(shape.required - keys)!r}")
-    fields = shape.template.copy()  # field order kept: update only overwrites
-    fields.update(values)
-    for name, factory in shape.factories:
-        if name not in values:
-            fields[name] = factory()
+    fields = filled(cls.__name__, shape, values)
     obj = cls.__new__(cls)
     object.__setattr__(obj, "__dict__", fields)
-    object.__setattr__(obj, "__pydantic_fields_set__", set(keys))
+    object.__setattr__(obj, "__pydantic_fields_set__", set(values))
     object.__setattr__(obj, "__pydantic_extra__", None)
     private = shape.private
     object.__setattr__(
         obj, "__pydantic_private__", {k: f() for k, f in private} if private else None
     )
     return obj
+
+
+def _share_docstrings() -> None:
+    """Each twin says what its plain class says (a JSON schema's descriptions come from them)."""
+    from loomc.exec import result
+
+    for twin in (StepUsage, StepRecord, BudgetReport, LimitStop, ModelUsage, RunResult):
+        twin.__doc__ = getattr(result, twin.__name__).__doc__
+
+
+_share_docstrings()

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 
 from loomc.exec import result, result_models
-from loomc.exec.plain import Unsure, to_twin
+from loomc.exec.plain import Unsure
 from loomc.units import Dimension
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -279,10 +279,18 @@ def test_assignment_copies_and_equality_behave_as_pydantics() -> None:
     assert deep == plain and deep.steps[0] is not plain.steps[0]
     assert shallow.steps is plain.steps and shallow.calls == 7 and plain.calls == 1
     assert "calls" in shallow.model_fields_set
-    assert plain != to_twin(plain)  # a plain result never equals a pydantic one
+    assert plain != twin  # a plain result never equals a pydantic one
     with pytest.raises(TypeError):
         hash(plain)
     assert result.RunResult.model_json_schema() == result_models.RunResult.model_json_schema()
+
+    class Plain(BaseModel):
+        run: result.RunResult | None = None
+
+    class Twin(BaseModel):
+        run: result_models.RunResult | None = None
+
+    assert Plain.model_json_schema() == {**Twin.model_json_schema(), "title": "Plain"}
     assert plain.budget._axes == {"limits": ("calls",), "used": ("calls",)}
 
 
