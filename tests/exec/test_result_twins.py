@@ -294,19 +294,24 @@ def test_assignment_copies_and_equality_behave_as_pydantics() -> None:
     assert plain.budget._axes == {"limits": ("calls",), "used": ("calls",)}
 
 
-def test_a_run_imports_no_pydantic(tmp_path: Path) -> None:
-    """A mock run, its receipt dumped for the store and for ``--json``, in a fresh process."""
+def test_a_cold_run_imports_no_pydantic_rich_or_httpx() -> None:
+    """``loomc run`` with the mock, its trace piped and its receipt dumped for ``--json``, in a
+    fresh process: the result classes need no pydantic, a piped trace no rich, the mock no HTTP."""
     code = (
-        "import sys, json, loomc\n"
-        "r = loomc.run('Say hello.', project=sys.argv[1], stream=False)\n"
-        "json.dumps(r.model_dump(mode='json'))\n"
-        "assert r.answer and r.steps\n"
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pydantic', 'pydantic_core')))\n"
+        "import contextlib, io, json, sys\n"
+        "from loomc.cli.main import main\n"
+        "out, err = io.StringIO(), io.StringIO()\n"
+        "with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):\n"
+        f"    code = main(['run', '--no-store', '--json', '--project', {str(ROOT)!r}, 'Hi.'])\n"
+        "heavy = ('pydantic', 'pydantic_core', 'rich', 'httpx')\n"
+        "print(json.dumps([code, json.loads(out.getvalue())['stop_reason'],"
+        " sorted({m.split('.')[0] for m in sys.modules} & set(heavy))]))\n"
     )
     done = subprocess.run(
-        [sys.executable, "-c", code, str(ROOT)], capture_output=True, text=True, check=True
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
     )
-    assert json.loads(done.stdout.replace("'", '"')) == []
+    exit_code, stop, heavy = json.loads(done.stdout)
+    assert exit_code == 0 and stop in ("direct-answer-accepted", "completed") and heavy == []
 
 
 def _minimal() -> dict[str, Any]:
