@@ -29,7 +29,7 @@ from decimal import Decimal
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from loomc.policy.record import REQUIRED, Factory, Unsure
+from loomc.policy.record import REQUIRED, Factory, Unsure, dict_of, list_of
 from loomc.units import Usage
 
 if TYPE_CHECKING:
@@ -172,6 +172,11 @@ class PlainModel:
         else:
             raise ValueError(f'"{type(self).__name__}" object has no field "{name}"')
 
+    def __copy__(self: P) -> P:
+        """``copy.copy``: its own field dict, as pydantic's copy has (the state alone would be
+        shared, not copied)."""
+        return self.model_copy()
+
     def __getstate__(self) -> tuple[dict[str, Any], set[str], dict[str, Any] | None]:
         return self.__dict__, self.__pydantic_fields_set__, self.__pydantic_private__
 
@@ -265,15 +270,14 @@ def data_copy(value: Any, json: bool = True) -> Any:
     if kind is float and math.isfinite(value):
         return value
     if kind is dict:
-        out = {}
-        for k, v in value.items():
-            if type(k) is not str:
-                raise Unsure
-            out[k] = data_copy(v)
-        return out
+        return _data_dict(value)
     if kind is list:
-        return [data_copy(v) for v in value]
+        return _data_list(value)
     raise Unsure
+
+
+_data_dict = dict_of(data_copy)  # the policy records' checks: string keys, each value copied
+_data_list = list_of(data_copy)
 
 
 def _subclasses(cls: type[PlainModel]) -> list[type[PlainModel]]:

@@ -9,8 +9,10 @@ so both sides validate it; ``risk`` and ``warnings`` also carry values JSON has 
 
 from __future__ import annotations
 
+import copy
 import json
 import math
+import pickle
 import subprocess
 import sys
 from decimal import Decimal
@@ -279,6 +281,10 @@ def test_assignment_copies_and_equality_behave_as_pydantics() -> None:
     assert deep == plain and deep.steps[0] is not plain.steps[0]
     assert shallow.steps is plain.steps and shallow.calls == 7 and plain.calls == 1
     assert "calls" in shallow.model_fields_set
+    copied = copy.copy(plain)
+    copied.calls = 9
+    assert plain.calls == 1 and copied.steps is plain.steps
+    assert pickle.loads(pickle.dumps(plain)) == plain
     assert plain != twin  # a plain result never equals a pydantic one
     with pytest.raises(TypeError):
         hash(plain)
