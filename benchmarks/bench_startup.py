@@ -12,7 +12,8 @@ busier or quieter during the run moves both sides of a ratio alike; the ratios a
 - ``loomc run`` with the mock provider, cold (a new process; the parser tables cache warm, as
   after any first run): seconds, and its ratio to ``python -c pass``. Three projects: this
   repository with its default policy, this repository with ``policies/demo.yaml`` on the demo's
-  high-risk prompt (two calls), and the starter project ``loomc init`` writes.
+  high-risk prompt (two calls), and the starter project ``loomc init`` writes (also with its
+  policy pinned to ``risk.profiler: keywords``: no numpy, no semantic weights).
 - ``loomc check`` on that starter project too, against ``ruff`` on a tree of its size.
 
 Bytecode: an installed wheel has its modules compiled (pip does it at install), a checkout
@@ -121,6 +122,11 @@ def _arms(tree: Path, scaffold: Path, scaffold_tree: Path, before: Path | None) 
             ROOT,
         ),
         "loomc run (init scaffold, cold)": ([*loomc, "run", "--no-stream", "Say hello."], scaffold),
+        # the same with `risk.profiler: keywords`: the run without numpy and the semantic weights
+        "loomc run (init scaffold, keywords, cold)": (
+            [*loomc, "run", "--no-stream", "Say hello."],
+            _keywords_copy(scaffold),
+        ),
     }
     arms: dict[str, Arm] = {
         "python -c pass": ([py, "-c", "pass"], ROOT, ROOT),
@@ -136,6 +142,17 @@ def _arms(tree: Path, scaffold: Path, scaffold_tree: Path, before: Path | None) 
         if before is not None:
             arms[f"{name} [before]"] = (cmd, cwd, before)
     return arms
+
+
+def _keywords_copy(scaffold: Path) -> Path:
+    """A copy of the ``loomc init`` scaffold whose policy pins ``risk.profiler: keywords``."""
+    copy = scaffold.with_name(f"{scaffold.name}-keywords")
+    if not copy.exists():
+        shutil.copytree(scaffold, copy, ignore=shutil.ignore_patterns(".loomc"))
+        for policy in (copy / "policies").glob("*.yaml"):
+            text = policy.read_text(encoding="utf-8")
+            policy.write_text(text.replace("profiler: auto", "profiler: keywords"), "utf-8")
+    return copy
 
 
 def _time(arm: Arm) -> tuple[float, float]:
@@ -250,7 +267,7 @@ def _child_run_breakdown(project: Path) -> None:
     import loomc.api.running
     import loomc.cli.live
 
-    mark("import run path (api, exec, providers, rich)")
+    mark("import run path (api, exec, providers, trace)")
     import numpy  # noqa: F401
 
     mark("import numpy")
@@ -405,7 +422,7 @@ def main() -> None:
         ratios[f"loomc check / ruff check (init scaffold){tag}"] = (
             med[f"loomc check (init scaffold){tag}"] / med["ruff check (scaffold size)"]
         )
-        for run in ("mock", "demo policy", "init scaffold"):
+        for run in ("mock", "demo policy", "init scaffold", "init scaffold, keywords"):
             name = f"loomc run ({run}, cold){tag}"
             ratios[f"loomc run ({run}) / python -c pass{tag}"] = med[name] / med["python -c pass"]
             seconds[f"{name}, seconds"] = med[name]

@@ -1,4 +1,4 @@
-"""The CLI's live trace: one line per step start/finish, streamed tokens in between (rich).
+"""The CLI's live trace: one line per step start/finish, streamed tokens in between.
 
 The trace must never hold the run back: a terminal that scrolls slowly, or a stderr pipe that
 nobody reads, would otherwise block the event loop inside ``write`` and keep the run going long
@@ -14,12 +14,13 @@ import json
 import queue
 import sys
 import threading
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
-from rich.console import Console
-
-from loomc.cli.terminal import markup, plain
+from loomc.cli.terminal import plain
 from loomc.exec.events import Event, EventKind
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 TOKEN_BACKLOG = 64 * 1024  # characters of streamed text queued before tokens are dropped
 LINE_BACKLOG = 1024 * 1024  # characters queued before even step lines are dropped
@@ -93,12 +94,23 @@ class BackgroundWriter:
                     self._idle.set()
 
 
+Part = str | tuple[str, str]  # text, or (text, rich style); every text is shown as text
+
+
 class LiveTrace:
+    """The event sink behind ``loomc run``'s trace. On a terminal (or with a ``console``
+    given) lines are styled by rich; anywhere else (a pipe, a file, CI logs) they are plain
+    text written directly, and rich is never imported: it costs ~25 ms of every cold run."""
+
     def __init__(
         self, console: Console | None = None, tokens: bool = True, stream: IO[str] | None = None
     ) -> None:
         self.out = BackgroundWriter(stream or sys.stderr)
-        self.console = console or Console(file=self.out, highlight=False)  # type: ignore[arg-type]
+        if console is None and self.out.isatty():
+            from rich.console import Console
+
+            console = Console(file=self.out, highlight=False)  # type: ignore[arg-type]
+        self.console = console
         self.tokens = tokens
         self._streaming: EventKind | None = None  # TOKEN or REASONING while a stream is open
         self._shown_drops = 0
@@ -107,6 +119,16 @@ class LiveTrace:
         """Let what is queued reach stderr (bounded wait); whether it all did."""
         return self.out.wait(timeout_s)
 
+    def _print(self, *parts: Part) -> None:
+        """One line; untrusted text is made safe (``plain``) and never read as markup."""
+        pieces = [(plain(p), "") if isinstance(p, str) else (plain(p[0]), p[1]) for p in parts]
+        if self.console is None:
+            self.out.write("".join(text for text, _ in pieces) + "\n")
+            return
+        from rich.text import Text
+
+        self.console.print(Text.assemble(*pieces))
+
     def _end_stream(self) -> None:
         if self._streaming is not None:
             self.out.write("\n")
@@ -114,16 +136,17 @@ class LiveTrace:
         if self.out.dropped > self._shown_drops:
             n = self.out.dropped - self._shown_drops
             self._shown_drops = self.out.dropped
-            self.console.print(
-                f"[dim]… {n} characters of streamed text not shown (stderr is not keeping up)[/]"
+            self._print(
+                (f"… {n} characters of streamed text not shown (stderr is not keeping up)", "dim")
             )
 
     def _stream(self, kind: EventKind, text: str) -> None:
         if self._streaming is not None and self._streaming is not kind:
             self.out.write("\n")
-        if kind is EventKind.REASONING and self.console.is_terminal:
+        text = plain(text)
+        if kind is EventKind.REASONING and self.console is not None and self.console.is_terminal:
             text = f"\x1b[2m{text}\x1b[22m"  # dim: thinking, not the answer
-        self.out.write(plain(text), droppable=True)
+        self.out.write(text, droppable=True)
         self._streaming = kind
 
     async def emit(self, event: Event) -> None:
@@ -136,45 +159,46 @@ class LiveTrace:
         self._line(event, d)
 
     def _line(self, event: Event, d: dict[str, Any]) -> None:
+        step = str(event.step)
         if event.kind == EventKind.RUN_STARTED:
             risk = d.get("risk", {})
-            tier = d.get("tier") or "-"
-            self.console.print(
-                f"[bold]{markup(d.get('pipeline'))}[/] tier [bold]{markup(tier)}[/] · "
-                f"risk {markup(risk.get('level'))} ({markup(risk.get('kind'))}) "
-                f"{markup(', '.join(risk.get('signals') or []) or 'no signals')}"
+            self._print(
+                (str(d.get("pipeline")), "bold"),
+                " tier ",
+                (str(d.get("tier") or "-"), "bold"),
+                f" · risk {risk.get('level')} ({risk.get('kind')}) ",
+                ", ".join(risk.get("signals") or []) or "no signals",
             )
         elif event.kind == EventKind.WARNING:
-            where = f"{markup(d['where'])}: " if d.get("where") else ""
-            self.console.print(
-                f"{where}[yellow]warning\\[{d.get('code')}][/]: {markup(d.get('message'))}"
-            )
+            where = f"{d['where']}: " if d.get("where") else ""
+            self._print(where, (f"warning[{d.get('code')}]", "yellow"), f": {d.get('message')}")
         elif event.kind == EventKind.STEP_STARTED:
-            self.console.print(
-                f"▶ [cyan]{markup(event.step)}[/] {markup(d.get('role'))} · {markup(d.get('model'))}"
-            )
+            self._print("▶ ", (step, "cyan"), f" {d.get('role')} · {d.get('model')}")
         elif event.kind == EventKind.PROVIDER_FRAME:
-            self.console.print(f"[dim]◆ {markup(event.step)} {markup(_frame(d.get('frame')))}[/]")
+            self._print((f"◆ {step} {_frame(d.get('frame'))}", "dim"))
         elif event.kind == EventKind.STEP_FINISHED:
             usage = d.get("usage") or {}
             est = " (estimated)" if usage.get("estimated") else ""
-            status = "[green]ok[/]" if d.get("status") == "ok" else f"[red]{d.get('status')}[/]"
-            extra = f" {markup(d.get('error'))}" if d.get("error") else ""
-            self.console.print(
-                f"■ [cyan]{markup(event.step)}[/] {status} {d.get('elapsed_ms', 0)} ms · "
-                f"{usage.get('total_tokens', 0)} tokens{est}{extra}"
+            ok = d.get("status") == "ok"
+            status = ("ok", "green") if ok else (str(d.get("status")), "red")
+            extra = f" {d.get('error')}" if d.get("error") else ""
+            self._print(
+                "■ ",
+                (step, "cyan"),
+                " ",
+                status,
+                f" {d.get('elapsed_ms', 0)} ms · {usage.get('total_tokens', 0)} tokens{est}{extra}",
             )
         elif event.kind == EventKind.STEP_SKIPPED:
-            self.console.print(f"· [dim]{markup(event.step)} skipped: {markup(d.get('reason'))}[/]")
+            self._print("· ", (f"{step} skipped: {d.get('reason')}", "dim"))
         elif event.kind == EventKind.STEP_RETRY:
-            self.console.print(
-                f"↻ [yellow]{markup(event.step)}[/] retry {d.get('attempt')} in "
-                f"{d.get('delay_ms')} ms: {markup(d.get('error'))}"
+            self._print(
+                "↻ ",
+                (step, "yellow"),
+                f" retry {d.get('attempt')} in {d.get('delay_ms')} ms: {d.get('error')}",
             )
         elif event.kind == EventKind.BUDGET_STOP:
-            self.console.print(
-                f"[red]budget stop[/] at {markup(event.step)}: {markup(d.get('reason'))}"
-            )
+            self._print(("budget stop", "red"), f" at {step}: {d.get('reason')}")
 
 
 def _frame(frame: object) -> str:

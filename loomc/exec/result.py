@@ -4,6 +4,11 @@ Statuses and stop reasons are string enums whose values are the words written to
 and credits are exact decimals written as strings; budgets are the runtime's own ``Budget`` and
 ``Usage``. The JSON is what it always was, so journals and receipts written earlier still load
 and re-serialise byte for byte.
+
+The classes are plain objects with pydantic's interface (:mod:`loomc.exec.plain`), so a run
+imports no pydantic: validation, ``model_dump_json`` and the schema are their pydantic twins'
+(:mod:`loomc.exec.result_models`), imported when asked. ``model_dump`` is written here, field by
+field in pydantic's order, and held to the twins' by ``tests/exec/test_result_twins.py``.
 """
 
 from __future__ import annotations
@@ -11,22 +16,26 @@ from __future__ import annotations
 from collections.abc import Callable
 from decimal import Decimal
 from enum import StrEnum
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from pydantic import (
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    Field,
-    FieldSerializationInfo,
-    ModelWrapValidatorHandler,
-    PlainSerializer,
-    PrivateAttr,
-    field_serializer,
-    model_validator,
+from loomc.exec.plain import (
+    REQUIRED,
+    Factory,
+    PlainModel,
+    data_copy,
+    money,
+    nested,
+    nested_dict,
+    nested_list,
+    reservation,
+    strings,
+    word,
 )
-
 from loomc.units import Budget, Dimension, Usage
+
+if TYPE_CHECKING:  # pydantic types, built on first use (``__getattr__`` below)
+    from loomc.exec.result_models import Money as Money
+    from loomc.exec.result_models import Reserved as Reserved
 
 
 class StepStatus(StrEnum):
@@ -84,99 +93,142 @@ _CEILINGS = {
 _DIMENSIONS = {reason: dim for dim, reason in _CEILINGS.items()}
 _LIMITED = frozenset((*_DIMENSIONS, StopReason.INPUT_TOO_LARGE, StopReason.OVER_CEILING))
 
-# Exact decimals, written to JSON as their string (as `str(Decimal)`), read back from it.
-Money = Annotated[Decimal, PlainSerializer(str, return_type=str, when_used="json")]
+
+def __getattr__(name: str) -> Any:
+    """``Money`` and ``Reserved`` (pydantic field types, for pydantic models that hold money,
+    like the eval's records) import pydantic: built when first asked for, not by a run."""
+    if name in ("Money", "Reserved"):
+        from loomc.exec import result_models
+
+        return getattr(result_models, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def _none_if_empty(value: object) -> object:
-    return None if value == {} else value
+# --- the classes ----------------------------------------------------------------------------------
 
 
-def _usage_json(value: Usage | None) -> dict[str, str | int]:
-    return {} if value is None else value.to_json()
+class StepUsage(PlainModel):
+    """The tokens of one step: from the provider's usage, or ``estimated`` locally."""
+
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+    estimated: bool
+    fields: ClassVar[dict[str, Any]] = {
+        "prompt_tokens": 0,
+        "completion_tokens": 0,
+        "total_tokens": 0,
+        "estimated": False,
+    }
 
 
-# A reservation that may not have happened: ``{}`` in JSON, ``None`` here.
-Reserved = Annotated[
-    Usage | None,
-    BeforeValidator(_none_if_empty),
-    PlainSerializer(_usage_json, return_type=dict[str, str | int]),
-]
-
-
-class StepUsage(BaseModel):
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    total_tokens: int = 0
-    estimated: bool = False
-
-
-class StepRecord(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class StepRecord(PlainModel):
+    """One step of a run as it ended: who ran it, its status, attempts, usage, money, output."""
 
     id: str
     role: str
     worker: str
     model: str
-    access: list[str] = Field(default_factory=list)
+    access: list[str]
     status: StepStatus
-    reason: str | None = None  # why skipped / stopped / failed
-    elapsed_ms: int = 0
-    attempts: int = 0
-    usage: StepUsage = Field(default_factory=StepUsage)
-    cost: Money | None = None  # USD; None when the model has no pricing
-    credits: Money | None = None  # native spent credits when a receipt was returned
-    reserved: Reserved = None  # the ledger's reservation per attempt; None when never reserved
-    output: str | None = None
+    reason: str | None  # why skipped / stopped / failed
+    elapsed_ms: int
+    attempts: int
+    usage: StepUsage
+    cost: Decimal | None  # USD; None when the model has no pricing
+    credits: Decimal | None  # native spent credits when a receipt was returned
+    reserved: Usage | None  # the ledger's reservation per attempt; None when never reserved
+    output: str | None
+    fields: ClassVar[dict[str, Any]] = {
+        "id": REQUIRED,
+        "role": REQUIRED,
+        "worker": REQUIRED,
+        "model": REQUIRED,
+        "access": Factory(list),
+        "status": REQUIRED,
+        "reason": None,
+        "elapsed_ms": 0,
+        "attempts": 0,
+        "usage": Factory(lambda: StepUsage.trusted({})),
+        "cost": None,
+        "credits": None,
+        "reserved": None,
+        "output": None,
+    }
+
+    kinds: ClassVar[dict[str, Callable[[Any, bool], Any]]] = {
+        "access": strings,
+        "status": word,
+        "usage": nested,
+        "cost": money,
+        "credits": money,
+        "reserved": reservation,
+    }
 
 
-_AXES = ("calls", "tokens", "credits", "cost", "latency_ms")
+class BudgetReport(PlainModel):
+    """A run's ceilings, what it used, its peak reservation and whether a ceiling stopped it."""
 
-
-class BudgetReport(BaseModel):
     limits: Budget
     used: Usage
-    reserved_peak: Reserved = None  # None when the report carries no peak
-    limited: bool = False
+    reserved_peak: Usage | None  # None when the report carries no peak
+    limited: bool
+    fields: ClassVar[dict[str, Any]] = {
+        "limits": REQUIRED,
+        "used": REQUIRED,
+        "reserved_peak": None,
+        "limited": False,
+    }
     # The axes of ``limits``/``used`` when they were read from JSON that held only some of them:
     # they are written back with exactly those, so the JSON re-serialises byte for byte.
-    _axes: dict[str, tuple[str, ...]] = PrivateAttr(default_factory=dict)
+    private: ClassVar[dict[str, Callable[[], Any]]] = {"_axes": dict}
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _read_axes(
-        cls, data: Any, handler: ModelWrapValidatorHandler[BudgetReport]
-    ) -> BudgetReport:
-        if isinstance(data, BudgetReport):  # a report already built (a RunResult's field)
-            return data
-        report = handler(data)
-        if isinstance(data, dict):
-            report._axes = {
-                name: tuple(value)
-                for name in ("limits", "used")
-                if isinstance(value := data.get(name), dict) and tuple(value) != _AXES
-            }
-        return report
+    @property
+    def _axes(self) -> dict[str, tuple[str, ...]]:
+        axes: dict[str, tuple[str, ...]] = (self.__pydantic_private__ or {}).get("_axes", {})
+        return axes
 
-    @field_serializer("limits", "used")
-    def _write_axes(self, value: Budget | Usage, info: FieldSerializationInfo) -> dict[str, Any]:
+    def dump(self, json: bool) -> dict[str, Any]:
+        d = self.__dict__
+        return {
+            "limits": self._written(d["limits"], "limits"),
+            "used": self._written(d["used"], "used"),
+            "reserved_peak": reservation(d["reserved_peak"], json),
+            "limited": d["limited"],
+        }
+
+    def _written(self, value: Budget | Usage, name: str) -> dict[str, Any]:
         full: dict[str, Any] = dict(value.to_json())
-        axes = self._axes.get(info.field_name)
+        axes = self._axes.get(name)
         return full if axes is None else {k: full[k] for k in axes if k in full}
 
 
-class LimitStop(BaseModel):
+class LimitStop(PlainModel):
     """Why a run stopped ``budget-limited``: the step that would not fit and the numbers."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    outcome: str = "budget-limited"
+    outcome: str
     dimension: Dimension
-    step: str | None = None  # the step that was not sent (None: the deadline cut the run off)
-    needed: Money  # what the next attempt would have reserved
-    left: Money  # what was left under the ceiling
-    ceiling: Money
-    source: str = "limit"  # "limit" (run time), "promise" (.loom/policy) or a parent ledger
+    step: str | None  # the step that was not sent (None: the deadline cut the run off)
+    needed: Decimal  # what the next attempt would have reserved
+    left: Decimal  # what was left under the ceiling
+    ceiling: Decimal
+    source: str  # "limit" (run time), "promise" (.loom/policy) or a parent ledger
+    fields: ClassVar[dict[str, Any]] = {
+        "outcome": "budget-limited",
+        "dimension": REQUIRED,
+        "step": None,
+        "needed": REQUIRED,
+        "left": REQUIRED,
+        "ceiling": REQUIRED,
+        "source": "limit",
+    }
+
+    kinds: ClassVar[dict[str, Callable[[Any, bool], Any]]] = {
+        "dimension": word,
+        "needed": money,
+        "left": money,
+        "ceiling": money,
+    }
 
     def describe(self) -> str:
         what = f"step {self.step!r}" if self.step else "the run"
@@ -188,32 +240,38 @@ class LimitStop(BaseModel):
         )
 
 
-class ModelUsage(BaseModel):
+class ModelUsage(PlainModel):
     """What one model was used for in a run: the per-model roll-up of the receipt."""
 
-    model_config = ConfigDict(extra="forbid")
+    calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    tokens: int
+    tokens_estimated: bool  # some tokens were counted locally (no usage from the server)
+    credits: Decimal | None  # from the provider's receipts; None when none was sent
+    estimated_credits: Decimal  # estimates for the calls that had no receipt
+    cost: Decimal | None  # USD at the policy's pricing; None when unpriced
+    fields: ClassVar[dict[str, Any]] = {
+        "calls": 0,
+        "prompt_tokens": 0,
+        "completion_tokens": 0,
+        "tokens": 0,
+        "tokens_estimated": False,
+        "credits": None,
+        "estimated_credits": Decimal(0),
+        "cost": None,
+    }
 
-    calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    tokens: int = 0
-    tokens_estimated: bool = False  # some tokens were counted locally (no usage from the server)
-    credits: Money | None = None  # from the provider's receipts; None when none was sent
-    estimated_credits: Money = Decimal(0)  # estimates for the calls that had no receipt
-    cost: Money | None = None  # USD at the policy's pricing; None when unpriced
+    kinds: ClassVar[dict[str, Callable[[Any, bool], Any]]] = {
+        "credits": money,
+        "estimated_credits": money,
+        "cost": money,
+    }
 
 
-def _empty(value: object) -> bool:
-    """Fields added after journals were first written are left out of the JSON while empty, so
-    a result read from an old journal is written back byte for byte (a per-field check: a
-    serializer wrapping the whole model cost a Python call and a dict rebuild per result)."""
-    return not value
-
-
-class RunResult(BaseModel):
-    """One run of one pipeline x tier on one prompt."""
-
-    model_config = ConfigDict(extra="forbid")
+class RunResult(PlainModel):
+    """One run of one pipeline x tier on one prompt: the answer, why the run stopped, every
+    step, the budget report, money and tokens, and the receipt hash over them."""
 
     answer: str
     pipeline: str
@@ -224,57 +282,66 @@ class RunResult(BaseModel):
     stop_reason: StopReason
     budget: BudgetReport
     steps: list[StepRecord]
-    risk: dict[str, Any] = Field(default_factory=dict)
-    elapsed_ms: int = 0
-    cost: Money | None = None  # total USD, None unless every invoked model is priced
-    missing_pricing: list[str] = Field(default_factory=list)
-    credits: Money | None = None  # native credits, None when no receipt was seen
-    estimated_credits: Money = Decimal(0)
-    tokens: int = 0
-    error: str | None = None
+    risk: dict[str, Any]
+    elapsed_ms: int
+    cost: Decimal | None  # total USD, None unless every invoked model is priced
+    missing_pricing: list[str]
+    credits: Decimal | None  # native credits, None when no receipt was seen
+    estimated_credits: Decimal
+    tokens: int
+    error: str | None
     receipt_hash: str
-    # set when a ceiling stopped the run (budget-limited)
-    limited_by: LimitStop | None = Field(default=None, exclude_if=_empty)
-    models: dict[str, ModelUsage] = Field(  # per-model usage roll-up
-        default_factory=dict, exclude_if=_empty
-    )
-    warnings: list[dict[str, Any]] = Field(  # checker warnings (JSON)
-        default_factory=list, exclude_if=_empty
-    )
+    limited_by: LimitStop | None  # set when a ceiling stopped the run (budget-limited)
+    models: dict[str, ModelUsage]  # per-model usage roll-up
+    warnings: list[dict[str, Any]]  # checker warnings (JSON)
     # The planner's verdict when a planner chose the plan; kept out of serialised results (the
     # eval journal, receipts) and added by callers that report it, like `loomc run --json`.
-    conductor: dict[str, Any] | None = Field(default=None, exclude=True)
+    conductor: dict[str, Any] | None
+    fields: ClassVar[dict[str, Any]] = {
+        "answer": REQUIRED,
+        "pipeline": REQUIRED,
+        "tier": REQUIRED,
+        "calls": REQUIRED,
+        "escalated": REQUIRED,
+        "escalation_reason": REQUIRED,
+        "stop_reason": REQUIRED,
+        "budget": REQUIRED,
+        "steps": REQUIRED,
+        "risk": Factory(dict),
+        "elapsed_ms": 0,
+        "cost": None,
+        "missing_pricing": Factory(list),
+        "credits": None,
+        "estimated_credits": Decimal(0),
+        "tokens": 0,
+        "error": None,
+        "receipt_hash": REQUIRED,
+        "limited_by": None,
+        "models": Factory(dict),
+        "warnings": Factory(list),
+        "conductor": None,
+    }
+
+    kinds: ClassVar[dict[str, Callable[[Any, bool], Any]]] = {
+        "stop_reason": word,
+        "budget": nested,
+        "steps": nested_list,
+        "risk": data_copy,
+        "cost": money,
+        "missing_pricing": strings,
+        "credits": money,
+        "estimated_credits": money,
+        "limited_by": nested,
+        "models": nested_dict,
+        "warnings": data_copy,
+    }
+    # left out of the JSON while empty: added after journals were first written, so a result
+    # read from an old journal is written back byte for byte; ``conductor`` always
+    omit_empty = frozenset(("limited_by", "models", "warnings", "conductor"))
+    never_dumped = frozenset(("conductor",))
 
 
-M = TypeVar("M", bound=BaseModel)
-
-
-class _Shape:
-    """What ``trusted`` needs of a model class, computed once: the defaults in field order,
-    the fields built by a factory, the required fields and the private attributes."""
-
-    __slots__ = ("factories", "names", "private", "required", "template")
-
-    def __init__(self, cls: type[BaseModel]) -> None:
-        fields = cls.model_fields
-        self.names = frozenset(fields)
-        self.template = {name: f.default for name, f in fields.items()}
-        self.factories: tuple[tuple[str, Callable[[], Any]], ...] = tuple(
-            (name, f.default_factory)  # type: ignore[misc]
-            for name, f in fields.items()
-            if f.default_factory is not None
-        )
-        self.required = frozenset(
-            name for name, f in fields.items() if f.is_required() and f.default_factory is None
-        )
-        # private attributes: a factory each (a default is shared as it is, as pydantic does)
-        self.private: tuple[tuple[str, Callable[[], Any]], ...] = tuple(
-            (name, attr.default_factory or (lambda d=attr.default: d))  # type: ignore[misc]
-            for name, attr in cls.__private_attributes__.items()
-        )
-
-
-_SHAPES: dict[type[BaseModel], _Shape] = {}
+M = TypeVar("M")
 
 
 def trusted(cls: type[M], **values: Any) -> M:
@@ -285,27 +352,12 @@ def trusted(cls: type[M], **values: Any) -> M:
     per-model roll-up cost more than the rest of building the receipt. The instance is the
     one validation would build: same ``__dict__`` (defaults filled in field order), same
     fields set, private attributes at their defaults (a property test holds both to equality
-    and to the same JSON). ``model_construct`` does the same job but is slower than validating.
+    and to the same JSON). ``cls`` is one of the classes above, or a pydantic model that holds
+    them (the eval's ``RunRecord``).
     """
-    shape = _SHAPES.get(cls)
-    if shape is None:
-        shape = _SHAPES[cls] = _Shape(cls)
-    keys = values.keys()
-    if not keys <= shape.names:  # a typo, not data
-        raise TypeError(f"{cls.__name__}: unknown fields {sorted(keys - shape.names)}")
-    if not shape.required <= keys:
-        raise TypeError(f"{cls.__name__}: missing field {min(shape.required - keys)!r}")
-    fields = shape.template.copy()  # field order kept: update only overwrites
-    fields.update(values)
-    for name, factory in shape.factories:
-        if name not in values:
-            fields[name] = factory()
-    obj = cls.__new__(cls)
-    object.__setattr__(obj, "__dict__", fields)
-    object.__setattr__(obj, "__pydantic_fields_set__", set(keys))
-    object.__setattr__(obj, "__pydantic_extra__", None)
-    private = shape.private
-    object.__setattr__(
-        obj, "__pydantic_private__", {k: f() for k, f in private} if private else None
-    )
-    return obj
+    if issubclass(cls, PlainModel):
+        made: M = cls.trusted(values)
+        return made
+    from loomc.exec.result_models import trusted_pydantic
+
+    return trusted_pydantic(cls, values)  # type: ignore[type-var]

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import anyio
+import pytest
 
 from loomc.cli.live import TOKEN_BACKLOG, BackgroundWriter, LiveTrace
 from loomc.exec.events import Event, EventKind
@@ -133,3 +134,56 @@ def test_a_stderr_pipe_nobody_reads_does_not_stall_the_run(tmp_path: Path) -> No
             assert waited < 3.0 + 8.0  # the deadline, plus interpreter start-up on a busy machine
         finally:
             proc.kill()
+
+
+def test_a_trace_to_a_pipe_is_plain_text_without_rich() -> None:
+    """Not a terminal (a pipe, a file, CI): plain lines written directly, rich never imported
+    (it costs ~25 ms of every cold run)."""
+    code = (
+        "import io, sys, anyio\n"
+        "from loomc.cli.live import LiveTrace\n"
+        "from loomc.exec.events import Event, EventKind\n"
+        "out = io.StringIO()\n"
+        "t = LiveTrace(stream=out)\n"
+        "async def go():\n"
+        "    await t.emit(Event(EventKind.RUN_STARTED, 'r', None, {'pipeline': 'general',"
+        " 'tier': 'balanced', 'risk': {'level': 'low', 'kind': 'general', 'signals': []}}))\n"
+        "    await t.emit(Event(EventKind.STEP_FINISHED, 'r', 'direct', {'status': 'failed',"
+        " 'elapsed_ms': 3, 'usage': {'total_tokens': 9}, 'error': '[red]x[/]'}))\n"
+        "anyio.run(go)\n"
+        "assert t.close(5)\n"
+        "print(repr(out.getvalue()), 'rich' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), *sys.path])},
+    )
+    lines = (
+        "general tier balanced · risk low (general) no signals\n"
+        "■ direct failed 3 ms · 9 tokens [red]x[/]\n"
+    )
+    assert done.stdout.split()[-1] == "False"
+    assert done.stdout.startswith(repr(lines))
+
+
+def test_a_trace_to_a_terminal_is_styled_by_rich(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TERM", "xterm-256color")
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.delenv("TERM_PROGRAM", raising=False)
+    master, replica = os.openpty()
+    with os.fdopen(replica, "w", encoding="utf-8", closefd=True) as tty:
+        trace = LiveTrace(stream=tty)
+        assert trace.console is not None and trace.console.is_terminal
+        _feed(
+            trace,
+            [Event(EventKind.STEP_STARTED, "r", "draft", {"role": "[bold]x", "model": "m\x1b"})],
+        )
+        assert trace.close(5)
+        ready, _, _ = select.select([master], [], [], 5)
+        written = os.read(master, 4096).decode() if ready else ""
+    os.close(master)
+    assert "\x1b[36mdraft" in written  # the step's name in cyan
+    assert "[bold]x · m\\x1b" in written  # untrusted text shown as text, its escape visible
