@@ -41,6 +41,7 @@ from loomc.text import well_formed
 from loomc.units import Dimension, Usage, money_for_tokens
 
 __all__ = [
+    "JITTER",
     "AttemptStarted",
     "Charge",
     "Metered",
@@ -50,6 +51,11 @@ __all__ = [
     "describe",
     "metered_call",
 ]
+
+
+# One generator for every run's backoff jitter: seeding a fresh one per run cost more than the
+# rest of a run's set-up, and jitter needs no independence between runs.
+JITTER = random.Random()
 
 
 @dataclass(frozen=True, slots=True)
