@@ -187,7 +187,8 @@ async def run_matrix(
                 pool=policy_pool,
                 profiler=cached[job.strategy.semantic],
                 stream=False,
-                parent_ledger=cell_ledger(job),
+                parent_ledger=eval_ledger,
+                ledger_hook=journal.hook(job.key),  # the run's own ledger journals its calls
                 completed=journal.completed(job.key, digest),
                 on_step=partial(journal.step, job.key, case_hash=digest),
                 sinks=() if memory is None else (memory,),
