@@ -128,6 +128,9 @@ class Journal:
     # lines written since the last flush, and whether a flush at the turn's end is scheduled
     _pending: list[str] = field(default_factory=list, init=False, repr=False, compare=False)
     _scheduled: bool = field(default=False, init=False, repr=False, compare=False)
+    # the last reservation amount journaled, and its JSON (Usage is frozen: same object, same JSON)
+    _amount: Usage | None = field(default=None, init=False, repr=False, compare=False)
+    _amount_json: str = field(default="", init=False, repr=False, compare=False)
 
     def __enter__(self) -> Journal:
         """Keep the file open for appending until ``__exit__`` (load or repair it first)."""
@@ -266,9 +269,12 @@ class Journal:
     def _reserved(self, cell_json: str, reservation: Reservation) -> None:
         # the bytes json.dumps(..., separators=(",", ":"), ensure_ascii=True) wrote, built
         # directly: two lines per call, and the dict and encoder cost more than the write
+        amount = reservation.amount
+        if amount is not self._amount:  # a step reserves the same Usage object every run
+            self._amount, self._amount_json = amount, _usage_json(amount)
         self._write(
             f'{{"ledger":"reserve","id":{_str(reservation.id)},"cell":{cell_json},'
-            f'"amount":{_usage_json(reservation.amount)}}}',
+            f'"amount":{self._amount_json}}}',
             urgent=True,  # on disk, with every line before it, before the request is sent
         )
 

@@ -160,13 +160,13 @@ class Ledger:
 
     __slots__ = (
         "_a",
+        "_budget",
         "_c",
         "_ceilings_of",
         "_chain",
         "_o",
         "_p",
         "_settled",
-        "budget",
         "hook",
         "name",
         "parent",
@@ -203,8 +203,6 @@ class Ledger:
         self._o: list[int | Decimal] = (
             _axes(outstanding) if outstanding is not None else [0, 0, zero, zero, 0]
         )
-        self._ceilings_of: tuple[Budget, tuple[tuple[int, Dimension, int | Decimal], ...]] | None
-        self._ceilings_of = None
         self._settled: _Settled = parent._settled if parent is not None else _Settled()
         # this ledger and every ledger above it: a chain never changes once built
         self._chain: list[Ledger] = [self] if parent is None else [self, *parent._chain]
@@ -277,13 +275,21 @@ class Ledger:
     def child(self, budget: Budget, name: str = "run", hook: LedgerHook | None = None) -> Ledger:
         return Ledger(budget=budget, parent=self, name=name, hook=hook)
 
+    @property
+    def budget(self) -> Budget:
+        return self._budget
+
+    @budget.setter
+    def budget(self, budget: Budget) -> None:
+        """The ceilings, and the booked axes that have one (worked out here, not per call)."""
+        self._budget = budget
+        self._ceilings_of: tuple[tuple[int, Dimension, int | Decimal], ...] = tuple(
+            (_INDEX[d], d, c) for d in _BOOKED if (c := budget.get(d)) is not None
+        )
+
     def _ceilings(self) -> tuple[tuple[int, Dimension, int | Decimal], ...]:
         """The booked axes this ledger has a ceiling on (most have one or two, many none)."""
-        budget, cached = self.budget, self._ceilings_of
-        if cached is None or cached[0] is not budget:
-            ceilings = tuple((_INDEX[d], d, c) for d in _BOOKED if (c := budget.get(d)) is not None)
-            cached = self._ceilings_of = (budget, ceilings)
-        return cached[1]
+        return self._ceilings_of
 
     def overshoot(self) -> Overshoot | None:
         """The first ceiling that settled usage has passed on this ledger, if any."""
@@ -331,7 +337,7 @@ class Ledger:
         await checkpoint_if_cancelled()  # a cancelled caller reserves nothing
         while True:
             # From here to a return or the wait: no await, so no other task interleaves.
-            bounded = [ledger for ledger in ledgers if ledger._ceilings()]  # most have none
+            bounded = [ledger for ledger in ledgers if ledger._ceilings_of]  # most have none
             for ledger in bounded:
                 over = ledger.overshoot()
                 if over is not None:
