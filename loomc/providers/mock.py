@@ -118,7 +118,13 @@ def _matches(rule: MockRule, role: str, model: str, prompt: str) -> bool:
 
 
 class MockProvider:
-    """In-process provider; ``attempts`` is exposed so tests can assert retry counts."""
+    """In-process provider; ``attempts`` is exposed so tests can assert retry counts.
+
+    It keeps its own time (``keeps_time``): a call whose latency reaches the request's
+    ``timeout_s`` raises ``ProviderTimeout`` at that moment, as the caller's deadline would have
+    cut it off, so the metered call needs no cancel scope around it."""
+
+    keeps_time = True
 
     def __init__(self, name: str = "mock", script: MockScript | None = None) -> None:
         self.name = name
@@ -157,6 +163,10 @@ class MockProvider:
                 await anyio.sleep(limit)
             raise ProviderTimeout(f"mock timeout after {limit or 0}s", **ids)
         if delay_ms:
+            limit = request.timeout_s
+            if limit is not None and delay_ms / 1000 >= limit:  # cut off at the deadline
+                await anyio.sleep(limit)
+                raise ProviderTimeout(f"mock timeout after {limit}s", **ids)
             await anyio.sleep(delay_ms / 1000)
         if faulting and fault is not None and fault.kind == "status":
             if fault.status == 429:
