@@ -44,12 +44,13 @@ class Reservation:
     whether it is settled. Its ``id`` is drawn when first read (a journal hook reads it; most
     runs never do, and a UUID per call is not free)."""
 
-    __slots__ = ("_id", "amount", "ledgers", "settled")
+    __slots__ = ("_id", "amount", "axes", "ledgers", "settled")
 
     def __init__(
         self, amount: Usage, ledgers: list[Ledger], settled: bool = False, id: str | None = None
     ) -> None:
         self.amount, self.ledgers, self.settled, self._id = amount, ledgers, settled, id
+        self.axes: list[int | Decimal] | None = None  # the amount by axis, when the ledger has it
 
     @property
     def id(self) -> str:
@@ -301,12 +302,11 @@ class Ledger:
 
     def chain_overshoot(self) -> Overshoot | None:
         """The first overshoot on this ledger or any ledger above it."""
-        node: Ledger | None = self
-        while node is not None:
-            over = node.overshoot()
-            if over is not None:
-                return over
-            node = node.parent
+        for ledger in self._chain:
+            if ledger._ceilings_of:  # a ledger without a ceiling is never over
+                over = ledger.overshoot()
+                if over is not None:
+                    return over
         return None
 
     def _refusal(self, amount: list[int | Decimal]) -> Refused | None:
@@ -331,8 +331,15 @@ class Ledger:
 
         A refusal by a parent ledger that only reservations in flight cause waits for them to
         settle (``wait``), then is decided again."""
-        amount = nonnegative(amount)
-        add = _axes(amount)
+        global _LAST
+        last = _LAST
+        if last is not None and last[0] is amount:  # a step reserves the same Usage each run
+            amount, add = last[1], last[2]
+        else:
+            clean = nonnegative(amount)
+            add = _axes(clean)
+            _LAST = (amount, clean, add)  # one assignment: another thread sees all or nothing
+            amount = clean
         ledgers = self._chain
         await checkpoint_if_cancelled()  # a cancelled caller reserves nothing
         while True:
@@ -356,6 +363,7 @@ class Ledger:
                     break
             if refused is None:
                 reservation = Reservation(amount, ledgers)
+                reservation.axes = add  # read only, here and by reconcile
                 for ledger in ledgers:
                     if ledger.hook is not None:
                         ledger.hook.reserved(reservation)  # before anything is committed
@@ -378,7 +386,8 @@ class Ledger:
         if reservation.settled:
             return None
         actual = nonnegative(actual)
-        got, held = _axes(actual), _axes(reservation.amount)
+        got = _axes(actual)
+        held = reservation.axes if reservation.axes is not None else _axes(reservation.amount)
         # No await from here on: the settlement is atomic on the event loop (and never cancelled
         # half-way, so a call that was sent is always booked).
         for ledger in reservation.ledgers:
@@ -404,6 +413,8 @@ def _num(value: int | Decimal) -> str:
 
 
 _ZERO = Decimal(0)
+# the last amount reserved, clamped, and by axis: the same frozen Usage comes back run after run
+_LAST: tuple[Usage, Usage, list[int | Decimal]] | None = None
 
 
 def _kept(amount: Decimal) -> bool:
