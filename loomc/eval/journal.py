@@ -66,17 +66,41 @@ Cell = tuple[str, str, int]  # case id, strategy name, iteration
 def case_hash(case: Case, pipeline: str) -> str:
     """What a cell's result depends on in its case, hashed (``pipeline``: the compiled
     pipeline x tier key the cell ran)."""
-    canonical = {
-        "prompt": case.prompt,
-        "checks": list(case.checks),
-        "rubric": case.rubric,
-        "pipeline": case.pipeline,
-        "compiled": pipeline,
-        "expected_escalation": case.expected_escalation,
-        "difficulty": case.difficulty,
-    }
-    text = json.dumps(canonical, sort_keys=True, separators=(",", ":"), default=str)
+    fields = (case.prompt, case.rubric, case.pipeline, pipeline, case.difficulty)
+    if not case.checks and all(v is None or type(v) is str for v in fields):
+        text = _case_json(case, pipeline)  # a case without checks (most): built directly
+    else:
+        canonical = {
+            "prompt": case.prompt,
+            "checks": list(case.checks),
+            "rubric": case.rubric,
+            "pipeline": case.pipeline,
+            "compiled": pipeline,
+            "expected_escalation": case.expected_escalation,
+            "difficulty": case.difficulty,
+        }
+        text = json.dumps(canonical, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+_JSON_SCALARS: dict[object, str] = {None: "null", True: "true", False: "false"}
+
+
+def _case_json(case: Case, pipeline: str) -> str:
+    """What ``case_hash``'s ``json.dumps(sort_keys=True, separators=(",", ":"))`` writes for a
+    case without checks whose text fields are str or None, built directly (keys in sorted
+    order): the hash is taken once per cell, and the encoder cost more than the hash."""
+
+    def text(value: str | None) -> str:
+        return "null" if value is None else _str(value)
+
+    escalation = case.expected_escalation
+    return (
+        f'{{"checks":[],"compiled":{text(pipeline)},"difficulty":{text(case.difficulty)},'
+        f'"expected_escalation":{_JSON_SCALARS.get(escalation) or json.dumps(escalation)},'
+        f'"pipeline":{text(case.pipeline)},"prompt":{text(case.prompt)},'
+        f'"rubric":{text(case.rubric)}}}'
+    )
 
 
 def plan_hash(case: Case, planner: str, semantic: bool, options: Mapping[str, Any]) -> str:

@@ -158,3 +158,46 @@ def test_every_request_of_an_eval_finds_its_reservation_on_disk(tmp_path: Path) 
     )
     assert len(receipt.runs) == 48 and len(seen) > 48  # `fixed` makes several calls per run
     assert all(reserved >= sent for sent, reserved in seen)
+
+
+texts = st.text(max_size=20)  # lone surrogates and non-ASCII included
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    prompt=texts,
+    rubric=st.none() | texts,
+    pipeline=st.none() | texts,
+    difficulty=st.none() | texts,
+    expected=st.none() | st.booleans(),
+    compiled=texts,
+)
+def test_the_case_hash_is_the_hash_of_the_json_dumps_bytes(
+    prompt: str,
+    rubric: str | None,
+    pipeline: str | None,
+    difficulty: str | None,
+    expected: bool | None,
+    compiled: str,
+) -> None:
+    """A case without checks is hashed over text built directly: the very bytes
+    ``json.dumps(sort_keys=True)`` wrote, so every journal written before resumes unchanged."""
+    import hashlib
+
+    from loomc.eval.dataset import Case
+    from loomc.eval.journal import case_hash
+
+    case = Case(id="c", prompt=prompt, pipeline=pipeline, difficulty=difficulty, rubric=rubric,
+                expected_escalation=expected)  # fmt: skip
+    canonical = {
+        "prompt": prompt,
+        "checks": [],
+        "rubric": rubric,
+        "pipeline": pipeline,
+        "compiled": compiled,
+        "expected_escalation": expected,
+        "difficulty": difficulty,
+    }
+    text = json.dumps(canonical, sort_keys=True, separators=(",", ":"), default=str)
+    expected_hash = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    assert case_hash(case, compiled) == expected_hash
