@@ -217,7 +217,8 @@ async def run_matrix(
         if judge is not None and needs_judging(record):
             record = await judged(job, digest, record, fresh=prior is None)
         for name, value in grading(record).items():  # the record is this worker's own
-            setattr(record, name, value)
+            if getattr(record, name) != value:  # most stay None: no model __setattr__ then
+                setattr(record, name, value)
         if judge is not None and needs_judging(record):
             final = journaled(record)
             shown = public(record, include_answers)
