@@ -15,6 +15,7 @@ that builds a pipeline per run (``loomc run --max-*`` with new ceilings) keeps m
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -60,6 +61,7 @@ class PreparedPipeline:
 
 
 _PREPARED: dict[int, PreparedPipeline] = {}
+_LOCK = threading.Lock()  # taken on a miss only: a hit is one dict lookup
 
 
 def prepared(pipeline: Pipeline) -> PreparedPipeline:
@@ -68,9 +70,10 @@ def prepared(pipeline: Pipeline) -> PreparedPipeline:
     if found is not None and found.pipeline is pipeline:
         return found
     made = _prepare(pipeline)
-    while len(_PREPARED) >= _ENTRIES:  # the oldest first; another thread may pop it too
-        _PREPARED.pop(next(iter(_PREPARED), 0), None)
-    _PREPARED[id(pipeline)] = made
+    with _LOCK:  # event loops in other threads (serve, Studio) share the table
+        while len(_PREPARED) >= _ENTRIES:  # the oldest first
+            del _PREPARED[next(iter(_PREPARED))]
+        _PREPARED[id(pipeline)] = made
     return made
 
 
