@@ -13,47 +13,21 @@ from loomc.exec.prepared import prepared
 from loomc.exec.prompting import system_message
 from loomc.exec.schedule import input_tokens, is_chain
 from loomc.ir.graph import StepGraph
-from loomc.ir.model import Pipeline, Pricing, StepNode
+from loomc.ir.model import Pipeline, StepNode
 from loomc.units import Budget
+from tests.exec.test_executor import _pipeline as executor_pipeline
+from tests.exec.test_executor import _step as executor_step
 
 
 def _step(sid: str, sees: tuple[str, ...] = (), role: str = "writer") -> StepNode:
-    return StepNode(
-        id=sid,
-        role=role,
-        worker="w",
-        model="mock/m",
-        provider="mock",
-        provider_type="mock",
-        group="g",
-        task=f"task {sid} " * 5,
-        max_tokens=50,
-        timeout_ms=2500,
-        retries=2,
-        credits=Decimal("1.5"),
-        p95_ms=None,
-        pricing=Pricing(Decimal("1"), Decimal("2")),
-        sees=sees,
-    )
+    step = executor_step(sid, sees=sees, retries=2, timeout_ms=2500, credits="1.5")
+    return replace(step, role=role)
 
 
 def _pipeline(budget: Budget | None = None) -> Pipeline:
-    budget = budget or Budget(calls=3)
     steps = [_step("draft", role="drafter"), _step("review", ("draft",), role="critic")]
-    return Pipeline(
-        name="t",
-        tier=None,
-        policy="test",
-        instruction="Answer carefully.",
-        graph=StepGraph({s.id: s for s in steps}),
-        answer=("review",),
-        budget=budget,
-        pipeline_budget=budget,
-        tier_budget=Budget(),
-        input_tokens=900,
-        backoff_base_ms=7,
-        backoff_max_ms=70,
-    )
+    pipeline = executor_pipeline(steps, budget or Budget(calls=3))
+    return replace(pipeline, instruction="Answer carefully.", backoff_base_ms=7, input_tokens=900)
 
 
 def test_the_fixed_part_is_what_each_run_would_compute() -> None:
