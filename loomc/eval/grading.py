@@ -100,7 +100,8 @@ def journaled(record: RunRecord) -> RunRecord:
 def strip(record: RunRecord) -> RunRecord:
     """``public(record, False)`` made in place, without the four copies: only for a record (and
     result) that nothing else holds, like the one a worker just built from ``execute``."""
-    record.answer = None
+    if record.answer is not None:
+        record.answer = None
     if record.result is not None:
         record.result.answer = ""
         for step in record.result.steps:

@@ -1,10 +1,15 @@
 """The eval journal: an append-only JSONL next to the output that makes a killed eval resumable
 without overshooting its eval-wide ceiling or paying a finished cell twice.
 
-Five kinds of line, each one ``write`` + ``flush`` (a SIGKILL keeps everything written). While
-an eval runs (``with journal:``) the file stays open for appending: reopening it for every line
-cost a system call or three per reservation; the flush after each line is what keeps a killed
-eval's work, and it stays.
+Five kinds of line; a SIGKILL keeps everything flushed. While an eval runs (``with journal:``)
+the file stays open for appending (reopening it for every line cost a system call or three per
+reservation) and the lines of one event-loop turn leave in one write and one flush, at the end of
+the turn or, at the latest, with the next reservation: a reservation is flushed, with every line
+before it, before its request is sent. So a kill can lose only lines of the turn it struck (as
+it could lose the line being written before), never a line that a later request relied on: the
+ceiling is never passed, and a completed step or cell is re-run only if the kill struck in the
+very turn it completed. Four lines per run, each flushed alone, cost more than the rest of an
+eval's bookkeeping.
 
 - a **reservation**, written *before* its request is sent: ``{"ledger": "reserve", "id", "cell",
   "amount"}``;
@@ -35,6 +40,7 @@ record.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 from collections.abc import Mapping
@@ -60,17 +66,41 @@ Cell = tuple[str, str, int]  # case id, strategy name, iteration
 def case_hash(case: Case, pipeline: str) -> str:
     """What a cell's result depends on in its case, hashed (``pipeline``: the compiled
     pipeline x tier key the cell ran)."""
-    canonical = {
-        "prompt": case.prompt,
-        "checks": list(case.checks),
-        "rubric": case.rubric,
-        "pipeline": case.pipeline,
-        "compiled": pipeline,
-        "expected_escalation": case.expected_escalation,
-        "difficulty": case.difficulty,
-    }
-    text = json.dumps(canonical, sort_keys=True, separators=(",", ":"), default=str)
+    fields = (case.prompt, case.rubric, case.pipeline, pipeline, case.difficulty)
+    if not case.checks and all(v is None or type(v) is str for v in fields):
+        text = _case_json(case, pipeline)  # a case without checks (most): built directly
+    else:
+        canonical = {
+            "prompt": case.prompt,
+            "checks": list(case.checks),
+            "rubric": case.rubric,
+            "pipeline": case.pipeline,
+            "compiled": pipeline,
+            "expected_escalation": case.expected_escalation,
+            "difficulty": case.difficulty,
+        }
+        text = json.dumps(canonical, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+_JSON_SCALARS: dict[object, str] = {None: "null", True: "true", False: "false"}
+
+
+def _case_json(case: Case, pipeline: str) -> str:
+    """What ``case_hash``'s ``json.dumps(sort_keys=True, separators=(",", ":"))`` writes for a
+    case without checks whose text fields are str or None, built directly (keys in sorted
+    order): the hash is taken once per cell, and the encoder cost more than the hash."""
+
+    def text(value: str | None) -> str:
+        return "null" if value is None else _str(value)
+
+    escalation = case.expected_escalation
+    return (
+        f'{{"checks":[],"compiled":{text(pipeline)},"difficulty":{text(case.difficulty)},'
+        f'"expected_escalation":{_JSON_SCALARS.get(escalation) or json.dumps(escalation)},'
+        f'"pipeline":{text(case.pipeline)},"prompt":{text(case.prompt)},'
+        f'"rubric":{text(case.rubric)}}}'
+    )
 
 
 def plan_hash(case: Case, planner: str, semantic: bool, options: Mapping[str, Any]) -> str:
@@ -119,6 +149,12 @@ class Journal:
     # completed steps of cells not finished, with the case hash they ran under
     steps: dict[Cell, dict[str, tuple[str, CompletedStep]]] = field(default_factory=dict)
     _handle: IO[str] | None = field(default=None, init=False, repr=False, compare=False)
+    # lines written since the last flush, and whether a flush at the turn's end is scheduled
+    _pending: list[str] = field(default_factory=list, init=False, repr=False, compare=False)
+    _scheduled: bool = field(default=False, init=False, repr=False, compare=False)
+    # the last reservation amount journaled, and its JSON (Usage is frozen: same object, same JSON)
+    _amount: Usage | None = field(default=None, init=False, repr=False, compare=False)
+    _amount_json: str = field(default="", init=False, repr=False, compare=False)
 
     def __enter__(self) -> Journal:
         """Keep the file open for appending until ``__exit__`` (load or repair it first)."""
@@ -136,6 +172,7 @@ class Journal:
 
     def close(self) -> None:
         if self._handle is not None:
+            self._drain()
             handle, self._handle = self._handle, None
             handle.close()
 
@@ -214,14 +251,14 @@ class Journal:
             record = done.record.model_dump_json()
         except PydanticSerializationError:  # a lone surrogate in the output: escape it
             record = json.dumps(done.record.model_dump(mode="json"), ensure_ascii=True)
-        head = json.dumps(
-            {"ledger": "step", "id": done.record.id, "cell": list(cell), "case_hash": case_hash},
-            separators=(",", ":"),
-            ensure_ascii=True,
+        # the bytes json.dumps(..., separators=(",", ":"), ensure_ascii=True) wrote, built directly
+        head = (
+            f'{{"ledger":"step","id":{_str(done.record.id)},"cell":{_cell_json(cell)},'
+            f'"case_hash":{_str(case_hash)}'
         )
         booked = _usage_json(done.booked)
         peak = "" if done.peak is None else f',"peak":{_usage_json(done.peak)}'
-        self._write(f'{head[:-1]},"record":{record},"booked":{booked}{peak}}}')
+        self._write(f'{head},"record":{record},"booked":{booked}{peak}}}')
 
     def repair(self) -> None:
         """Cut a torn last line (one without its newline) so the next append starts clean."""
@@ -256,9 +293,13 @@ class Journal:
     def _reserved(self, cell_json: str, reservation: Reservation) -> None:
         # the bytes json.dumps(..., separators=(",", ":"), ensure_ascii=True) wrote, built
         # directly: two lines per call, and the dict and encoder cost more than the write
+        amount = reservation.amount
+        if amount is not self._amount:  # a step reserves the same Usage object every run
+            self._amount, self._amount_json = amount, _usage_json(amount)
         self._write(
             f'{{"ledger":"reserve","id":{_str(reservation.id)},"cell":{cell_json},'
-            f'"amount":{_usage_json(reservation.amount)}}}'
+            f'"amount":{self._amount_json}}}',
+            urgent=True,  # on disk, with every line before it, before the request is sent
         )
 
     def settled(self, reservation: Reservation, actual: Usage) -> None:
@@ -270,14 +311,35 @@ class Journal:
         """The ledger hook that journals the reservations of one cell."""
         return CellHook(self, cell, _cell_json(cell))
 
-    def _write(self, line: str) -> None:
-        if self._handle is not None:
-            self._handle.write(line + "\n")
-            self._handle.flush()
+    def _write(self, line: str, urgent: bool = False) -> None:
+        """Append ``line``. While the eval runs, lines wait in ``_pending`` for one write and
+        one flush: the next ``urgent`` line's (a reservation, which must be on disk before its
+        request is sent, so nothing journaled before a request is ever sent after it) or the
+        end of this event-loop turn's, whichever comes first."""
+        if self._handle is None:
+            with self.path.open("a", encoding="utf-8") as fh:  # outside an eval (tests, tools)
+                fh.write(line + "\n")
+                fh.flush()
             return
-        with self.path.open("a", encoding="utf-8") as fh:  # outside an eval (tests, tools)
-            fh.write(line + "\n")
-            fh.flush()
+        self._pending.append(line)
+        if urgent:
+            self._drain()
+        elif not self._scheduled:
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:  # no asyncio loop here (trio, or plain code): write it now
+                self._drain()
+                return
+            self._scheduled = True
+            loop.call_soon(self._drain)  # runs before anything else of the next turn
+
+    def _drain(self) -> None:
+        """Write the pending lines in one write and one flush (a SIGKILL keeps them)."""
+        self._scheduled = False
+        if self._pending and self._handle is not None:
+            lines, self._pending = self._pending, []
+            self._handle.write("\n".join(lines) + "\n")
+            self._handle.flush()
 
 
 @dataclass(frozen=True)
@@ -296,7 +358,9 @@ class CellHook:
 
 
 def _cell_json(cell: Cell) -> str:
-    return json.dumps(list(cell), separators=(",", ":"), ensure_ascii=True)
+    """``json.dumps(list(cell), separators=(",", ":"), ensure_ascii=True)``, built directly."""
+    case, strategy, iteration = cell
+    return f"[{_str(case)},{_str(strategy)},{int.__repr__(iteration)}]"
 
 
 def _usage_json(usage: Usage) -> str:

@@ -32,6 +32,7 @@ class RunLog(Sequence[RunRecord]):
         self._file: IO[bytes] = tempfile.TemporaryFile(prefix="loomc-eval-runs-")  # noqa: SIM115
         self._closer = weakref.finalize(self, self._file.close)  # closed when dropped
         self._end = 0
+        self._reading = False  # whether a read moved the file position off the end
         self._order: array[int] | None = None  # indices of the runs present, when not all are
 
     def add(self, index: int, record: RunRecord, text: str | None = None) -> None:
@@ -43,7 +44,9 @@ class RunLog(Sequence[RunRecord]):
         except PydanticSerializationError:  # a lone surrogate in an answer: JSON cannot carry it
             raw = pickle.dumps(record, protocol=pickle.HIGHEST_PROTOCOL)
             data = b"P" + len(raw).to_bytes(8, "little") + raw
-        self._file.seek(self._end)
+        if self._reading:  # a read moved the position; a seek also flushes the write buffer,
+            self._file.seek(self._end)  # so it is paid only after a read, not per run
+            self._reading = False
         self._file.write(data)
         self._offsets[index] = self._end
         self._end += len(data)
@@ -95,6 +98,7 @@ class RunLog(Sequence[RunRecord]):
         return f"<RunLog of {len(self)} run(s)>"
 
     def _read(self, offset: int) -> RunRecord:
+        self._reading = True
         self._file.seek(offset)
         if self._file.read(1) == b"P":  # our own pickle, written by ``add`` above
             size = int.from_bytes(self._file.read(8), "little")

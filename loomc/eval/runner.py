@@ -187,7 +187,8 @@ async def run_matrix(
                 pool=policy_pool,
                 profiler=cached[job.strategy.semantic],
                 stream=False,
-                parent_ledger=cell_ledger(job),
+                parent_ledger=eval_ledger,
+                ledger_hook=journal.hook(job.key),  # the run's own ledger journals its calls
                 completed=journal.completed(job.key, digest),
                 on_step=partial(journal.step, job.key, case_hash=digest),
                 sinks=() if memory is None else (memory,),
@@ -216,7 +217,8 @@ async def run_matrix(
         if judge is not None and needs_judging(record):
             record = await judged(job, digest, record, fresh=prior is None)
         for name, value in grading(record).items():  # the record is this worker's own
-            setattr(record, name, value)
+            if getattr(record, name) != value:  # most stay None: no model __setattr__ then
+                setattr(record, name, value)
         if judge is not None and needs_judging(record):
             final = journaled(record)
             shown = public(record, include_answers)

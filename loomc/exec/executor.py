@@ -18,10 +18,10 @@ from decimal import Decimal
 
 import anyio
 
-from loomc.checker.rules import limit_warnings
 from loomc.exec.events import EventKind, EventSink
 from loomc.exec.guards import Outcome
-from loomc.exec.ledger import Ledger
+from loomc.exec.ledger import Ledger, LedgerHook
+from loomc.exec.prepared import prepared
 from loomc.exec.receipt import build_result
 from loomc.exec.result import (
     LimitStop,
@@ -31,14 +31,14 @@ from loomc.exec.result import (
     StopReason,
     trusted,
 )
-from loomc.exec.schedule import input_tokens, is_chain, profile
+from loomc.exec.schedule import profile
 from loomc.exec.state import CompletedStep, RunState, StepHook
 from loomc.exec.step import attempt_step, skip, source
 from loomc.ir.model import Pipeline, StepNode
 from loomc.providers.base import estimate_tokens
 from loomc.providers.registry import ProviderPool
 from loomc.risk.base import RiskProfiler
-from loomc.units import Budget, Dimension
+from loomc.units import Dimension
 
 DEADLINE_PASSED = "run deadline passed"
 DEADLINE_CUT = "cut off by the run deadline"
@@ -57,6 +57,7 @@ async def execute(
     temperature: float | None = None,
     completed: Mapping[str, CompletedStep] | None = None,
     on_step: StepHook | None = None,
+    ledger_hook: LedgerHook | None = None,
 ) -> RunResult:
     """Execute ``pipeline`` on ``prompt``; ``parent_ledger`` shares ceilings across runs.
 
@@ -67,31 +68,37 @@ async def execute(
     ``completed`` resumes a run killed mid-way: those steps (by id, status ok) are taken as done,
     not sent again; their outputs feed later steps and their usage counts on the run's ledger
     (not on ``parent_ledger``, which counts it already). ``on_step`` hears every step that
-    completes, before any step that depends on it starts (an eval journals it there)."""
-    enforced = pipeline.enforced  # computed once: every step and the receipt read it
+    completes, before any step that depends on it starts (an eval journals it there).
+    ``ledger_hook`` is told of the run ledger's reservations and settlements (an eval journals
+    them; the run's ledger is built here, so ``ledger`` must be None)."""
+    plan = prepared(pipeline)  # the pipeline's fixed part, worked out on its first run
     if ledger is None:
-        ledger = Ledger(enforced, parent=parent_ledger, name="run")
+        ledger = Ledger(plan.enforced, parent=parent_ledger, name="run", hook=ledger_hook)
+    elif ledger_hook is not None:
+        raise ValueError("ledger_hook hooks the ledger execute builds: pass it or a ledger")
     risk = await profile(profiler, prompt, pipeline.kind)
-    order = pipeline.graph.topological_order()
-    run = RunState(pipeline, prompt, pool, ledger, sinks, risk, stream, order, temperature)
-    run.enforced = enforced
-    run.completed = {
-        sid: done
-        for sid, done in (completed or {}).items()
-        if sid in order and done.record.status is StepStatus.OK and done.record.output is not None
-    }
+    run = RunState(plan, prompt, pool, ledger, sinks, risk, stream, temperature)
+    order = plan.order
+    if completed:
+        run.completed = {
+            sid: done
+            for sid, done in completed.items()
+            if sid in order
+            and done.record.status is StepStatus.OK
+            and done.record.output is not None
+        }
     run.on_step = on_step
     if sinks:  # the event's risk dict only when someone listens
         await run.emit(
             EventKind.RUN_STARTED, pipeline=pipeline.name, tier=pipeline.tier, risk=risk.to_json()
         )
-    for diag in limit_warnings(pipeline) if pipeline.limits != Budget() else ():
+    for diag in plan.warnings:
         run.warnings.append(diag.to_json())
         where = f"{diag.span.file}:{diag.span.line}:{diag.span.column}"
         await run.emit(
             EventKind.WARNING, code=diag.code, message=diag.message, hint=diag.hint, where=where
         )
-    if input_tokens(pipeline, prompt) > pipeline.input_tokens:
+    if plan.input_base + estimate_tokens(prompt) > pipeline.input_tokens:  # = input_tokens()
         run.stop_reason = StopReason.INPUT_TOO_LARGE
         for sid in order:
             skip(
@@ -101,7 +108,7 @@ async def execute(
                 f"prompt exceeds the input bound of {pipeline.input_tokens} tokens",
             )
     else:
-        deadline = enforced.latency_ms
+        deadline = plan.enforced.latency_ms
         if deadline is None:  # no run deadline: no cancel scope to enter and leave
             await _steps(run)
         else:
@@ -110,19 +117,20 @@ async def execute(
             if scope.cancelled_caught:
                 _deadline_passed(run, deadline)
     result = build_result(run)
-    await run.emit(
-        EventKind.RUN_FINISHED,
-        stop_reason=result.stop_reason,
-        calls=result.calls,
-        receipt_hash=result.receipt_hash,
-    )
+    if sinks:
+        await run.emit(
+            EventKind.RUN_FINISHED,
+            stop_reason=result.stop_reason,
+            calls=result.calls,
+            receipt_hash=result.receipt_hash,
+        )
     return result
 
 
 async def _steps(run: RunState) -> None:
     """Every step of the run: inline for a chain, else one task per step."""
     graph, order = run.pipeline.graph, run.order
-    if is_chain(run.pipeline, order):  # inline: the order is the dependencies' own
+    if run.plan.chain:  # inline: the order is the dependencies' own
         for sid in order:
             await attempt_step(run, graph.step(sid))
     else:

@@ -25,7 +25,7 @@ as spent when it resumes).
 
 from __future__ import annotations
 
-import uuid
+import os
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Protocol
@@ -44,17 +44,18 @@ class Reservation:
     whether it is settled. Its ``id`` is drawn when first read (a journal hook reads it; most
     runs never do, and a UUID per call is not free)."""
 
-    __slots__ = ("_id", "amount", "ledgers", "settled")
+    __slots__ = ("_id", "amount", "axes", "ledgers", "settled")
 
     def __init__(
         self, amount: Usage, ledgers: list[Ledger], settled: bool = False, id: str | None = None
     ) -> None:
         self.amount, self.ledgers, self.settled, self._id = amount, ledgers, settled, id
+        self.axes: list[int | Decimal] | None = None  # the amount by axis, when the ledger has it
 
     @property
     def id(self) -> str:
         if self._id is None:
-            self._id = uuid.uuid4().hex
+            self._id = os.urandom(16).hex()  # 128 random bits, as a UUID4 has, at half the cost
         return self._id
 
     def __repr__(self) -> str:
@@ -160,12 +161,13 @@ class Ledger:
 
     __slots__ = (
         "_a",
+        "_budget",
         "_c",
         "_ceilings_of",
+        "_chain",
         "_o",
         "_p",
         "_settled",
-        "budget",
         "hook",
         "name",
         "parent",
@@ -202,9 +204,9 @@ class Ledger:
         self._o: list[int | Decimal] = (
             _axes(outstanding) if outstanding is not None else [0, 0, zero, zero, 0]
         )
-        self._ceilings_of: tuple[Budget, tuple[tuple[int, Dimension, int | Decimal], ...]] | None
-        self._ceilings_of = None
         self._settled: _Settled = parent._settled if parent is not None else _Settled()
+        # this ledger and every ledger above it: a chain never changes once built
+        self._chain: list[Ledger] = [self] if parent is None else [self, *parent._chain]
 
     def __repr__(self) -> str:
         return (
@@ -269,23 +271,26 @@ class Ledger:
                 p[i] = max(p[i], v)
 
     def chain(self) -> list[Ledger]:
-        out: list[Ledger] = []
-        node: Ledger | None = self
-        while node is not None:
-            out.append(node)
-            node = node.parent
-        return out
+        return list(self._chain)
 
     def child(self, budget: Budget, name: str = "run", hook: LedgerHook | None = None) -> Ledger:
         return Ledger(budget=budget, parent=self, name=name, hook=hook)
 
+    @property
+    def budget(self) -> Budget:
+        return self._budget
+
+    @budget.setter
+    def budget(self, budget: Budget) -> None:
+        """The ceilings, and the booked axes that have one (worked out here, not per call)."""
+        self._budget = budget
+        self._ceilings_of: tuple[tuple[int, Dimension, int | Decimal], ...] = tuple(
+            (_INDEX[d], d, c) for d in _BOOKED if (c := budget.get(d)) is not None
+        )
+
     def _ceilings(self) -> tuple[tuple[int, Dimension, int | Decimal], ...]:
         """The booked axes this ledger has a ceiling on (most have one or two, many none)."""
-        budget, cached = self.budget, self._ceilings_of
-        if cached is None or cached[0] is not budget:
-            ceilings = tuple((_INDEX[d], d, c) for d in _BOOKED if (c := budget.get(d)) is not None)
-            cached = self._ceilings_of = (budget, ceilings)
-        return cached[1]
+        return self._ceilings_of
 
     def overshoot(self) -> Overshoot | None:
         """The first ceiling that settled usage has passed on this ledger, if any."""
@@ -297,12 +302,11 @@ class Ledger:
 
     def chain_overshoot(self) -> Overshoot | None:
         """The first overshoot on this ledger or any ledger above it."""
-        node: Ledger | None = self
-        while node is not None:
-            over = node.overshoot()
-            if over is not None:
-                return over
-            node = node.parent
+        for ledger in self._chain:
+            if ledger._ceilings_of:  # a ledger without a ceiling is never over
+                over = ledger.overshoot()
+                if over is not None:
+                    return over
         return None
 
     def _refusal(self, amount: list[int | Decimal]) -> Refused | None:
@@ -327,13 +331,21 @@ class Ledger:
 
         A refusal by a parent ledger that only reservations in flight cause waits for them to
         settle (``wait``), then is decided again."""
-        amount = nonnegative(amount)
-        add = _axes(amount)
-        ledgers = self.chain()
+        global _LAST
+        last = _LAST
+        if last is not None and last[0] is amount:  # a step reserves the same Usage each run
+            amount, add = last[1], last[2]
+        else:
+            clean = nonnegative(amount)
+            add = _axes(clean)
+            _LAST = (amount, clean, add)  # one assignment: another thread sees all or nothing
+            amount = clean
+        ledgers = self._chain
         await checkpoint_if_cancelled()  # a cancelled caller reserves nothing
         while True:
             # From here to a return or the wait: no await, so no other task interleaves.
-            for ledger in ledgers:
+            bounded = [ledger for ledger in ledgers if ledger._ceilings_of]  # most have none
+            for ledger in bounded:
                 over = ledger.overshoot()
                 if over is not None:
                     return Refused(
@@ -345,12 +357,13 @@ class Ledger:
                         over,
                     )
             refused, by = None, self
-            for ledger in ledgers:
+            for ledger in bounded:
                 refused, by = ledger._refusal(add), ledger
                 if refused is not None:
                     break
             if refused is None:
                 reservation = Reservation(amount, ledgers)
+                reservation.axes = add  # read only, here and by reconcile
                 for ledger in ledgers:
                     if ledger.hook is not None:
                         ledger.hook.reserved(reservation)  # before anything is committed
@@ -373,7 +386,8 @@ class Ledger:
         if reservation.settled:
             return None
         actual = nonnegative(actual)
-        got, held = _axes(actual), _axes(reservation.amount)
+        got = _axes(actual)
+        held = reservation.axes if reservation.axes is not None else _axes(reservation.amount)
         # No await from here on: the settlement is atomic on the event loop (and never cancelled
         # half-way, so a call that was sent is always booked).
         for ledger in reservation.ledgers:
@@ -399,6 +413,8 @@ def _num(value: int | Decimal) -> str:
 
 
 _ZERO = Decimal(0)
+# the last amount reserved, clamped, and by axis: the same frozen Usage comes back run after run
+_LAST: tuple[Usage, Usage, list[int | Decimal]] | None = None
 
 
 def _kept(amount: Decimal) -> bool:

@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from loomc.ir.model import Pipeline, StepNode
-from loomc.providers.base import Message
 
 ROLE_FRAMES = {
     "router": "You classify the task and note what a good answer must cover.",
@@ -48,12 +47,3 @@ def user_message(step: StepNode, prompt: str, outputs: Mapping[str, str]) -> str
 
 def _quote(text: str) -> str:
     return "\n".join("> " + line for line in text.splitlines()) or "> "
-
-
-def messages(
-    pipeline: Pipeline, step: StepNode, prompt: str, outputs: Mapping[str, str]
-) -> tuple[Message, ...]:
-    return (
-        Message("system", system_message(pipeline, step)),
-        Message("user", user_message(step, prompt, outputs)),
-    )

@@ -2,26 +2,22 @@
 
 from __future__ import annotations
 
-import random
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import anyio
 
 from loomc.exec.events import Event, EventKind, EventSink
 from loomc.exec.guards import Outcome
 from loomc.exec.ledger import Ledger
+from loomc.exec.prepared import PreparedPipeline
 from loomc.exec.result import LimitStop, StepRecord, StopReason
 from loomc.ir.model import Pipeline
 from loomc.providers.registry import ProviderPool
 from loomc.risk.base import RiskProfile
 from loomc.units import Budget, Usage
-
-# One generator for every run's backoff jitter: seeding a fresh one per run costs more than the
-# rest of the run's set-up, and jitter needs no independence between runs.
-_JITTER = random.Random()
 
 
 @dataclass(frozen=True)
@@ -40,34 +36,68 @@ class CompletedStep:
 StepHook = Callable[[CompletedStep], Awaitable[None] | None]
 
 
-@dataclass
 class RunState:
-    """Everything one run knows while it goes: records, outcomes, the stop and its reason."""
+    """Everything one run knows while it goes: records, outcomes, the stop and its reason.
 
-    pipeline: Pipeline
-    prompt: str
-    pool: ProviderPool
-    ledger: Ledger
-    sinks: Sequence[EventSink]
-    risk: RiskProfile
-    stream: bool
-    order: list[str]  # the graph's topological order, computed once per run
-    temperature: float | None = None  # overrides every step's (the worker's) temperature
-    outcomes: dict[str, Outcome] = field(default_factory=dict)
-    records: dict[str, StepRecord] = field(default_factory=dict)
-    done: dict[str, anyio.Event] = field(default_factory=dict)
-    stop_reason: StopReason | None = None
-    over: str | None = None  # how a booked usage passed a ceiling (the run stops over-ceiling)
-    limited_by: LimitStop | None = None
-    warnings: list[dict[str, object]] = field(default_factory=list)
-    # per step in flight: when it was sent, its prompt estimate and what it streamed so far
-    sent: dict[str, tuple[float, int, list[str]]] = field(default_factory=dict)
-    started: float = field(default_factory=time.monotonic)
-    rng: random.Random = field(default_factory=lambda: _JITTER)  # backoff jitter only
-    completed: Mapping[str, CompletedStep] = field(default_factory=dict)  # done before a kill
-    on_step: StepHook | None = None  # hears each step that completes, before dependents start
-    enforced: Budget = field(default_factory=Budget)  # pipeline.enforced, computed once per run
-    _run_id: str | None = None
+    A slotted class with its own ``__init__``: a dataclass with a dozen default factories cost
+    more to build than the rest of a run's set-up. ``plan`` is the pipeline's fixed part."""
+
+    __slots__ = (
+        "_run_id",
+        "completed",
+        "done",
+        "enforced",
+        "ledger",
+        "limited_by",
+        "on_step",
+        "order",
+        "outcomes",
+        "over",
+        "pipeline",
+        "plan",
+        "pool",
+        "prompt",
+        "records",
+        "risk",
+        "sent",
+        "sinks",
+        "started",
+        "stop_reason",
+        "stream",
+        "temperature",
+        "warnings",
+    )
+
+    def __init__(
+        self,
+        plan: PreparedPipeline,
+        prompt: str,
+        pool: ProviderPool,
+        ledger: Ledger,
+        sinks: Sequence[EventSink],
+        risk: RiskProfile,
+        stream: bool,
+        temperature: float | None = None,  # overrides every step's (the worker's) temperature
+    ) -> None:
+        self.plan = plan
+        self.pipeline: Pipeline = plan.pipeline
+        self.enforced: Budget = plan.enforced
+        self.order: list[str] = plan.order  # the topological order: shared, never mutated
+        self.prompt, self.pool, self.ledger, self.sinks = prompt, pool, ledger, sinks
+        self.risk, self.stream, self.temperature = risk, stream, temperature
+        self.outcomes: dict[str, Outcome] = {}
+        self.records: dict[str, StepRecord] = {}
+        self.done: dict[str, anyio.Event] = {}
+        self.stop_reason: StopReason | None = None
+        self.over: str | None = None  # how a booked usage passed a ceiling (stops over-ceiling)
+        self.limited_by: LimitStop | None = None
+        self.warnings: list[dict[str, object]] = []
+        # per step in flight: when it was sent, its prompt estimate and what it streamed so far
+        self.sent: dict[str, tuple[float, int, list[str]]] = {}
+        self.started = time.monotonic()
+        self.completed: Mapping[str, CompletedStep] = {}  # done before a kill
+        self.on_step: StepHook | None = None  # hears each completed step, before dependents
+        self._run_id: str | None = None
 
     @property
     def run_id(self) -> str:

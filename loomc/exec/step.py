@@ -9,8 +9,8 @@ from __future__ import annotations
 import inspect
 import time
 from decimal import Decimal
+from typing import Any
 
-from loomc.checker.worstcase import step_attempt_cost
 from loomc.exec.events import EventKind
 from loomc.exec.guards import Facts, Outcome, evaluate
 from loomc.exec.ledger import Refused
@@ -19,11 +19,11 @@ from loomc.exec.metered import (
     Metered,
     MeteredEvent,
     Retrying,
-    RetryPolicy,
     describe,
     metered_call,
 )
-from loomc.exec.prompting import messages
+from loomc.exec.prepared import PreparedStep
+from loomc.exec.prompting import user_message
 from loomc.exec.receipt import GUARD_FALSE
 from loomc.exec.result import (
     LimitStop,
@@ -35,7 +35,7 @@ from loomc.exec.result import (
 )
 from loomc.exec.state import CompletedStep, RunState
 from loomc.ir.model import StepNode
-from loomc.providers.base import CompletionRequest, ProviderError, estimate_tokens
+from loomc.providers.base import CompletionRequest, Message, ProviderError, estimate_tokens
 from loomc.units import Dimension, Usage
 
 
@@ -65,8 +65,10 @@ async def attempt_step(run: RunState, step: StepNode) -> None:
         return
     if step.id in run.completed:
         return await _carry(run, step, run.completed[step.id])
+    fixed = run.plan.steps[step.id]  # the step's fixed part: messages, worst case, retries
     outputs = {sid: o.output for sid, o in run.outcomes.items() if o.status is StepStatus.OK}
-    msgs = messages(run.pipeline, step, run.prompt, outputs)
+    user = user_message(step, run.prompt, outputs)
+    msgs = (Message("system", fixed.system), Message("user", user))
     try:
         provider, model_id = run.pool.for_model(step.model)
     except ProviderError as exc:
@@ -78,30 +80,15 @@ async def attempt_step(run: RunState, step: StepNode) -> None:
             error=run.records[step.id].reason,
         )
         return
-    worst = step_attempt_cost(run.pipeline, step)
-    reserve = Usage(
-        calls=1,
-        tokens=(worst.input_tokens or 0) + (worst.output_tokens or 0),
-        credits=step.credits,
-        cost=worst.cost or Decimal(0),
-    )
-    record = trusted(
-        StepRecord,
-        id=step.id,
-        role=step.role,
-        worker=step.worker,
-        model=step.model,
-        access=list(step.access),
-        status=StepStatus.RUNNING,
-        reserved=reserve,
-    )
+    reserve = fixed.reserve
+    record = _record(fixed, step, StepStatus.RUNNING, reserved=reserve)
     run.records[step.id] = record
     started = time.monotonic()
     if run.sinks:
         await run.emit(EventKind.STEP_STARTED, step.id, role=step.role, model=step.model)
-    if run.enforced.cost is not None and step.pricing is None:
+    if fixed.unpriced:
         return _stop(run, step, record, StopReason.MAX_COST, f"{step.model} has no pricing")
-    prompt_tokens = sum(estimate_tokens(m.content) for m in msgs)
+    prompt_tokens = fixed.system_tokens + estimate_tokens(user)
     streamed: list[str] = []
 
     async def on_event(ev: MeteredEvent) -> None:
@@ -134,7 +121,7 @@ async def attempt_step(run: RunState, step: StepNode) -> None:
         max_tokens=step.max_tokens,
         stream=run.stream,
         temperature=run.temperature if run.temperature is not None else step.temperature,
-        timeout_s=step.timeout_ms / 1000,
+        timeout_s=fixed.timeout_s,
         step_role=step.role,
         metadata={"task": step.task},
     )
@@ -144,9 +131,7 @@ async def attempt_step(run: RunState, step: StepNode) -> None:
         ledger=run.ledger,
         reserve=reserve,
         pricing=step.pricing,
-        retry=RetryPolicy(
-            step.attempts, run.pipeline.backoff_base_ms, run.pipeline.backoff_max_ms, run.rng
-        ),
+        retry=fixed.retry,
         on_event=on_event,
         timeout_ms=step.timeout_ms,
         label="step",
@@ -174,6 +159,11 @@ async def attempt_step(run: RunState, step: StepNode) -> None:
         await run.emit(EventKind.BUDGET_STOP, step.id, reason=run.over)
 
 
+def _record(fixed: PreparedStep, step: StepNode, status: StepStatus, **fields: Any) -> StepRecord:
+    """A new record of ``step``: its identity (the same in every run), then ``fields``."""
+    return trusted(StepRecord, **fixed.identity, access=list(step.access), status=status, **fields)
+
+
 async def _ready(run: RunState, step: StepNode) -> bool:
     """Whether the step may be sent; records and reports it as skipped or stopped otherwise."""
     for dep in step.sees:
@@ -185,7 +175,9 @@ async def _ready(run: RunState, step: StepNode) -> bool:
     if run.stop_reason is not None:
         skip(run, step, StepStatus.BUDGET_STOPPED, f"run stopped: {run.stop_reason}")
         return False
-    if not evaluate(step.guard, Facts(run.risk, run.prompt, run.outcomes)):
+    if step.guard is not None and not evaluate(
+        step.guard, Facts(run.risk, run.prompt, run.outcomes)
+    ):
         skip(run, step, StepStatus.SKIPPED, GUARD_FALSE)
         await run.emit(EventKind.STEP_SKIPPED, step.id, reason=GUARD_FALSE)
         return False
@@ -220,7 +212,7 @@ async def _finish(run: RunState, step: StepNode, record: StepRecord, out: Metere
         # a shallow copy is the snapshot: the executor only ever reassigns a record's fields
         # (a deep copy cost ~0.1 ms per eval step, the one caller that passes on_step)
         heard = run.on_step(CompletedStep(record.model_copy(), booked, run.ledger.peak))
-        if inspect.isawaitable(heard):
+        if heard is not None and inspect.isawaitable(heard):
             await heard
 
 
@@ -253,16 +245,7 @@ async def _carry(run: RunState, step: StepNode, done: CompletedStep) -> None:
 
 
 def skip(run: RunState, step: StepNode, status: StepStatus, reason: str) -> None:
-    run.records[step.id] = trusted(
-        StepRecord,
-        id=step.id,
-        role=step.role,
-        worker=step.worker,
-        model=step.model,
-        access=list(step.access),
-        status=status,
-        reason=reason,
-    )
+    run.records[step.id] = _record(run.plan.steps[step.id], step, status, reason=reason)
     run.outcomes[step.id] = Outcome(status, "")
 
 

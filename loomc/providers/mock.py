@@ -81,24 +81,31 @@ def default_answer(role: str, model: str, task: str, template: str | None = None
     """Stable role-aware text (>80 chars) derived from a hash, never from ``hash()``."""
     digest = _digest(role, model, task)
     short_task = " ".join(task.split())[:60]
-    fields = {
-        "role": role,
-        "model": model,
-        "task": short_task,
-        "tag": digest[:8],
-        "score": str(5 + int(digest[8:10], 16) % 5),
-        "route": _ROUTES[int(digest[10:12], 16) % len(_ROUTES)],
-        "task_json": json.dumps(short_task)[1:-1],
-        "judge_score": str(55 + int(digest[12:14], 16) % 45),
-    }
-    fields["judge_passed"] = "true" if int(fields["judge_score"]) >= 70 else "false"
+    fields = _Fields(role=role, model=model, task=short_task, tag=digest[:8])
+    fields.digest = digest
     if template is not None:
-        return template.format_map(_SafeDict(fields))
-    return _ROLE_TEMPLATES.get(role, _GENERIC).format_map(_SafeDict(fields))
+        return template.format_map(fields)
+    return _ROLE_TEMPLATES.get(role, _GENERIC).format_map(fields)
 
 
-class _SafeDict(dict[str, str]):
+class _Fields(dict[str, str]):
+    """A template's fields: the derived ones worked out only when the template names them
+    (most answers name four), an unknown one left as written."""
+
+    digest = ""
+
     def __missing__(self, key: str) -> str:
+        d = self.digest
+        if key == "score":
+            return str(5 + int(d[8:10], 16) % 5)
+        if key == "route":
+            return _ROUTES[int(d[10:12], 16) % len(_ROUTES)]
+        if key == "task_json":
+            return json.dumps(self["task"])[1:-1]
+        if key == "judge_score":
+            return str(55 + int(d[12:14], 16) % 45)
+        if key == "judge_passed":
+            return "true" if int(self["judge_score"]) >= 70 else "false"
         return "{" + key + "}"
 
 
@@ -111,7 +118,13 @@ def _matches(rule: MockRule, role: str, model: str, prompt: str) -> bool:
 
 
 class MockProvider:
-    """In-process provider; ``attempts`` is exposed so tests can assert retry counts."""
+    """In-process provider; ``attempts`` is exposed so tests can assert retry counts.
+
+    It keeps its own time (``keeps_time``): a call whose latency reaches the request's
+    ``timeout_s`` raises ``ProviderTimeout`` at that moment, as the caller's deadline would have
+    cut it off, so the metered call needs no cancel scope around it."""
+
+    keeps_time = True
 
     def __init__(self, name: str = "mock", script: MockScript | None = None) -> None:
         self.name = name
@@ -132,12 +145,14 @@ class MockProvider:
         self.calls += 1
         role = request.step_role or "worker"
         prompt = _last_user(request)
-        rule = self._rule(role, request.model, prompt)
-        key = (self.name, request.model, role, prompt)
-        attempt = self.attempts.get(key, 0) + 1
-        self.attempts[key] = attempt
+        rule = self._rule(role, request.model, prompt) if self.script.rules else None
         fault = rule.fault if rule is not None and rule.fault is not None else None
-        faulting = fault is not None and attempt <= fault.times
+        faulting = False
+        if fault is not None:  # attempts are counted only where a fault reads them
+            key = (self.name, request.model, role, prompt)
+            attempt = self.attempts.get(key, 0) + 1
+            self.attempts[key] = attempt
+            faulting = attempt <= fault.times
 
         latency = rule.latency_ms if rule is not None and rule.latency_ms is not None else None
         delay_ms = self.script.latency_ms if latency is None else latency
@@ -148,6 +163,10 @@ class MockProvider:
                 await anyio.sleep(limit)
             raise ProviderTimeout(f"mock timeout after {limit or 0}s", **ids)
         if delay_ms:
+            limit = request.timeout_s
+            if limit is not None and delay_ms / 1000 >= limit:  # cut off at the deadline
+                await anyio.sleep(limit)
+                raise ProviderTimeout(f"mock timeout after {limit}s", **ids)
             await anyio.sleep(delay_ms / 1000)
         if faulting and fault is not None and fault.kind == "status":
             if fault.status == 429:

@@ -181,3 +181,17 @@ def test_a_run_json_cannot_carry_is_kept_whole_in_the_log() -> None:
     assert [r.case_id for r in log] == ["a", "c\ud800"]
     assert log[1] == odd and log[-1] == odd and list(log.indices()) == [0, 1]
     log.close()
+
+
+def test_runs_added_after_a_read_land_after_the_others() -> None:
+    """Reading a run moves the spill file's position; the next run is still appended at the
+    end (the log seeks back only after a read), so nothing is overwritten."""
+    log = RunLog(4)
+    log.add(2, RunRecord(case_id="c", strategy="lean", iteration=0))
+    log.add(0, RunRecord(case_id="a", strategy="lean", iteration=0))
+    assert log[0].case_id == "a" and log[1].case_id == "c"  # reads: the position moves
+    log.add(3, RunRecord(case_id="d", strategy="lean", iteration=0))
+    log.add(1, RunRecord(case_id="b", strategy="lean", iteration=0))
+    assert [r.case_id for r in log] == ["a", "b", "c", "d"]
+    assert log[2].case_id == "c" and log[-1].case_id == "d"
+    log.close()

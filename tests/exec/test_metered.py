@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 import time
+from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -153,6 +154,29 @@ def test_a_timed_out_attempt_is_charged_and_retried() -> None:
         calls=2, tokens=2 * PROMPT, credits=Decimal(3), cost=2 * RESERVE.cost
     )
     assert sum(isinstance(e, Retrying) for e in events) == 1
+
+
+def test_a_mock_keeping_its_own_time_is_cut_off_as_a_scope_would_cut_it() -> None:
+    """A step's request carries its timeout (timeout_s): the mock, which keeps its own time,
+    then runs without a cancel scope and stops at the same moment, with the same error,
+    charge and retry as the scope would give."""
+    ledger = Ledger(Budget())
+    request = replace(REQUEST, timeout_s=0.02)
+    started = time.monotonic()
+    out, events = _call(_mock(latency_ms=2000), ledger, attempts=2, timeout_ms=20, request=request)
+    assert time.monotonic() - started < 1.5  # cut at the deadline, not after the latency
+    assert out.completion is None and out.attempts == 2
+    assert str(out.error) == "call timeout after 20 ms"
+    assert ledger.actual == Usage(
+        calls=2, tokens=2 * PROMPT, credits=Decimal(3), cost=2 * RESERVE.cost
+    )
+    assert sum(isinstance(e, Retrying) for e in events) == 1
+    # a scripted timeout fires at the same deadline and reads the same; the retry answers
+    out, _ = _call(
+        _mock(MockFault(kind="timeout", times=1)), Ledger(Budget()), timeout_ms=20, request=request
+    )
+    assert out.completion is not None and out.attempts == 2
+    assert str(out.charges[0].error) == "call timeout after 20 ms"
 
 
 def test_only_retryable_errors_are_retried() -> None:
