@@ -258,15 +258,22 @@ def test_html_only_output_still_writes_the_json_receipt(
     assert main(["report", str(tmp_path / "r.json"), "-o", str(tmp_path / "r2.svg")]) == 0
 
 
-def test_no_output_at_all_is_a_usage_error(
+def test_a_dry_run_needs_no_output_and_writes_nothing(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.chdir(ROOT)
+    """Without --output a real eval reports into PROJECT/.loomc/evals (tests/adopt); a dry run
+    answers the worst case on stdout and leaves the project as it was."""
+    project = tmp_path / "proj"
+    assert main(["init", str(project)]) == 0
+    monkeypatch.chdir(project)
     data = tmp_path / "d.jsonl"
     data.write_text(CASES)
-    assert main(["eval", "--dataset", str(data), "--strategies", "lean"]) == 2
-    err = capsys.readouterr().err
-    assert "--output" in err and "--artifacts" in err and "Traceback" not in err
+    before = sorted(project.rglob("*"))
+    capsys.readouterr()
+    assert main(["eval", str(data), "--strategies", "lean", "--dry-run"]) == 0
+    estimate = json.loads(capsys.readouterr().out)
+    assert estimate["per_strategy"]["lean"]["runs"] == len(CASES.splitlines())
+    assert sorted(project.rglob("*")) == before
 
 
 def test_summary_shows_cost_latency_and_intervals(
