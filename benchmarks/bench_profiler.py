@@ -42,7 +42,7 @@ SEED = ROOT.parent / "shared" / "reference" / "seed-evals" / "adaptive-routing-v
 # (options.cascade: false).
 OLD = {
     "semantic-v1": ROOT / "research" / "data" / "semantic-v1.npz",
-    "semantic-v2": ROOT / "loomc" / "risk" / "data" / "semantic-v2.npz",
+    "semantic-v2": ROOT / "loomc" / "risk" / "data" / "router-minilm.npz",
 }
 LOAD = (
     "import time,json,sys;t=time.perf_counter();"

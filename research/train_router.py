@@ -1,10 +1,10 @@
 """Train the ``semantic`` risk profiler's classifiers; optionally report held-out routing numbers.
 
-    .venv/bin/python research/train_router.py --encoder minilm --out loomc/risk/data/semantic-v2.npz
-    .venv/bin/python research/train_router.py                 # semantic-v3 (static) + the band
+    .venv/bin/python research/train_router.py --encoder minilm --out loomc/risk/data/router-minilm.npz
+    .venv/bin/python research/train_router.py                 # router-static.npz + the band
     .venv/bin/python research/train_router.py --no-train --report --docs docs/routing.md
 
-The second stage (v2, MiniLM) first, since v3's cascade band is chosen on both files'
+The second stage (MiniLM) first, since the static stage's cascade band is chosen on both files'
 out-of-fold probabilities (``cv_prob``). The token table v3 embeds with is built once by
 ``research/build_static.py`` and shipped (``loomc/risk/data/static-minilm.npz``).
 
@@ -480,7 +480,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         choices=("static", "minilm"),
         default="static",
         help="static: the distilled token table (the shipped file); minilm: the numpy MiniLM "
-        "in float64 (research/data/semantic-v2.npz)",
+        "in float64 (loomc/risk/data/router-minilm.npz, the cascade's second stage)",
     )
     ap.add_argument("--no-train", action="store_true", help="only report on the existing data file")
     ap.add_argument("--report", action="store_true", help="print the held-out table (markdown)")
