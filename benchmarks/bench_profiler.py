@@ -46,9 +46,9 @@ SEED = ROOT.parent / "shared" / "reference" / "seed-evals" / "adaptive-routing-v
 # Earlier files, for before/after in one run: v1 (MiniLM, train.jsonl only, no cues; kept in
 # research/data/) and v2 (MiniLM + cues + neighbours, train + hard-train; it ships as v3's second
 # stage, retrained in v4). v4 (the default) is v2's recipe over the static token table
-# (loomc.risk.static), cascading its uncertain band to v2, with the floor cues; v5 (the default
-# now) retrains both stages on more train rows; semantic-v5-static is its first stage alone
-# (options.cascade: false), which is also what a light install (no MiniLM weights) runs.
+# (loomc.risk.static), cascading its uncertain band to v2, with the floor cues;
+# semantic-v4-static is its first stage alone (options.cascade: false), which is also what a
+# light install (no MiniLM weights) runs.
 OLD = {
     "semantic-v1": ROOT / "research" / "data" / "semantic-v1.npz",
     "semantic-v2": ROOT / "loomc" / "risk" / "data" / "router-minilm.npz",
@@ -84,10 +84,10 @@ def profilers() -> dict[str, Any]:
         alone = make_profiler(
             RiskSettings(profiler="semantic", options={"cache": 0, "cascade": False})
         )
-        alone.name = "semantic-v5-static"
-        out["semantic-v5-static"] = alone
-        sem.name = "semantic-v5"
-        out["semantic-v5"] = sem
+        alone.name = "semantic-v4-static"
+        out["semantic-v4-static"] = alone
+        sem.name = "semantic-v4"
+        out["semantic-v4"] = sem
     return out
 
 
@@ -222,11 +222,11 @@ def main(argv: list[str] | None = None) -> int:
         }
         if name == "keywords":
             row.update(load_seconds(name, args.loads))
-        elif name == "semantic-v5":
+        elif name == "semantic-v4":
             row.update(load_seconds("semantic", args.loads))
             light = load_seconds("auto", args.loads, light=True)
             row.update({f"light_{k}": v for k, v in light.items()})
-        elif name == "semantic-v5-static":
+        elif name == "semantic-v4-static":
             row.update(load_seconds("semantic", args.loads, None, '{"cascade": false}'))
         elif name == "semantic-v2":
             row.update(load_seconds("semantic", args.loads, OLD[name]))
