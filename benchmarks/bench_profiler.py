@@ -62,7 +62,7 @@ LOAD = (
     "o.update(json.loads(sys.argv[3]) if len(sys.argv)>3 else {});"
     "p=make_profiler(RiskSettings(profiler=sys.argv[1],options=o));"
     "getattr(p,'load',lambda:None)();p.profile('warm up');"
-    "print(json.dumps({'name':p.name,'total':time.perf_counter()-t,"
+    "print(json.dumps({'name':p.name,'total':time.perf_counter()-t,'cpu':time.process_time(),"
     "'weights':getattr(p,'load_seconds',None)}))"
 )
 
@@ -154,15 +154,49 @@ def _spread(values: list[float], unit: str, scale: float = 1.0) -> str:
     return f"{statistics.median(v):.2f} {unit} ({min(v):.2f}–{max(v):.2f})"
 
 
+def _load(tree: Path, kind: str, light: bool) -> dict[str, Any]:
+    """This tree's load snippet run on ``tree``'s code and files, in a fresh process."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tree), str(tree / "research")])}
+    argv = [sys.executable, "-c", LOAD, kind, "", "{}", "light" if light else "full"]
+    out = subprocess.run(argv, cwd=tree, env=env, capture_output=True, text=True, check=True)
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def compare_loads(arms: dict[str, Path], repeats: int) -> None:
+    """Fresh-process load of ``semantic`` (both stages read) and of ``auto`` on a light install
+    (MiniLM's package hidden), on both trees, every (tree, case) in a new shuffled order per
+    repeat; wall and CPU time (the process's, imports included: steadier on a busy machine)."""
+    cases = [
+        (arm, kind, light) for arm in arms for kind, light in (("semantic", False), ("auto", True))
+    ]
+    got: dict[tuple[str, str, bool], list[dict[str, Any]]] = {c: [] for c in cases}
+    for _ in range(repeats):
+        random.shuffle(cases)
+        for arm, kind, light in cases:
+            got[(arm, kind, light)].append(_load(arms[arm], kind, light))
+    print(f"Load in a fresh process, {repeats} repeats, median (min–max)\n")
+    print("| arm | case | profiler | weights | process wall | process CPU |")
+    print("|---|---|---|---:|---:|---:|")
+    for (arm, _kind, light), rows in sorted(got.items()):
+        case = "auto, no MiniLM package" if light else "semantic, load() both stages"
+        print(
+            f"| {arm} | {case} | {rows[0]['name']} | "
+            f"{_spread([r['weights'] or 0.0 for r in rows], 's')} | "
+            f"{_spread([r['total'] for r in rows], 's')} | {_spread([r['cpu'] for r in rows], 's')} |"
+        )
+    print()
+
+
 def compare(before: Path, rounds: int, loads: int) -> int:
     """Before/after in one run: the two trees' benchmarks alternated in shuffled order."""
     arms = {"before": before.resolve(), "after": ROOT}
+    compare_loads(arms, rounds * loads)
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name in arms}
     for _ in range(rounds):
         order = list(arms)
         random.shuffle(order)
         for name in order:
-            runs[name].append(_arm(arms[name], loads))
+            runs[name].append(_arm(arms[name], 1))
     print(f"{rounds} rounds, arms shuffled each round; median (min–max) over the rounds\n")
     print("| arm | profiler | load: weights / process | p50 | p95 | CPU p50 | CPU p95 | accuracy |")
     print("|---|---|---:|---:|---:|---:|---:|---|")
