@@ -13,7 +13,7 @@ out-of-fold probabilities with at most 35% of prompts deferred). MiniLM's weight
 the first deferred prompt (or by ``load()``), so ``import loomc`` and ``loomc check`` never pay
 for them, nor does a run whose prompts are all clear-cut.
 
-The files, named by what they are (their meta says which release trained them):
+The files, named by what they are (the trainer records in their meta what made them):
 ``data/router-static.npz`` (first stage: classifier weights, Platt calibration, thresholds, the
 float16 train embeddings for the neighbours, the band, and the name of the second stage's file
 in its meta), ``data/router-minilm.npz`` (the second stage), ``data/static-minilm.npz`` (the
