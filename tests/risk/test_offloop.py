@@ -29,7 +29,7 @@ def test_profiling_does_not_block_the_event_loop() -> None:
     from loomc.risk.minilm import MiniLM
     from loomc.risk.semantic import SECOND_FILE, SemanticProfiler
 
-    # The MiniLM stage alone (semantic-v2.npz), the heavy load: v3's static stage reads 12 MB
+    # The MiniLM stage alone (router-minilm.npz), the heavy load: the static stage reads 12 MB
     # and loads MiniLM in the same worker thread when a prompt goes on to it.
     settings = RiskSettings(profiler="semantic", options={"data": str(SECOND_FILE)})
     profiler = SemanticProfiler(settings, make_keywords(settings))

