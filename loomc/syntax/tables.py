@@ -30,7 +30,6 @@ import hashlib
 import os
 import stat
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -112,7 +111,7 @@ def build_parser(grammar: str, *, packaged: bool = True) -> Any:
     return parser
 
 
-def _private(st: os.stat_result) -> bool:
+def private(st: os.stat_result) -> bool:
     """Owned by this user and writable by nobody else (a pickle runs what it says)."""
     owner_ok = not hasattr(os, "getuid") or st.st_uid == os.getuid()
     return owner_ok and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
@@ -122,10 +121,10 @@ def _load(path: Path) -> Any | None:
     import lark
 
     try:
-        if not _private(path.parent.stat()):
+        if not private(path.parent.stat()):
             return None
         with path.open("rb") as f:
-            if not _private(os.fstat(f.fileno())):
+            if not private(os.fstat(f.fileno())):
                 return None
             return lark.Lark.load(f)
     except FileNotFoundError:
@@ -135,9 +134,11 @@ def _load(path: Path) -> Any | None:
 
 
 def _save(parser: Any, path: Path) -> None:
+    import tempfile
+
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        if not _private(path.parent.stat()):
+        if not private(path.parent.stat()):
             return
         fd, tmp = tempfile.mkstemp(prefix=".parser-", dir=path.parent)
         try:
@@ -183,5 +184,6 @@ __all__ = [
     "cache_key",
     "load_packaged",
     "packaged_key",
+    "private",
     "write_packaged",
 ]

@@ -1,0 +1,288 @@
+"""The AST cache (loomc/syntax/ast_cache.py) can only save time: a hit is the very AST the parser
+builds, and a damaged, foreign or unreadable entry gives exactly what no cache gives."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from loomc.syntax import ast_cache
+from loomc.syntax.parser import parse_file, parse_text
+
+ROOT = Path(__file__).resolve().parents[2]
+SOURCES = sorted((ROOT / "pipelines").glob("*.loom"))
+FUNCTION_SCOPED = [HealthCheck.function_scoped_fixture]
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh cache folder for one test; returns where the AST entries go."""
+    monkeypatch.setenv("LOOMC_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("LOOMC_NO_CACHE", raising=False)
+    return tmp_path / "cache" / "ast"
+
+
+def _entries(folder: Path) -> list[Path]:
+    return sorted(folder.glob("*.json")) if folder.is_dir() else []
+
+
+# --- valid sources, generated ---------------------------------------------------------------
+
+KEYWORDS = {
+    "pipeline", "instruction", "tiers", "kind", "input_tokens", "budget", "step", "sees",
+    "after", "when", "task", "max_tokens", "timeout", "retries", "require", "answer", "or",
+    "and", "not", "in", "matches", "true", "false",
+}  # fmt: skip
+names = st.from_regex(r"[a-z_][a-z0-9_\-]{0,6}", fullmatch=True).filter(lambda n: n not in KEYWORDS)
+digits = st.integers(0, 10**6).map(str)
+fraction = st.integers(0, 999).map(lambda n: f".{n}")
+quantities = st.one_of(
+    digits,
+    st.builds(lambda d, f: d + f, digits, fraction),
+    st.builds(lambda d, u: f"{d} {u}", digits, st.sampled_from(["calls", "token", "credits"])),
+    st.builds(lambda d, u: f"{d}{u}", digits, st.sampled_from(["ms", "s", "min"])),
+    st.builds(lambda d, f: f"${d}{f}", digits, fraction),
+    st.just("1_000 tokens"),
+)
+plain_text = st.text(
+    st.characters(blacklist_characters='"\\\n\r', blacklist_categories=["Cs"]), max_size=20
+)
+strings = st.one_of(
+    plain_text.map(lambda t: f'"{t}"'),
+    st.builds(lambda a, b: f'"{a}\\n{b}\\"\\\\"', plain_text, plain_text),
+    st.builds(lambda a, b: f'"""\n    {a}\n      {b}\n  """', plain_text, plain_text),
+)
+atoms = st.one_of(
+    st.lists(names, min_size=1, max_size=3).map(".".join),
+    digits,
+    st.builds(lambda d, f: d + f, digits, fraction),
+    strings,
+    st.sampled_from(["true", "false"]),
+)
+comparisons = st.one_of(
+    atoms,
+    st.builds(lambda a, op, b: f"{a} {op} {b}", atoms, st.sampled_from(["==", "<=", "!="]), atoms),
+    st.builds(lambda a, b: f"{a} in {b}", atoms, atoms),
+    st.builds(lambda a, s: f"{a} matches {s}", atoms, strings),
+)
+expressions = st.recursive(
+    comparisons,
+    lambda inner: st.one_of(
+        inner.map(lambda e: f"not {e}"),
+        inner.map(lambda e: f"({e})"),
+        st.builds(lambda a, op, b: f"{a} {op} {b}", inner, st.sampled_from(["and", "or"]), inner),
+    ),
+    max_leaves=6,
+)
+
+
+@st.composite
+def steps(draw: st.DrawFn) -> str:
+    name, role, worker = draw(names), draw(names), draw(names)
+    clauses = []
+    if draw(st.booleans()):
+        seen = draw(st.lists(names, min_size=1, max_size=3))
+        clauses.append("sees " + ", ".join(s + draw(st.sampled_from(["", "?"])) for s in seen))
+    if draw(st.booleans()):
+        clauses.append("after " + ", ".join(draw(st.lists(names, min_size=1, max_size=2))))
+    if draw(st.booleans()):
+        clauses.append("when " + draw(expressions))
+    settings_ = draw(
+        st.lists(
+            st.one_of(
+                strings.map(lambda s: f"task {s}"),
+                quantities.map(lambda q: f"max_tokens {q}"),
+                quantities.map(lambda q: f"timeout {q}"),
+                quantities.map(lambda q: f"retries {q}"),
+            ),
+            max_size=5,  # repeats are kept as the step's duplicates
+        )
+    )
+    body = " {\n    " + "\n    ".join(settings_) + "\n  }" if draw(st.booleans()) else ""
+    return f"  step {name} : {role}({worker}) {' '.join(clauses)}{body}"
+
+
+@st.composite
+def sources(draw: st.DrawFn) -> str:
+    out = []
+    for _ in range(draw(st.integers(0, 2))):
+        members = draw(
+            st.lists(
+                st.one_of(
+                    strings.map(lambda s: f"  instruction {s}"),
+                    st.lists(names, min_size=1, max_size=3).map(
+                        lambda t: "  tiers " + ", ".join(t)
+                    ),
+                    names.map(lambda k: f"  kind {k}"),
+                    quantities.map(lambda q: f"  input_tokens {q}"),
+                    st.lists(st.tuples(names, quantities), max_size=3).map(
+                        lambda ls: "  budget { " + "  ".join(f"{n} <= {q}" for n, q in ls) + " }"
+                    ),
+                    steps(),
+                    st.lists(names, min_size=2, max_size=3).map(
+                        lambda r: f"  require {r[0]}({', '.join(r[1:])})"
+                    ),
+                    st.lists(names, min_size=1, max_size=3).map(
+                        lambda a: "  answer " + " | ".join(a)
+                    ),
+                    st.just("  # a comment"),
+                ),
+                max_size=7,
+            )
+        )
+        out.append(f"pipeline {draw(names)} {{\n" + "\n".join(members) + "\n}")
+    return "\n".join(out) + "\n"
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=FUNCTION_SCOPED)
+@given(text=sources())
+def test_a_cached_ast_is_the_parsed_one(cache: Path, text: str) -> None:
+    parsed, diags = parse_text(text, "gen.loom")
+    assume(parsed is not None)  # a generated clash the grammar rejects (rare)
+    assert diags == []
+    first = parse_text(text, "gen.loom", cache=True)  # stores it (or finds it from an earlier run)
+    hit = ast_cache.load(text, "gen.loom")
+    assert hit is not None
+    assert first == (parsed, []) and hit == parsed
+    assert repr(hit) == repr(parsed)  # Decimal exponents, int vs float, bool: all kept
+    moved = ast_cache.load(text, "elsewhere/other.loom")  # spans name the path it is read as
+    assert moved == parse_text(text, "elsewhere/other.loom")[0]
+
+
+def test_the_projects_files_come_back_from_the_cache(cache: Path) -> None:
+    for path in SOURCES:
+        parsed = parse_file(path, cache=False)
+        assert parse_file(path) == parsed  # the first read stores
+        hit = ast_cache.load(path.read_text(encoding="utf-8"), str(path))
+        assert hit is not None and (hit, []) == parsed
+    assert len(_entries(cache)) == len(SOURCES)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=FUNCTION_SCOPED)
+@given(data=st.data())
+def test_a_damaged_entry_gives_what_no_cache_gives(cache: Path, data: st.DataObject) -> None:
+    path = data.draw(st.sampled_from(SOURCES))
+    text = path.read_text(encoding="utf-8")
+    parse_text(text, str(path), cache=True)
+    entry = cache / f"{ast_cache.key(text)}.json"
+    raw = bytearray(entry.read_bytes())
+    how = data.draw(st.sampled_from(["flip", "truncate", "append", "empty"]))
+    if how == "flip":
+        i = data.draw(st.integers(0, len(raw) - 1))
+        raw[i] ^= data.draw(st.integers(1, 255))
+    elif how == "truncate":
+        del raw[data.draw(st.integers(0, len(raw) - 1)) :]
+    elif how == "append":
+        raw += b"]"
+    else:
+        raw = bytearray()
+    entry.write_bytes(bytes(raw))
+    assert ast_cache.load(text, str(path)) is None
+    assert parse_text(text, str(path), cache=True) == parse_text(text, str(path))
+    assert ast_cache.load(text, str(path)) is not None  # the entry was replaced
+
+
+def test_an_entry_for_another_text_or_format_is_a_miss(cache: Path) -> None:
+    a, b = (p.read_text(encoding="utf-8") for p in SOURCES[:2])
+    parse_text(a, "a.loom", cache=True)
+    # the entry of `a` renamed to `b`'s key: its header names the text it was written for
+    (cache / f"{ast_cache.key(a)}.json").rename(cache / f"{ast_cache.key(b)}.json")
+    assert ast_cache.load(b, "b.loom") is None
+    parse_text(a, "a.loom", cache=True)
+    entry = cache / f"{ast_cache.key(a)}.json"
+    entry.write_bytes(entry.read_bytes().replace(b"loomc-ast-1 ", b"loomc-ast-0 ", 1))
+    assert ast_cache.load(a, "a.loom") is None
+
+
+def test_syntax_errors_are_not_stored_and_read_the_same_every_time(cache: Path) -> None:
+    bad = "pipeline p {\n  step a : writer(w) sees\n}\n"
+    once = parse_text(bad, "bad.loom", cache=True)
+    assert once[0] is None and [d.code for d in once[1]] == ["LOOM101"]
+    assert parse_text(bad, "bad.loom", cache=True) == once == parse_text(bad, "bad.loom")
+    deep = "pipeline p {\n  step a : w(w) when " + "(" * 70 + "x" + ")" * 70 + "\n}\n"
+    assert [d.code for d in parse_text(deep, "deep.loom", cache=True)[1]] == ["LOOM107"]
+    assert _entries(cache) == []
+
+
+def test_no_usable_folder_still_parses(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    text = SOURCES[0].read_text(encoding="utf-8")
+    expected = parse_text(text, "x.loom")
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("LOOMC_CACHE_DIR", str(blocker / "cache"))  # cannot be created
+    assert parse_text(text, "x.loom", cache=True) == expected
+    shared = tmp_path / "shared"
+    (shared / "ast").mkdir(parents=True)
+    (shared / "ast").chmod(0o777)  # others may write there: never read nor written
+    monkeypatch.setenv("LOOMC_CACHE_DIR", str(shared))
+    assert parse_text(text, "x.loom", cache=True) == expected
+    assert _entries(shared / "ast") == []
+
+
+def test_loomc_no_cache_turns_it_off(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LOOMC_NO_CACHE", "1")
+    assert parse_file(SOURCES[0]) == parse_file(SOURCES[0], cache=False)
+    assert _entries(cache) == []
+    monkeypatch.setenv("LOOMC_NO_CACHE", "0")  # "0" means on
+    parse_file(SOURCES[0])
+    assert len(_entries(cache)) == 1
+
+
+def test_a_full_folder_keeps_the_newest_half(tmp_path: Path) -> None:
+    for i in range(10):
+        entry = tmp_path / f"{i}.json"
+        entry.write_text("{}")
+        os.utime(entry, (1000 + i, 1000 + i))
+    ast_cache.prune(tmp_path, limit=8)
+    assert sorted(p.name for p in tmp_path.glob("*.json")) == [f"{i}.json" for i in range(5, 10)]
+    ast_cache.prune(tmp_path, limit=8)  # under the limit: nothing goes
+    assert len(list(tmp_path.glob("*.json"))) == 5
+
+
+def test_a_warm_check_skips_lark_and_says_the_same(tmp_path: Path) -> None:
+    """Byte-identical output with the cache cold, warm and off; lark not even imported when
+    warm. A damaged file in the project is reported the same either way."""
+    project = tmp_path / "project"
+    (project / "pipelines").mkdir(parents=True)
+    (project / "policies").mkdir()
+    for path in SOURCES:
+        (project / "pipelines" / path.name).write_text(path.read_text(encoding="utf-8"))
+    (project / "pipelines" / "broken.loom").write_text('pipeline p {\n  step a : w(w) { task "')
+    (project / "policies" / "default.yaml").write_bytes(
+        (ROOT / "policies" / "default.yaml").read_bytes()
+    )
+    probe = (
+        "import sys, loomc.cli.main as m\n"
+        "code = m.main(['check', sys.argv[1]])\n"
+        "print('lark imported' if 'lark' in sys.modules else 'lark not imported', code)\n"
+    )
+    env = {**os.environ, "LOOMC_CACHE_DIR": str(tmp_path / "cache"), "NO_COLOR": "1"}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
+    env.pop("LOOMC_NO_CACHE", None)
+
+    def check(**extra: str) -> tuple[str, str]:
+        done = subprocess.run(
+            [sys.executable, "-P", "-c", probe, str(project)],
+            env={**env, **extra},
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        return done.stdout, done.stderr
+
+    cold, warm, off = check(), check(), check(LOOMC_NO_CACHE="1")
+    assert "LOOM102" in cold[1]  # the broken file's diagnostic, from the parser each time
+    assert cold[1] == warm[1] == off[1]
+    strip = [out.rsplit("\n", 2)[0] for out, _ in (cold, warm, off)]
+    assert strip[0] == strip[1] == strip[2]
+    assert cold[0].endswith("lark imported 1\n")
+    # warm: the broken file still needs lark (it is never cached); the rest came from the cache
+    assert len(_entries(tmp_path / "cache" / "ast")) == len(SOURCES)
+    (project / "pipelines" / "broken.loom").unlink()
+    assert check()[0].endswith("lark not imported 0\n")
