@@ -17,10 +17,8 @@ come from the parser itself. Entries are written to a temporary name and renamed
 reader sees a whole entry or none) into a folder that belongs to the current user and nobody
 else may write to; a read-only home or a full disk just means no entry.
 
-The folder is :func:`loomc.syntax.tables.cache_dir`'s (``LOOMC_CACHE_DIR``, else
-``$XDG_CACHE_HOME/loomc`` or ``~/.cache/loomc``; ``LOOMC_CACHE_DIR=`` empty turns every cache
-off); ``LOOMC_NO_CACHE=1`` turns this one off alone. At most :data:`MAX_ENTRIES` are kept: a
-write that finds more removes the oldest half.
+Folder, entry format, checks and pruning are :mod:`loomc.cache`'s (``LOOMC_CACHE_DIR``, else
+``$XDG_CACHE_HOME/loomc`` or ``~/.cache/loomc``; ``LOOMC_NO_CACHE=1`` turns it off).
 """
 
 from __future__ import annotations
@@ -28,38 +26,19 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import os
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from loomc import __version__
+from loomc import __version__, cache
 from loomc.diagnostics import Span
 from loomc.syntax import ast
 
 FORMAT = "loomc-ast-1"
 """The first word of every entry; a change of encoding changes it (and so every key)."""
 
-MAX_ENTRIES = 2000
-"""Entries kept in the folder before a write prunes the oldest half (each is a few KiB)."""
-
-_SOURCES = ("ast.py", "to_ast.py", "parser.py", "ast_cache.py")
+_SOURCES = ("ast.py", "to_ast.py", "parser.py", "ast_cache.py", "frozen.py")
 """The modules whose code decides what AST a text becomes (part of the key)."""
-
-
-def disabled() -> bool:
-    """True when ``LOOMC_NO_CACHE`` is set to anything but empty or ``0``."""
-    return os.environ.get("LOOMC_NO_CACHE", "") not in ("", "0")
-
-
-def folder() -> Path | None:
-    """Where entries live, or None when the cache is off."""
-    if disabled():
-        return None
-    from loomc.syntax.tables import cache_dir
-
-    base = cache_dir()
-    return None if base is None else base / "ast"
 
 
 @functools.cache
@@ -80,7 +59,7 @@ def fingerprint() -> bytes:
 
 
 def key(text: str) -> str:
-    return hashlib.sha256(fingerprint() + text.encode("utf-8", "surrogatepass")).hexdigest()
+    return cache.content_key(fingerprint(), text)
 
 
 # --- reading ----------------------------------------------------------------------------------
@@ -88,30 +67,17 @@ def key(text: str) -> str:
 
 def load(text: str, path: str) -> ast.Module | None:
     """The cached AST of ``text`` read as the file ``path``, or None on any kind of miss."""
-    where = folder()
+    where = cache.folder("ast")
     if where is None:
         return None
-    expected = key(text)
+    payload = cache.read(where, FORMAT, key(text))
+    if payload is None:
+        return None
     try:
-        if not _private(where):
-            return None
-        raw = (where / f"{expected}.json").read_bytes()
-        header, _, payload = raw.partition(b"\n")
-        name, entry_key, digest = header.decode("ascii").split(" ")
-        if name != FORMAT or entry_key != expected:
-            return None
-        if hashlib.sha256(payload).hexdigest() != digest:
-            return None
         pipelines = json.loads(payload)
         return ast.Module(path, tuple(_Decoder(path).pipeline(p) for p in pipelines), text)
-    except Exception:  # missing, damaged, foreign: parse the text instead
+    except Exception:  # an entry this decoder did not write: parse the text instead
         return None
-
-
-def _private(where: Path) -> bool:
-    from loomc.syntax.tables import private
-
-    return private(where.stat())
 
 
 class _Decoder:
@@ -220,24 +186,14 @@ class _Decoder:
 def store(text: str, module: ast.Module) -> None:
     """Save ``module`` (parsed from ``text`` without a diagnostic) for later processes; any
     failure to write is ignored."""
-    where = folder()
+    where = cache.folder("ast")
     if where is None:
         return
     try:
         payload = encode(module)
     except (TypeError, ValueError):  # a node this encoder does not know: just do not cache
         return
-    digest = hashlib.sha256(payload).hexdigest()
-    entry_key = key(text)
-    data = f"{FORMAT} {entry_key} {digest}\n".encode("ascii") + payload
-    try:
-        where.mkdir(mode=0o700, parents=True, exist_ok=True)
-        if not _private(where):
-            return
-        prune(where)
-        _write(where / f"{entry_key}.json", data)
-    except OSError:
-        return  # read-only or full disk: the parse in memory is all this process needed
+    cache.write(where, FORMAT, key(text), payload)
 
 
 def encode(module: ast.Module) -> bytes:
@@ -245,29 +201,6 @@ def encode(module: ast.Module) -> bytes:
     coder = _Encoder(module.path)
     pipelines = [coder.pipeline(p) for p in module.pipelines]
     return json.dumps(pipelines, separators=(",", ":")).encode("ascii")
-
-
-def _write(path: Path, data: bytes) -> None:
-    import tempfile
-
-    fd, tmp = tempfile.mkstemp(prefix=".ast-", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def prune(where: Path, limit: int = MAX_ENTRIES) -> None:
-    """Remove the oldest half of the entries in ``where`` when it holds ``limit`` or more."""
-    entries = [e for e in os.scandir(where) if e.name.endswith(".json")]
-    if len(entries) < limit:
-        return
-    entries.sort(key=lambda e: e.stat().st_mtime)
-    for entry in entries[: len(entries) // 2]:
-        Path(entry.path).unlink(missing_ok=True)
 
 
 class _Encoder:

@@ -28,10 +28,11 @@ from __future__ import annotations
 
 import hashlib
 import os
-import stat
 import sys
 from pathlib import Path
 from typing import Any
+
+from loomc.cache import cache_dir, private
 
 OPTIONS: dict[str, Any] = {
     "parser": "lalr",
@@ -40,15 +41,6 @@ OPTIONS: dict[str, Any] = {
     "maybe_placeholders": False,
 }
 """The one set of options the grammar is compiled with (part of the cache key)."""
-
-
-def cache_dir() -> Path | None:
-    """Where saved parsers live, or None when the cache is turned off."""
-    chosen = os.environ.get("LOOMC_CACHE_DIR")
-    if chosen is not None:
-        return Path(chosen) if chosen else None
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "loomc"
 
 
 def cache_key(grammar: str, lark_version: str) -> str:
@@ -109,12 +101,6 @@ def build_parser(grammar: str, *, packaged: bool = True) -> Any:
     if path is not None:
         _save(parser, path)
     return parser
-
-
-def private(st: os.stat_result) -> bool:
-    """Owned by this user and writable by nobody else (a pickle runs what it says)."""
-    owner_ok = not hasattr(os, "getuid") or st.st_uid == os.getuid()
-    return owner_ok and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
 
 
 def _load(path: Path) -> Any | None:

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from loomc import cache as cache_module
 from loomc.syntax import ast_cache
 from loomc.syntax.parser import parse_file, parse_text
 
@@ -239,9 +240,9 @@ def test_a_full_folder_keeps_the_newest_half(tmp_path: Path) -> None:
         entry = tmp_path / f"{i}.json"
         entry.write_text("{}")
         os.utime(entry, (1000 + i, 1000 + i))
-    ast_cache.prune(tmp_path, limit=8)
+    cache_module.prune(tmp_path, limit=8)
     assert sorted(p.name for p in tmp_path.glob("*.json")) == [f"{i}.json" for i in range(5, 10)]
-    ast_cache.prune(tmp_path, limit=8)  # under the limit: nothing goes
+    cache_module.prune(tmp_path, limit=8)  # under the limit: nothing goes
     assert len(list(tmp_path.glob("*.json"))) == 5
 
 

@@ -1,0 +1,179 @@
+"""The policy cache (loomc/policy/cached.py) can only save time: a policy read back from it is
+the one its YAML gives, with the same positions, findings and errors; anything it cannot hold
+exactly, or any damaged entry, is read from the YAML as if there were no cache."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from loomc.cache import content_key
+from loomc.policy import cached
+from loomc.policy.bounded_yaml import compose_and_construct
+from loomc.policy.load import PolicySource, load_policy, load_policy_text
+
+ROOT = Path(__file__).resolve().parents[2]
+POLICIES = sorted((ROOT / "policies").glob("*.yaml"))
+DEFAULT = yaml.safe_load((ROOT / "policies" / "default.yaml").read_text(encoding="utf-8"))
+FUNCTION_SCOPED = [HealthCheck.function_scoped_fixture]
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("LOOMC_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("LOOMC_NO_CACHE", raising=False)
+    return tmp_path / "cache" / "policy"
+
+
+def _entries(folder: Path) -> list[Path]:
+    return sorted(folder.glob("*.json")) if folder.is_dir() else []
+
+
+def _same(
+    a: tuple[PolicySource | None, list[Any]], b: tuple[PolicySource | None, list[Any]]
+) -> None:
+    """Two loads gave the same policy, positions and diagnostics."""
+    assert a[1] == b[1]
+    assert (a[0] is None) == (b[0] is None)
+    if a[0] is not None and b[0] is not None:
+        assert a[0].policy == b[0].policy and repr(a[0].policy) == repr(b[0].policy)
+        assert list(a[0].positions.items()) == list(b[0].positions.items())
+        assert a[0].path == b[0].path
+
+
+def test_the_projects_policies_come_back_from_the_cache(cache: Path) -> None:
+    for path in POLICIES:
+        plain = load_policy(path, cache=False)
+        _same(load_policy(path), plain)  # stores
+        text = path.read_text(encoding="utf-8")
+        assert cached.load(text, str(path)) is not None
+        _same(load_policy(path), plain)  # a hit
+    assert len(_entries(cache)) == len(POLICIES)
+
+
+values = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(10**20), 10**20),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=12),
+    st.dates(),
+    st.binary(max_size=4),
+)
+edits = st.lists(
+    st.tuples(st.sampled_from(["workers", "tiers", "providers", "limits", "new"]), values),
+    max_size=4,
+)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=FUNCTION_SCOPED)
+@given(edits=edits, int_key=st.booleans())
+def test_a_cached_policy_is_what_its_yaml_gives(
+    cache: Path, edits: list[tuple[str, Any]], int_key: bool
+) -> None:
+    """Valid or not, exact in JSON or not (dates, binary, NaN, integer keys), a policy loaded
+    through the cache twice says what it says without one."""
+    data = dict(DEFAULT)
+    for where, value in edits:
+        section = data.get(where)
+        if isinstance(section, dict) and section:
+            first = next(iter(section))
+            data[where] = {**section, first: value}
+        else:
+            data[where] = value
+    if int_key:
+        data[7] = "seven"
+    text = yaml.dump(data, sort_keys=False, allow_unicode=True)
+    plain = load_policy_text(text, "p.yaml")
+    _same(load_policy_text(text, "p.yaml", cache=True), plain)
+    _same(load_policy_text(text, "p.yaml", cache=True), plain)
+    stored = cached.load(text, "p.yaml") is not None
+    try:
+        constructed = compose_and_construct(text)[1]
+    except Exception:  # LOOM602/607: nothing to keep
+        assert not stored
+        return
+    assert stored == cached.exact(constructed)  # kept exactly when JSON holds it exactly
+    if int_key:  # JSON would give "7" back for 7
+        assert not stored
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=FUNCTION_SCOPED)
+@given(data=st.data())
+def test_a_damaged_entry_gives_what_no_cache_gives(cache: Path, data: st.DataObject) -> None:
+    path = data.draw(st.sampled_from(POLICIES))
+    text = path.read_text(encoding="utf-8")
+    plain = load_policy_text(text, str(path))
+    load_policy_text(text, str(path), cache=True)
+    entry = cache / f"{content_key(cached.fingerprint(), text)}.json"
+    raw = bytearray(entry.read_bytes())
+    if data.draw(st.booleans()):
+        i = data.draw(st.integers(0, len(raw) - 1))
+        raw[i] ^= data.draw(st.integers(1, 255))
+    else:
+        del raw[data.draw(st.integers(0, len(raw) - 1)) :]
+    entry.write_bytes(bytes(raw))
+    assert cached.load(text, str(path)) is None
+    _same(load_policy_text(text, str(path), cache=True), plain)
+
+
+def test_errors_and_limits_read_the_same_with_the_cache(cache: Path) -> None:
+    for text in (
+        "workers: [1, 2\n",  # malformed: never stored
+        "- a list\n",  # not a mapping: stored, and the same error from the entry
+        "version: 1\nworkers:\n  drafter: {model: 3}\n",  # invalid: pydantic's words
+        "a: &x [1, 2]\nb: *x\n" + "c: [" * 200 + "]" * 200 + "\n",  # too deep (LOOM607)
+    ):
+        plain = load_policy_text(text, "e.yaml")
+        assert plain[0] is None and plain[1]
+        _same(load_policy_text(text, "e.yaml", cache=True), plain)
+        _same(load_policy_text(text, "e.yaml", cache=True), plain)
+
+
+def test_loomc_no_cache_and_an_unusable_folder(
+    cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LOOMC_NO_CACHE", "1")
+    _same(load_policy(POLICIES[0]), load_policy(POLICIES[0], cache=False))
+    assert _entries(cache) == []
+    monkeypatch.delenv("LOOMC_NO_CACHE")
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    monkeypatch.setenv("LOOMC_CACHE_DIR", str(blocker / "cache"))
+    _same(load_policy(POLICIES[0]), load_policy(POLICIES[0], cache=False))
+
+
+def test_a_warm_check_reads_no_yaml_and_says_the_same(tmp_path: Path) -> None:
+    probe = (
+        "import sys, loomc.cli.main as m\n"
+        "code = m.main(['check', '--format', 'json', sys.argv[1]])\n"
+        "print(sorted(n for n in ('yaml', 'lark') if n in sys.modules), code)\n"
+    )
+    env = {**os.environ, "LOOMC_CACHE_DIR": str(tmp_path / "cache"), "NO_COLOR": "1"}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
+    env.pop("LOOMC_NO_CACHE", None)
+
+    def check(**extra: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "-P", "-c", probe, str(ROOT)],
+            env={**env, **extra},
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert done.stderr == ""
+        return done.stdout
+
+    cold, warm, off = check(), check(), check(LOOMC_NO_CACHE="1")
+    assert cold.endswith("['lark', 'yaml'] 0\n") and off.endswith("['lark', 'yaml'] 0\n")
+    assert warm.endswith("[] 0\n")
+    body = [out.rsplit("\n", 2)[0] for out in (cold, warm, off)]
+    assert body[0] == body[1] == body[2] and '"diagnostics"' in body[0]
