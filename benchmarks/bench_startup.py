@@ -10,9 +10,11 @@ busier or quieter during the run moves both sides of a ratio alike; the ratios a
 - ``loomc check`` on this repository / ``ruff check --no-cache`` on a generated tree of Python
   files of the same size in bytes: a checker against a linter. Twice: with loomc's content
   caches warm (the AST of each `.loom` file, the data of each policy: every check after the
-  first, in a cache folder of the benchmark's own) and cold (a new empty cache folder for every
-  run: the first check, or every file edited since the last). And both against ruff with its
-  own cache warm too (``ruff check`` with a ``--cache-dir`` of the benchmark's).
+  first, in a cache folder of the benchmark's own), cold (a new empty cache folder for every
+  run: the first check, or every file edited since the last) and after one edit (a copy of the
+  project whose `code-review.loom` gets a new comment line before each run, the warm cache
+  folder: the usual check while working). And each against ruff with its own cache warm too
+  (``ruff check`` with a ``--cache-dir`` of the benchmark's).
 - ``loomc run`` with the mock provider, cold (a new process; the parser tables cache warm, as
   after any first run): seconds, and its ratio to ``python -c pass``. Three projects: this
   repository with its default policy, this repository with ``policies/demo.yaml`` on the demo's
@@ -98,9 +100,12 @@ HIGH = (
 )
 """The demo's high-risk prompt (``loomc demo``): two calls at tier balanced."""
 
-Arm = tuple[list[str], Path, Path, bool]
-"""(command, working folder, the checkout first on PYTHONPATH, whether each run gets a new
-empty cache folder)."""
+Arm = tuple[list[str], Path, Path, str]
+"""(command, working folder, the checkout first on PYTHONPATH, the cache: ``warm``, ``cold``
+(a new empty folder each run) or the path of a file to edit before each run (warm folder))."""
+
+EDITS = [0]
+"""Edits made so far by the ``one file edited`` arm (each appends a new comment line)."""
 
 CACHE: dict[str, str] = {}
 """Set by ``measure``: the folders the loomc arms cache in (``warm``) and under which each cold
@@ -108,7 +113,12 @@ run gets a new one (``cold``)."""
 
 
 def _arms(
-    tree: Path, scaffold: Path, scaffold_tree: Path, before: Path | None, ruff_cache: Path
+    tree: Path,
+    scaffold: Path,
+    scaffold_tree: Path,
+    before: Path | None,
+    ruff_cache: Path,
+    copy: Path,
 ) -> dict[str, Arm]:
     py = sys.executable
     ruff = shutil.which("ruff") or str(Path(py).parent / "ruff")
@@ -120,6 +130,7 @@ def _arms(
         "loomc --help": ([*loomc, "--help"], ROOT),
         "loomc check (this repo)": ([*loomc, "check", str(ROOT)], ROOT),
         "loomc check (this repo, cold cache)": ([*loomc, "check", str(ROOT)], ROOT),
+        "loomc check (this repo, one file edited)": ([*loomc, "check", str(copy)], copy),
         "loomc check (init scaffold)": ([*loomc, "check"], scaffold),
         "loomc run (mock, cold)": ([*loomc, "run", "--no-stream", "Say hello."], ROOT),
         "loomc run (demo policy, cold)": (
@@ -136,41 +147,48 @@ def _arms(
     }
     cached = ["--cache-dir", str(ruff_cache)]
     arms: dict[str, Arm] = {
-        "python -c pass": ([py, "-c", "pass"], ROOT, ROOT, False),
+        "python -c pass": ([py, "-c", "pass"], ROOT, ROOT, "warm"),
         "ruff check (same size)": (
             [ruff, "check", "--no-cache", "--quiet", str(tree)],
             ROOT,
             ROOT,
-            False,
+            "warm",
         ),
         "ruff check (same size, own cache)": (
             [ruff, "check", *cached, "--quiet", str(tree)],
             ROOT,
             ROOT,
-            False,
+            "warm",
         ),
         "ruff check (scaffold size)": (
             [ruff, "check", "--no-cache", "--quiet", str(scaffold_tree)],
             ROOT,
             ROOT,
-            False,
+            "warm",
         ),
     }
+    edited = str(copy / "pipelines" / "code-review.loom")
     for name, (cmd, cwd) in ours.items():
-        cold = "cold cache" in name
-        arms[name] = (cmd, cwd, ROOT, cold)
-        if before is not None and not cold:  # the before tree has no content caches
-            arms[f"{name} [before]"] = (cmd, cwd, before, False)
+        cache = "cold" if "cold cache" in name else edited if "edited" in name else "warm"
+        arms[name] = (cmd, cwd, ROOT, cache)
+        if before is not None and cache == "warm":  # the before tree has no content caches
+            arms[f"{name} [before]"] = (cmd, cwd, before, "warm")
     return arms
 
 
 def _time(arm: Arm) -> tuple[float, float]:
     """Wall seconds and CPU seconds (user + system, of the child alone) of one run."""
-    cmd, cwd, checkout, cold = arm
+    cmd, cwd, checkout, cache = arm
     env = _env(checkout)
     if CACHE:
         env.pop("LOOMC_NO_CACHE", None)
-        env["LOOMC_CACHE_DIR"] = tempfile.mkdtemp(dir=CACHE["cold"]) if cold else CACHE["warm"]
+        env["LOOMC_CACHE_DIR"] = (
+            tempfile.mkdtemp(dir=CACHE["cold"]) if cache == "cold" else CACHE["warm"]
+        )
+    if cache not in ("warm", "cold"):  # a new comment line: the file's next version
+        EDITS[0] += 1
+        with open(cache, "a", encoding="utf-8") as f:
+            f.write(f"# edit {EDITS[0]}\n")
     used = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(
@@ -206,7 +224,10 @@ def measure(
         _python_tree(tree, _project_bytes())
         _python_tree(scaffold_tree, _project_bytes(scaffold))
         CACHE["warm"], CACHE["cold"] = tempfile.mkdtemp(dir=tmp), tempfile.mkdtemp(dir=tmp)
-        arms = _arms(tree, scaffold, scaffold_tree, before, Path(tmp) / "ruff-cache")
+        copy = Path(tmp) / "copy"
+        for folder in ("pipelines", "policies"):
+            shutil.copytree(ROOT / folder, copy / folder)
+        arms = _arms(tree, scaffold, scaffold_tree, before, Path(tmp) / "ruff-cache", copy)
         if only:
             arms = {k: v for k, v in arms.items() if only in k or not k.startswith("loomc")}
         for arm in arms.values():  # warm the OS cache, the parser tables and the caches once
@@ -459,15 +480,10 @@ def main() -> None:
                 med["ruff check (scaffold size)"],
             ),
         }
-        if not tag:
-            pairs["loomc check, caches cold / ruff check --no-cache (this repo)"] = (
-                "loomc check (this repo, cold cache)",
-                ruff,
-            )
-            pairs["loomc check, caches cold / ruff check, its cache warm"] = (
-                "loomc check (this repo, cold cache)",
-                ruff_cached,
-            )
+        for which in ("cold cache", "one file edited") if not tag else ():
+            arm = f"loomc check (this repo, {which})"
+            pairs[f"loomc check, {which} / ruff check --no-cache (this repo)"] = (arm, ruff)
+            pairs[f"loomc check, {which} / ruff check, its cache warm"] = (arm, ruff_cached)
         for run in ("mock", "demo policy", "init scaffold"):
             name = f"loomc run ({run}, cold){tag}"
             pairs[f"loomc run ({run}) / python -c pass{tag}"] = (name, med["python -c pass"])
@@ -478,7 +494,7 @@ def main() -> None:
                 ratios[label] = med[arm] / baseline
     print()
     for name, value in ratios.items():
-        print(f"{name:50} {value:6.2f}x")
+        print(f"{name:70} {value:6.2f}x")
     for name, value in seconds.items():
         print(f"{name:50} {value:6.3f}")
     if args.no_growth:

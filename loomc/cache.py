@@ -17,6 +17,7 @@ the next write.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import stat
@@ -77,27 +78,32 @@ def read(where: Path, fmt: str, key: str) -> bytes | None:
 def write(where: Path, fmt: str, key: str, payload: bytes) -> None:
     """Save ``payload`` as entry ``key`` in ``where``; any failure to write is ignored."""
     data = f"{fmt} {key} {hashlib.sha256(payload).hexdigest()}\n".encode("ascii") + payload
-    try:
-        where.mkdir(mode=0o700, parents=True, exist_ok=True)
-        if not private(where.stat()):
-            return
-        prune(where)
-        _write(where / f"{key}.json", data)
-    except OSError:
-        return  # read-only or full disk: what this process derived is all it needed
+    if save(where / f"{key}.json", data):  # a private folder: pruning is ours to do
+        with contextlib.suppress(OSError):
+            prune(where)
 
 
-def _write(path: Path, data: bytes) -> None:
+def save(path: Path, data: bytes) -> bool:
+    """Write ``data`` to ``path`` in a private folder (made if missing), whole or not at all:
+    through a temporary name renamed over it. False when it cannot (a read-only home, a full
+    disk, a folder others may write to): a cache is never needed."""
     import tempfile
 
-    fd, tmp = tempfile.mkstemp(prefix=".entry-", dir=path.parent)
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if not private(path.parent.stat()):
+            return False
+        fd, tmp = tempfile.mkstemp(prefix=".entry-", dir=path.parent)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    except OSError:
+        return False
+    return True
 
 
 def prune(where: Path, limit: int = MAX_ENTRIES) -> None:

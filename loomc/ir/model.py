@@ -17,7 +17,7 @@ from typing import Any, Literal, Union
 
 from loomc.diagnostics import Span
 from loomc.ir.graph import StepGraph as StepGraph  # re-exported: Pipeline.graph
-from loomc.syntax.frozen import Frozen, set_field
+from loomc.syntax.frozen import Frozen
 from loomc.units import Budget
 
 # --- guard expressions ---------------------------------------------------------------------------
@@ -26,31 +26,20 @@ RISK_ORDER = {"low": 0, "medium": 1, "high": 2}
 STEP_PREDICATES = ("ran", "skipped", "ok", "failed", "empty", "refused")
 CompareOp = Literal["==", "!=", "<", "<=", ">", ">="]
 
-
-# The expression nodes, Pricing and Require are Frozen classes (dataclass semantics without
-# ~1 ms of generated code per class at every start: loomc/syntax/frozen.py); StepNode and
-# Pipeline, which callers `dataclasses.replace`, stay dataclasses.
+# The expression nodes, Pricing and Require are Frozen classes: frozen dataclasses' behaviour
+# without ~1 ms of generated code per class at every start (loomc/syntax/frozen.py). StepNode
+# and Pipeline, which callers `dataclasses.replace`, stay dataclasses.
 
 
 class Const(Frozen):
-    _fields = ("value",)
-    __slots__ = _fields
     value: str | int | float | bool
-
-    def __init__(self, value: str | int | float | bool) -> None:
-        set_field(self, "value", value)
 
 
 class Fact(Frozen):
     """A runtime fact: ``risk`` (level), ``risk.kind``, ``risk.signals``, ``risk.probability``,
     ``input``, ``input.length``; ``tier`` only before folding."""
 
-    _fields = ("path",)
-    __slots__ = _fields
     path: tuple[str, ...]
-
-    def __init__(self, path: tuple[str, ...]) -> None:
-        set_field(self, "path", path)
 
     @property
     def dotted(self) -> str:
@@ -60,83 +49,43 @@ class Fact(Frozen):
 class StepFact(Frozen):
     """A predicate on a prior step: ran, skipped, ok, failed, empty, refused."""
 
-    _fields = ("step", "predicate")
-    __slots__ = _fields
     step: str
     predicate: str
 
-    def __init__(self, step: str, predicate: str) -> None:
-        set_field(self, "step", step)
-        set_field(self, "predicate", predicate)
-
 
 class Compare(Frozen):
-    _fields = ("op", "left", "right")
-    __slots__ = _fields
     op: CompareOp
     left: Expr
     right: Expr
-
-    def __init__(self, op: CompareOp, left: Expr, right: Expr) -> None:
-        set_field(self, "op", op)
-        set_field(self, "left", left)
-        set_field(self, "right", right)
 
 
 class Contains(Frozen):
     """``"security" in risk.signals``."""
 
-    _fields = ("item", "collection")
-    __slots__ = _fields
     item: Expr
     collection: Expr
-
-    def __init__(self, item: Expr, collection: Expr) -> None:
-        set_field(self, "item", item)
-        set_field(self, "collection", collection)
 
 
 class Matches(Frozen):
     """``input matches "review|audit"`` — case-insensitive regex search."""
 
-    _fields = ("subject", "pattern")
-    __slots__ = _fields
     subject: Expr
     pattern: str
-
-    def __init__(self, subject: Expr, pattern: str) -> None:
-        set_field(self, "subject", subject)
-        set_field(self, "pattern", pattern)
 
     def compiled(self) -> re.Pattern[str]:
         return re.compile(self.pattern, re.IGNORECASE)
 
 
 class And(Frozen):
-    _fields = ("items",)
-    __slots__ = _fields
     items: tuple[Expr, ...]
-
-    def __init__(self, items: tuple[Expr, ...]) -> None:
-        set_field(self, "items", items)
 
 
 class Or(Frozen):
-    _fields = ("items",)
-    __slots__ = _fields
     items: tuple[Expr, ...]
-
-    def __init__(self, items: tuple[Expr, ...]) -> None:
-        set_field(self, "items", items)
 
 
 class Not(Frozen):
-    _fields = ("item",)
-    __slots__ = _fields
     item: Expr
-
-    def __init__(self, item: Expr) -> None:
-        set_field(self, "item", item)
 
 
 Expr = Union[Const, Fact, StepFact, Compare, Contains, Matches, And, Or, Not]  # noqa: UP007
@@ -223,14 +172,8 @@ def _paren(expr: Expr) -> str:
 
 
 class Pricing(Frozen):
-    _fields = ("input_per_million", "output_per_million")
-    __slots__ = _fields
     input_per_million: Decimal
     output_per_million: Decimal
-
-    def __init__(self, input_per_million: Decimal, output_per_million: Decimal) -> None:
-        set_field(self, "input_per_million", input_per_million)
-        set_field(self, "output_per_million", output_per_million)
 
 
 @dataclass(frozen=True, slots=True)
@@ -292,17 +235,11 @@ class StepNode:
 
 
 class Require(Frozen):
-    _fields = ("kind", "steps", "span")
-    _compared = ("kind", "steps")
-    __slots__ = _fields
+    _compared = ("kind", "steps")  # the span is not compared
+
     kind: str  # "independent"
     steps: tuple[str, ...]
-    span: Span | None
-
-    def __init__(self, kind: str, steps: tuple[str, ...], span: Span | None = None) -> None:
-        set_field(self, "kind", kind)
-        set_field(self, "steps", steps)
-        set_field(self, "span", span)
+    span: Span | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,7 +32,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from loomc.cache import cache_dir, private
+from loomc.cache import cache_dir, private, save
 
 OPTIONS: dict[str, Any] = {
     "parser": "lalr",
@@ -120,22 +120,11 @@ def _load(path: Path) -> Any | None:
 
 
 def _save(parser: Any, path: Path) -> None:
-    import tempfile
+    import io
 
-    try:
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        if not private(path.parent.stat()):
-            return
-        fd, tmp = tempfile.mkstemp(prefix=".parser-", dir=path.parent)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                parser.save(f)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-    except OSError:
-        return  # read-only or full disk: the parser in memory is all we needed
+    buffer = io.BytesIO()
+    parser.save(buffer)
+    save(path, buffer.getvalue())  # or not, on a read-only or full disk: the parser is built
 
 
 def write_packaged(grammar: str, path: Path = PACKAGED) -> None:

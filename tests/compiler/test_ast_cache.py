@@ -4,8 +4,10 @@ builds, and a damaged, foreign or unreadable entry gives exactly what no cache g
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -19,18 +21,7 @@ from loomc.syntax.parser import parse_file, parse_text
 ROOT = Path(__file__).resolve().parents[2]
 SOURCES = sorted((ROOT / "pipelines").glob("*.loom"))
 FUNCTION_SCOPED = [HealthCheck.function_scoped_fixture]
-
-
-@pytest.fixture
-def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A fresh cache folder for one test; returns where the AST entries go."""
-    monkeypatch.setenv("LOOMC_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.delenv("LOOMC_NO_CACHE", raising=False)
-    return tmp_path / "cache" / "ast"
-
-
-def _entries(folder: Path) -> list[Path]:
-    return sorted(folder.glob("*.json")) if folder.is_dir() else []
+Damage = Callable[[Path, st.DataObject], None]
 
 
 # --- valid sources, generated ---------------------------------------------------------------
@@ -143,7 +134,7 @@ def sources(draw: st.DrawFn) -> str:
 
 @settings(max_examples=120, deadline=None, suppress_health_check=FUNCTION_SCOPED)
 @given(text=sources())
-def test_a_cached_ast_is_the_parsed_one(cache: Path, text: str) -> None:
+def test_a_cached_ast_is_the_parsed_one(ast_cache_dir: Path, text: str) -> None:
     parsed, diags = parse_text(text, "gen.loom")
     assume(parsed is not None)  # a generated clash the grammar rejects (rare)
     assert diags == []
@@ -156,59 +147,49 @@ def test_a_cached_ast_is_the_parsed_one(cache: Path, text: str) -> None:
     assert moved == parse_text(text, "elsewhere/other.loom")[0]
 
 
-def test_the_projects_files_come_back_from_the_cache(cache: Path) -> None:
+def test_the_projects_files_come_back_from_the_cache(ast_cache_dir: Path) -> None:
     for path in SOURCES:
         parsed = parse_file(path, cache=False)
         assert parse_file(path) == parsed  # the first read stores
         hit = ast_cache.load(path.read_text(encoding="utf-8"), str(path))
         assert hit is not None and (hit, []) == parsed
-    assert len(_entries(cache)) == len(SOURCES)
+    assert len(sorted(ast_cache_dir.glob("*.json"))) == len(SOURCES)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=FUNCTION_SCOPED)
 @given(data=st.data())
-def test_a_damaged_entry_gives_what_no_cache_gives(cache: Path, data: st.DataObject) -> None:
+def test_a_damaged_entry_gives_what_no_cache_gives(
+    ast_cache_dir: Path, damage: Damage, data: st.DataObject
+) -> None:
     path = data.draw(st.sampled_from(SOURCES))
     text = path.read_text(encoding="utf-8")
     parse_text(text, str(path), cache=True)
-    entry = cache / f"{ast_cache.key(text)}.json"
-    raw = bytearray(entry.read_bytes())
-    how = data.draw(st.sampled_from(["flip", "truncate", "append", "empty"]))
-    if how == "flip":
-        i = data.draw(st.integers(0, len(raw) - 1))
-        raw[i] ^= data.draw(st.integers(1, 255))
-    elif how == "truncate":
-        del raw[data.draw(st.integers(0, len(raw) - 1)) :]
-    elif how == "append":
-        raw += b"]"
-    else:
-        raw = bytearray()
-    entry.write_bytes(bytes(raw))
+    damage(ast_cache_dir / f"{ast_cache.key(text)}.json", data)
     assert ast_cache.load(text, str(path)) is None
     assert parse_text(text, str(path), cache=True) == parse_text(text, str(path))
     assert ast_cache.load(text, str(path)) is not None  # the entry was replaced
 
 
-def test_an_entry_for_another_text_or_format_is_a_miss(cache: Path) -> None:
+def test_an_entry_for_another_text_or_format_is_a_miss(ast_cache_dir: Path) -> None:
     a, b = (p.read_text(encoding="utf-8") for p in SOURCES[:2])
     parse_text(a, "a.loom", cache=True)
     # the entry of `a` renamed to `b`'s key: its header names the text it was written for
-    (cache / f"{ast_cache.key(a)}.json").rename(cache / f"{ast_cache.key(b)}.json")
+    (ast_cache_dir / f"{ast_cache.key(a)}.json").rename(ast_cache_dir / f"{ast_cache.key(b)}.json")
     assert ast_cache.load(b, "b.loom") is None
     parse_text(a, "a.loom", cache=True)
-    entry = cache / f"{ast_cache.key(a)}.json"
+    entry = ast_cache_dir / f"{ast_cache.key(a)}.json"
     entry.write_bytes(entry.read_bytes().replace(b"loomc-ast-1 ", b"loomc-ast-0 ", 1))
     assert ast_cache.load(a, "a.loom") is None
 
 
-def test_syntax_errors_are_not_stored_and_read_the_same_every_time(cache: Path) -> None:
+def test_syntax_errors_are_not_stored_and_read_the_same_every_time(ast_cache_dir: Path) -> None:
     bad = "pipeline p {\n  step a : writer(w) sees\n}\n"
     once = parse_text(bad, "bad.loom", cache=True)
     assert once[0] is None and [d.code for d in once[1]] == ["LOOM101"]
     assert parse_text(bad, "bad.loom", cache=True) == once == parse_text(bad, "bad.loom")
     deep = "pipeline p {\n  step a : w(w) when " + "(" * 70 + "x" + ")" * 70 + "\n}\n"
     assert [d.code for d in parse_text(deep, "deep.loom", cache=True)[1]] == ["LOOM107"]
-    assert _entries(cache) == []
+    assert sorted(ast_cache_dir.glob("*.json")) == []
 
 
 def test_no_usable_folder_still_parses(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -223,16 +204,16 @@ def test_no_usable_folder_still_parses(tmp_path: Path, monkeypatch: pytest.Monke
     (shared / "ast").chmod(0o777)  # others may write there: never read nor written
     monkeypatch.setenv("LOOMC_CACHE_DIR", str(shared))
     assert parse_text(text, "x.loom", cache=True) == expected
-    assert _entries(shared / "ast") == []
+    assert sorted((shared / "ast").glob("*.json")) == []
 
 
-def test_loomc_no_cache_turns_it_off(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_loomc_no_cache_turns_it_off(ast_cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LOOMC_NO_CACHE", "1")
     assert parse_file(SOURCES[0]) == parse_file(SOURCES[0], cache=False)
-    assert _entries(cache) == []
+    assert sorted(ast_cache_dir.glob("*.json")) == []
     monkeypatch.setenv("LOOMC_NO_CACHE", "0")  # "0" means on
     parse_file(SOURCES[0])
-    assert len(_entries(cache)) == 1
+    assert len(sorted(ast_cache_dir.glob("*.json"))) == 1
 
 
 def test_a_full_folder_keeps_the_newest_half(tmp_path: Path) -> None:
@@ -246,22 +227,19 @@ def test_a_full_folder_keeps_the_newest_half(tmp_path: Path) -> None:
     assert len(list(tmp_path.glob("*.json"))) == 5
 
 
-def test_a_warm_check_skips_lark_and_says_the_same(tmp_path: Path) -> None:
-    """Byte-identical output with the cache cold, warm and off; lark not even imported when
-    warm. A damaged file in the project is reported the same either way."""
+def test_a_warm_check_reads_neither_grammar_nor_yaml_and_says_the_same(tmp_path: Path) -> None:
+    """Byte-identical output with the caches cold, warm and off; neither lark nor yaml even
+    imported when warm. A damaged file in the project is reported the same every time."""
     project = tmp_path / "project"
     (project / "pipelines").mkdir(parents=True)
-    (project / "policies").mkdir()
     for path in SOURCES:
         (project / "pipelines" / path.name).write_text(path.read_text(encoding="utf-8"))
     (project / "pipelines" / "broken.loom").write_text('pipeline p {\n  step a : w(w) { task "')
-    (project / "policies" / "default.yaml").write_bytes(
-        (ROOT / "policies" / "default.yaml").read_bytes()
-    )
+    shutil.copytree(ROOT / "policies", project / "policies")
     probe = (
         "import sys, loomc.cli.main as m\n"
         "code = m.main(['check', sys.argv[1]])\n"
-        "print('lark imported' if 'lark' in sys.modules else 'lark not imported', code)\n"
+        "print(sorted(n for n in ('lark', 'yaml') if n in sys.modules), code)\n"
     )
     env = {**os.environ, "LOOMC_CACHE_DIR": str(tmp_path / "cache"), "NO_COLOR": "1"}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
@@ -280,10 +258,10 @@ def test_a_warm_check_skips_lark_and_says_the_same(tmp_path: Path) -> None:
     cold, warm, off = check(), check(), check(LOOMC_NO_CACHE="1")
     assert "LOOM102" in cold[1]  # the broken file's diagnostic, from the parser each time
     assert cold[1] == warm[1] == off[1]
-    strip = [out.rsplit("\n", 2)[0] for out, _ in (cold, warm, off)]
-    assert strip[0] == strip[1] == strip[2]
-    assert cold[0].endswith("lark imported 1\n")
-    # warm: the broken file still needs lark (it is never cached); the rest came from the cache
-    assert len(_entries(tmp_path / "cache" / "ast")) == len(SOURCES)
+    body = [out.rsplit("\n", 2)[0] for out, _ in (cold, warm, off)]
+    assert body[0] == body[1] == body[2] and "checked" in body[0]
+    assert cold[0].endswith("['lark', 'yaml'] 1\n") and off[0].endswith("['lark', 'yaml'] 1\n")
+    assert warm[0].endswith("['lark'] 1\n")  # the broken file: never cached, parsed each time
+    assert len(list((tmp_path / "cache" / "ast").glob("*.json"))) == len(SOURCES)
     (project / "pipelines" / "broken.loom").unlink()
-    assert check()[0].endswith("lark not imported 0\n")
+    assert check()[0].endswith("[] 0\n")

@@ -132,6 +132,27 @@ def test_nodes_are_frozen_and_survive_pickle_and_copy() -> None:
             node.__dict__  # noqa: B018 (slots, as before)
 
 
+def test_construction_by_keyword_with_defaults_and_the_errors_of_a_dataclass() -> None:
+    span = Span.point("f.loom")
+    name = ast.Name("a", span)
+    step = ast.StepDecl(
+        name=name, role=name, worker=name, sees=(), after=(), when=None, task=None,
+        max_tokens=None, timeout=None, retries=None, span=span,
+    )  # fmt: skip
+    assert step.duplicates == () and step == ast.StepDecl(
+        name, name, name, (), (), None, None, None, None, None, span, ()
+    )
+    assert ast.Module("p", ()).source == "" and model.Require("k", ()).span is None
+    twin = _twin(ast.Name)
+    for args, kwargs in (((), {}), (("a",), {}), (("a", span, 1), {}), (("a",), {"value": "b"})):
+        with pytest.raises(TypeError):
+            twin(*args, **kwargs)
+        with pytest.raises(TypeError):
+            ast.Name(*args, **kwargs)
+    with pytest.raises(TypeError):
+        ast.Name("a", span, nickname="b")  # type: ignore[call-arg]
+
+
 def test_different_classes_with_equal_fields_differ() -> None:
     span = Span.point("f.loom")
     assert ast.Name("x", span) != ast.Str("x", span)

@@ -4,9 +4,7 @@ exactly, or any damaged entry, is read from the YAML as if there were no cache."
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,17 +24,6 @@ DEFAULT = yaml.safe_load((ROOT / "policies" / "default.yaml").read_text(encoding
 FUNCTION_SCOPED = [HealthCheck.function_scoped_fixture]
 
 
-@pytest.fixture
-def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("LOOMC_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.delenv("LOOMC_NO_CACHE", raising=False)
-    return tmp_path / "cache" / "policy"
-
-
-def _entries(folder: Path) -> list[Path]:
-    return sorted(folder.glob("*.json")) if folder.is_dir() else []
-
-
 def _same(
     a: tuple[PolicySource | None, list[Any]], b: tuple[PolicySource | None, list[Any]]
 ) -> None:
@@ -49,14 +36,14 @@ def _same(
         assert a[0].path == b[0].path
 
 
-def test_the_projects_policies_come_back_from_the_cache(cache: Path) -> None:
+def test_the_projects_policies_come_back_from_the_cache(policy_cache_dir: Path) -> None:
     for path in POLICIES:
         plain = load_policy(path, cache=False)
         _same(load_policy(path), plain)  # stores
         text = path.read_text(encoding="utf-8")
         assert cached.load(text, str(path)) is not None
         _same(load_policy(path), plain)  # a hit
-    assert len(_entries(cache)) == len(POLICIES)
+    assert len(sorted(policy_cache_dir.glob("*.json"))) == len(POLICIES)
 
 
 values = st.one_of(
@@ -77,7 +64,7 @@ edits = st.lists(
 @settings(max_examples=80, deadline=None, suppress_health_check=FUNCTION_SCOPED)
 @given(edits=edits, int_key=st.booleans())
 def test_a_cached_policy_is_what_its_yaml_gives(
-    cache: Path, edits: list[tuple[str, Any]], int_key: bool
+    policy_cache_dir: Path, edits: list[tuple[str, Any]], int_key: bool
 ) -> None:
     """Valid or not, exact in JSON or not (dates, binary, NaN, integer keys), a policy loaded
     through the cache twice says what it says without one."""
@@ -108,24 +95,19 @@ def test_a_cached_policy_is_what_its_yaml_gives(
 
 @settings(max_examples=80, deadline=None, suppress_health_check=FUNCTION_SCOPED)
 @given(data=st.data())
-def test_a_damaged_entry_gives_what_no_cache_gives(cache: Path, data: st.DataObject) -> None:
+def test_a_damaged_entry_gives_what_no_cache_gives(
+    policy_cache_dir: Path, damage: Callable[[Path, st.DataObject], None], data: st.DataObject
+) -> None:
     path = data.draw(st.sampled_from(POLICIES))
     text = path.read_text(encoding="utf-8")
     plain = load_policy_text(text, str(path))
     load_policy_text(text, str(path), cache=True)
-    entry = cache / f"{content_key(cached.fingerprint(), text)}.json"
-    raw = bytearray(entry.read_bytes())
-    if data.draw(st.booleans()):
-        i = data.draw(st.integers(0, len(raw) - 1))
-        raw[i] ^= data.draw(st.integers(1, 255))
-    else:
-        del raw[data.draw(st.integers(0, len(raw) - 1)) :]
-    entry.write_bytes(bytes(raw))
+    damage(policy_cache_dir / f"{content_key(cached.fingerprint(), text)}.json", data)
     assert cached.load(text, str(path)) is None
     _same(load_policy_text(text, str(path), cache=True), plain)
 
 
-def test_errors_and_limits_read_the_same_with_the_cache(cache: Path) -> None:
+def test_errors_and_limits_read_the_same_with_the_cache(policy_cache_dir: Path) -> None:
     for text in (
         "workers: [1, 2\n",  # malformed: never stored
         "- a list\n",  # not a mapping: stored, and the same error from the entry
@@ -139,41 +121,13 @@ def test_errors_and_limits_read_the_same_with_the_cache(cache: Path) -> None:
 
 
 def test_loomc_no_cache_and_an_unusable_folder(
-    cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    policy_cache_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("LOOMC_NO_CACHE", "1")
     _same(load_policy(POLICIES[0]), load_policy(POLICIES[0], cache=False))
-    assert _entries(cache) == []
+    assert sorted(policy_cache_dir.glob("*.json")) == []
     monkeypatch.delenv("LOOMC_NO_CACHE")
     blocker = tmp_path / "file"
     blocker.write_text("")
     monkeypatch.setenv("LOOMC_CACHE_DIR", str(blocker / "cache"))
     _same(load_policy(POLICIES[0]), load_policy(POLICIES[0], cache=False))
-
-
-def test_a_warm_check_reads_no_yaml_and_says_the_same(tmp_path: Path) -> None:
-    probe = (
-        "import sys, loomc.cli.main as m\n"
-        "code = m.main(['check', '--format', 'json', sys.argv[1]])\n"
-        "print(sorted(n for n in ('yaml', 'lark') if n in sys.modules), code)\n"
-    )
-    env = {**os.environ, "LOOMC_CACHE_DIR": str(tmp_path / "cache"), "NO_COLOR": "1"}
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
-    env.pop("LOOMC_NO_CACHE", None)
-
-    def check(**extra: str) -> str:
-        done = subprocess.run(
-            [sys.executable, "-P", "-c", probe, str(ROOT)],
-            env={**env, **extra},
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        assert done.stderr == ""
-        return done.stdout
-
-    cold, warm, off = check(), check(), check(LOOMC_NO_CACHE="1")
-    assert cold.endswith("['lark', 'yaml'] 0\n") and off.endswith("['lark', 'yaml'] 0\n")
-    assert warm.endswith("[] 0\n")
-    body = [out.rsplit("\n", 2)[0] for out in (cold, warm, off)]
-    assert body[0] == body[1] == body[2] and '"diagnostics"' in body[0]
