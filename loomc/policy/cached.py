@@ -7,7 +7,8 @@ validates: the constructed data and the position of every key. Validation itself
 load, hit or miss, so the policy, its findings and its errors are the ones the YAML gives. Only
 data that JSON holds exactly is kept (string keys; strings, integers, finite floats, booleans,
 null, lists and mappings): a policy with a date, a set, binary data or a non-string key is read
-from its YAML every time. The entry's key covers the text, loomc's version, the reader's code
+from its YAML every time, and so is one holding a key-shaped string (LOOM601 reports it; the
+cache folder gets no copy of it). The entry's key covers the text, loomc's version, the reader's code
 and the yaml package's version; entries are verified as :mod:`loomc.cache` describes.
 """
 
@@ -22,6 +23,7 @@ from typing import Any
 
 from loomc import __version__, cache
 from loomc.diagnostics import Span
+from loomc.secrets import looks_like_key
 
 FORMAT = "loomc-policy-1"
 
@@ -70,7 +72,7 @@ def store(text: str, data: Any, positions: Positions) -> None:
     """Keep ``data`` and ``positions`` (spans in one file) for ``text`` when JSON holds them
     exactly; call it before validation, which may build from the data."""
     where = cache.folder("policy")
-    if where is None or not exact(data):
+    if where is None or not exact(data) or looks_like_key(text):  # no copy of a key (LOOM601)
         return
     entry = {
         "data": data,

@@ -13,7 +13,8 @@ A cache entry can only ever save time: one that is missing, truncated, corrupted
 format or unreadable is a miss (the file is parsed again and the entry replaced), because each
 entry carries the key it was written for and the SHA-256 of its payload, both checked before a
 byte of it is decoded. Texts with a syntax error are never stored, so their diagnostics always
-come from the parser itself. Entries are written to a temporary name and renamed (a concurrent
+come from the parser itself, nor are texts holding a key-shaped string (LOOM606 reports them;
+the cache folder gets no copy). Entries are written to a temporary name and renamed (a concurrent
 reader sees a whole entry or none) into a folder that belongs to the current user and nobody
 else may write to; a read-only home or a full disk just means no entry.
 
@@ -32,6 +33,7 @@ from typing import Any
 
 from loomc import __version__, cache
 from loomc.diagnostics import Span
+from loomc.secrets import looks_like_key
 from loomc.syntax import ast
 
 FORMAT = "loomc-ast-1"
@@ -188,7 +190,7 @@ def store(text: str, module: ast.Module) -> None:
     """Save ``module`` (parsed from ``text`` without a diagnostic) for later processes; any
     failure to write is ignored."""
     where = cache.folder("ast")
-    if where is None:
+    if where is None or looks_like_key(text):  # a key (LOOM606) is not copied anywhere
         return
     try:
         payload = encode(module)

@@ -265,3 +265,11 @@ def test_a_warm_check_reads_neither_grammar_nor_yaml_and_says_the_same(tmp_path:
     assert len(list((tmp_path / "cache" / "ast").glob("*.json"))) == len(SOURCES)
     (project / "pipelines" / "broken.loom").unlink()
     assert check()[0].endswith("[] 0\n")
+
+
+def test_a_file_holding_a_key_is_not_copied_into_the_cache(ast_cache_dir: Path) -> None:
+    text = 'pipeline p {\n  step a : w(w) { task "use sk-abcdefghijklmnopqrstuvwx" }\n}\n'
+    module, diags = parse_text(text, "k.loom", cache=True)
+    assert module is not None and diags == []
+    assert parse_text(text, "k.loom", cache=True) == (module, [])
+    assert sorted(ast_cache_dir.glob("*.json")) == []

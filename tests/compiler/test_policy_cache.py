@@ -131,3 +131,11 @@ def test_loomc_no_cache_and_an_unusable_folder(
     blocker.write_text("")
     monkeypatch.setenv("LOOMC_CACHE_DIR", str(blocker / "cache"))
     _same(load_policy(POLICIES[0]), load_policy(POLICIES[0], cache=False))
+
+
+def test_a_policy_holding_a_key_is_not_copied_into_the_cache(policy_cache_dir: Path) -> None:
+    text = (ROOT / "policies" / "default.yaml").read_text(encoding="utf-8")
+    text += "\nnote: sk-abcdefghijklmnopqrstuvwx\n"
+    plain = load_policy_text(text, "k.yaml")
+    _same(load_policy_text(text, "k.yaml", cache=True), plain)
+    assert sorted(policy_cache_dir.glob("*.json")) == []
