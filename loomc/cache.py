@@ -26,6 +26,10 @@ from pathlib import Path
 MAX_ENTRIES = 2000
 """Entries kept in one cache's folder before a write prunes the oldest half (a few KiB each)."""
 
+MAX_ENTRY_BYTES = 16 * 1024 * 1024
+"""The largest entry read or written: anything bigger (a planted file, a link to a device) is a
+miss after reading at most this much."""
+
 
 def cache_dir() -> Path | None:
     """The folder every loomc cache lives under, or None when caching is turned off."""
@@ -65,7 +69,10 @@ def read(where: Path, fmt: str, key: str) -> bytes | None:
     try:
         if not private(where.stat()):
             return None
-        raw = (where / f"{key}.json").read_bytes()
+        with (where / f"{key}.json").open("rb") as f:
+            raw = f.read(MAX_ENTRY_BYTES + 1)
+        if len(raw) > MAX_ENTRY_BYTES:
+            return None
         header, _, payload = raw.partition(b"\n")
         name, entry_key, digest = header.decode("ascii").split(" ")
     except (OSError, ValueError):  # missing, unreadable, not an entry
@@ -78,6 +85,8 @@ def read(where: Path, fmt: str, key: str) -> bytes | None:
 def write(where: Path, fmt: str, key: str, payload: bytes) -> None:
     """Save ``payload`` as entry ``key`` in ``where``; any failure to write is ignored."""
     data = f"{fmt} {key} {hashlib.sha256(payload).hexdigest()}\n".encode("ascii") + payload
+    if len(data) > MAX_ENTRY_BYTES:
+        return
     if save(where / f"{key}.json", data):  # a private folder: pruning is ours to do
         with contextlib.suppress(OSError):
             prune(where)

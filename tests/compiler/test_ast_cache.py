@@ -273,3 +273,16 @@ def test_a_file_holding_a_key_is_not_copied_into_the_cache(ast_cache_dir: Path) 
     assert module is not None and diags == []
     assert parse_text(text, "k.loom", cache=True) == (module, [])
     assert sorted(ast_cache_dir.glob("*.json")) == []
+
+
+def test_an_oversized_or_endless_entry_is_a_miss(ast_cache_dir: Path) -> None:
+    text = SOURCES[0].read_text(encoding="utf-8")
+    parse_text(text, "a.loom", cache=True)
+    entry = ast_cache_dir / f"{ast_cache.key(text)}.json"
+    header = entry.read_bytes().partition(b"\n")[0]
+    entry.write_bytes(header + b"\n" + b" " * cache_module.MAX_ENTRY_BYTES)
+    assert ast_cache.load(text, "a.loom") is None
+    entry.unlink()
+    entry.symlink_to("/dev/zero")  # read as far as the limit, then a miss
+    assert ast_cache.load(text, "a.loom") is None
+    assert parse_text(text, "a.loom", cache=True) == parse_text(text, "a.loom")
