@@ -18,10 +18,18 @@ the next write.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import stat
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from hashlib import sha256 as sha256
+else:
+    try:  # the interpreter's own SHA-256: `hashlib` loads OpenSSL first, ~3 ms CPU per start
+        from _sha256 import sha256
+    except ImportError:  # another Python (3.12 calls it `_sha2`) or a build without it
+        from hashlib import sha256
 
 MAX_ENTRIES = 2000
 """Entries kept in one cache's folder before a write prunes the oldest half (a few KiB each)."""
@@ -61,7 +69,7 @@ def private(st: os.stat_result) -> bool:
 
 def content_key(fingerprint: bytes, text: str) -> str:
     """The key of ``text`` under ``fingerprint`` (what else the derived data depends on)."""
-    return hashlib.sha256(fingerprint + text.encode("utf-8", "surrogatepass")).hexdigest()
+    return sha256(fingerprint + text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def read(where: Path, fmt: str, key: str) -> bytes | None:
@@ -77,14 +85,14 @@ def read(where: Path, fmt: str, key: str) -> bytes | None:
         name, entry_key, digest = header.decode("ascii").split(" ")
     except (OSError, ValueError):  # missing, unreadable, not an entry
         return None
-    if name != fmt or entry_key != key or hashlib.sha256(payload).hexdigest() != digest:
+    if name != fmt or entry_key != key or sha256(payload).hexdigest() != digest:
         return None
     return payload
 
 
 def write(where: Path, fmt: str, key: str, payload: bytes) -> None:
     """Save ``payload`` as entry ``key`` in ``where``; any failure to write is ignored."""
-    data = f"{fmt} {key} {hashlib.sha256(payload).hexdigest()}\n".encode("ascii") + payload
+    data = f"{fmt} {key} {sha256(payload).hexdigest()}\n".encode("ascii") + payload
     if len(data) > MAX_ENTRY_BYTES:
         return
     if save(where / f"{key}.json", data):  # a private folder: pruning is ours to do

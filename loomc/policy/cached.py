@@ -15,7 +15,6 @@ and the yaml package's version; entries are verified as :mod:`loomc.cache` descr
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import math
 from pathlib import Path
@@ -35,7 +34,7 @@ def fingerprint() -> bytes:
     """The format, loomc's version, the reading code and the installed yaml's version."""
     from importlib.machinery import PathFinder
 
-    digest = hashlib.sha256(f"{FORMAT}\0{__version__}\0".encode())
+    digest = cache.sha256(f"{FORMAT}\0{__version__}\0".encode())
     here = Path(__file__).resolve().parent
     files = [here / "load.py", here / "bounded_yaml.py", here / "cached.py"]
     spec = PathFinder.find_spec("yaml")

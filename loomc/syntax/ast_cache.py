@@ -25,7 +25,6 @@ Folder, entry format, checks and pruning are :mod:`loomc.cache`'s (``LOOMC_CACHE
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 from decimal import Decimal
 from pathlib import Path
@@ -50,7 +49,7 @@ def fingerprint() -> bytes:
     the code that builds the tree (read once per process, a few KiB)."""
     from loomc.syntax.parser import grammar_path
 
-    digest = hashlib.sha256(f"{FORMAT}\0{__version__}\0".encode())
+    digest = cache.sha256(f"{FORMAT}\0{__version__}\0".encode())
     here = Path(__file__).resolve().parent
     for path in (grammar_path(), *(here / name for name in _SOURCES)):
         try:
