@@ -44,7 +44,12 @@ def cache_dir() -> Path | None:
     chosen = os.environ.get("LOOMC_CACHE_DIR")
     if chosen is not None:
         return Path(chosen) if chosen else None
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    base = os.environ.get("XDG_CACHE_HOME")
+    if not base:
+        try:
+            base = str(Path.home() / ".cache")
+        except (RuntimeError, KeyError):  # no $HOME and no passwd entry (a container's uid)
+            return None
     return Path(base) / "loomc"
 
 

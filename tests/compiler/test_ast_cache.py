@@ -286,3 +286,16 @@ def test_an_oversized_or_endless_entry_is_a_miss(ast_cache_dir: Path) -> None:
     entry.symlink_to("/dev/zero")  # read as far as the limit, then a miss
     assert ast_cache.load(text, "a.loom") is None
     assert parse_text(text, "a.loom", cache=True) == parse_text(text, "a.loom")
+
+
+def test_no_home_folder_means_no_cache_not_a_crash(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A container's user may have neither $HOME nor a passwd entry: Path.home() raises."""
+
+    def no_home() -> Path:
+        raise RuntimeError("Could not determine home directory.")
+
+    for name in ("LOOMC_CACHE_DIR", "XDG_CACHE_HOME", "LOOMC_NO_CACHE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(Path, "home", staticmethod(no_home))
+    assert cache_module.cache_dir() is None
+    assert parse_file(SOURCES[0]) == parse_file(SOURCES[0], cache=False)
