@@ -8,7 +8,13 @@ busier or quieter during the run moves both sides of a ratio alike; the ratios a
 
 - ``loomc --help`` / ``python -c pass``: the cost of reaching the command line.
 - ``loomc check`` on this repository / ``ruff check --no-cache`` on a generated tree of Python
-  files of the same size in bytes: a checker against a linter.
+  files of the same size in bytes: a checker against a linter. Twice: with loomc's content
+  caches warm (the AST of each `.loom` file, the data of each policy: every check after the
+  first, in a cache folder of the benchmark's own), cold (a new empty cache folder for every
+  run: the first check, or every file edited since the last) and after one edit (a copy of the
+  project whose `code-review.loom` gets a new comment line before each run, the warm cache
+  folder: the usual check while working). And each against ruff with its own cache warm too
+  (``ruff check`` with a ``--cache-dir`` of the benchmark's).
 - ``loomc run`` with the mock provider, cold (a new process; the parser tables cache warm, as
   after any first run): seconds, and its ratio to ``python -c pass``. Three projects: this
   repository with its default policy, this repository with ``policies/demo.yaml`` on the demo's
@@ -95,11 +101,26 @@ HIGH = (
 )
 """The demo's high-risk prompt (``loomc demo``): two calls at tier balanced."""
 
-Arm = tuple[list[str], Path, Path]
-"""(command, working folder, the checkout first on PYTHONPATH)."""
+Arm = tuple[list[str], Path, Path, str]
+"""(command, working folder, the checkout first on PYTHONPATH, the cache: ``warm``, ``cold``
+(a new empty folder each run) or the path of a file to edit before each run (warm folder))."""
+
+EDITS = [0]
+"""Edits made so far by the ``one file edited`` arm (each appends a new comment line)."""
+
+CACHE: dict[str, str] = {}
+"""Set by ``measure``: the folders the loomc arms cache in (``warm``) and under which each cold
+run gets a new one (``cold``)."""
 
 
-def _arms(tree: Path, scaffold: Path, scaffold_tree: Path, before: Path | None) -> dict[str, Arm]:
+def _arms(
+    tree: Path,
+    scaffold: Path,
+    scaffold_tree: Path,
+    before: Path | None,
+    ruff_cache: Path,
+    copy: Path,
+) -> dict[str, Arm]:
     py = sys.executable
     ruff = shutil.which("ruff") or str(Path(py).parent / "ruff")
     # -P: no working directory on sys.path (as for the installed `loomc` script); without it a
@@ -109,6 +130,8 @@ def _arms(tree: Path, scaffold: Path, scaffold_tree: Path, before: Path | None) 
     ours: dict[str, tuple[list[str], Path]] = {
         "loomc --help": ([*loomc, "--help"], ROOT),
         "loomc check (this repo)": ([*loomc, "check", str(ROOT)], ROOT),
+        "loomc check (this repo, cold cache)": ([*loomc, "check", str(ROOT)], ROOT),
+        "loomc check (this repo, one file edited)": ([*loomc, "check", str(copy)], copy),
         "loomc check (init scaffold)": ([*loomc, "check"], scaffold),
         "loomc run (mock, cold)": ([*loomc, "run", "--no-stream", "Say hello."], ROOT),
         "loomc run (demo policy, cold)": (
@@ -128,19 +151,34 @@ def _arms(tree: Path, scaffold: Path, scaffold_tree: Path, before: Path | None) 
             _keywords_copy(scaffold),
         ),
     }
+    cached = ["--cache-dir", str(ruff_cache)]
     arms: dict[str, Arm] = {
-        "python -c pass": ([py, "-c", "pass"], ROOT, ROOT),
-        "ruff check (same size)": ([ruff, "check", "--no-cache", "--quiet", str(tree)], ROOT, ROOT),
+        "python -c pass": ([py, "-c", "pass"], ROOT, ROOT, "warm"),
+        "ruff check (same size)": (
+            [ruff, "check", "--no-cache", "--quiet", str(tree)],
+            ROOT,
+            ROOT,
+            "warm",
+        ),
+        "ruff check (same size, own cache)": (
+            [ruff, "check", *cached, "--quiet", str(tree)],
+            ROOT,
+            ROOT,
+            "warm",
+        ),
         "ruff check (scaffold size)": (
             [ruff, "check", "--no-cache", "--quiet", str(scaffold_tree)],
             ROOT,
             ROOT,
+            "warm",
         ),
     }
+    edited = str(copy / "pipelines" / "code-review.loom")
     for name, (cmd, cwd) in ours.items():
-        arms[name] = (cmd, cwd, ROOT)
-        if before is not None:
-            arms[f"{name} [before]"] = (cmd, cwd, before)
+        cache = "cold" if "cold cache" in name else edited if "edited" in name else "warm"
+        arms[name] = (cmd, cwd, ROOT, cache)
+        if before is not None and cache == "warm":  # the before tree has no content caches
+            arms[f"{name} [before]"] = (cmd, cwd, before, "warm")
     return arms
 
 
@@ -157,13 +195,23 @@ def _keywords_copy(scaffold: Path) -> Path:
 
 def _time(arm: Arm) -> tuple[float, float]:
     """Wall seconds and CPU seconds (user + system, of the child alone) of one run."""
-    cmd, cwd, checkout = arm
+    cmd, cwd, checkout, cache = arm
+    env = _env(checkout)
+    if CACHE:
+        env.pop("LOOMC_NO_CACHE", None)
+        env["LOOMC_CACHE_DIR"] = (
+            tempfile.mkdtemp(dir=CACHE["cold"]) if cache == "cold" else CACHE["warm"]
+        )
+    if cache not in ("warm", "cold"):  # a new comment line: the file's next version
+        EDITS[0] += 1
+        with open(cache, "a", encoding="utf-8") as f:
+            f.write(f"# edit {EDITS[0]}\n")
     used = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(
         cmd,
         cwd=cwd,
-        env=_env(checkout),
+        env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         check=False,
@@ -177,9 +225,10 @@ def _time(arm: Arm) -> tuple[float, float]:
 
 
 def measure(
-    repeats: int, before: Path | None = None
+    repeats: int, before: Path | None = None, only: str | None = None
 ) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
-    """Wall and CPU seconds per arm, ``repeats`` of each, the arms shuffled in every repeat."""
+    """Wall and CPU seconds per arm, ``repeats`` of each, the arms shuffled in every repeat
+    (with ``only``, just the arms whose name contains it, and the baselines)."""
     with tempfile.TemporaryDirectory() as tmp:
         scaffold = Path(tmp) / "starter"
         subprocess.run(
@@ -191,8 +240,14 @@ def measure(
         tree, scaffold_tree = Path(tmp) / "tree", Path(tmp) / "scaffold-tree"
         _python_tree(tree, _project_bytes())
         _python_tree(scaffold_tree, _project_bytes(scaffold))
-        arms = _arms(tree, scaffold, scaffold_tree, before)
-        for arm in arms.values():  # warm the OS cache and the parser tables once
+        CACHE["warm"], CACHE["cold"] = tempfile.mkdtemp(dir=tmp), tempfile.mkdtemp(dir=tmp)
+        copy = Path(tmp) / "copy"
+        for folder in ("pipelines", "policies"):
+            shutil.copytree(ROOT / folder, copy / folder)
+        arms = _arms(tree, scaffold, scaffold_tree, before, Path(tmp) / "ruff-cache", copy)
+        if only:
+            arms = {k: v for k, v in arms.items() if only in k or not k.startswith("loomc")}
+        for arm in arms.values():  # warm the OS cache, the parser tables and the caches once
             _time(arm)
         times: dict[str, list[float]] = {name: [] for name in arms}
         cpu: dict[str, list[float]] = {name: [] for name in arms}
@@ -222,19 +277,21 @@ def _child_breakdown() -> None:
     mark("policy models (records, no pydantic)")
     import loomc.policy.load
 
-    mark("import yaml + policy reader")
+    mark("import policy reader" + (" + yaml" if "yaml" in sys.modules else ""))
     import loomc.syntax.parser
 
-    mark("import lark + parser + AST")
+    mark("import parser + AST" + (" + lark" if "lark" in sys.modules else ""))
     import loomc.checker.render
     import loomc.project.checking as checking
 
     mark("import IR, checker, project, render")
     loom, policies = checking.find_files(ROOT)
     modules, _ = checking.load_modules(loom)
-    mark(f"parse {len(loom)} .loom files (lark)")
+    how = "lark" if "lark" in sys.modules else "AST cache"
+    mark(f"parse {len(loom)} .loom files ({how})")
     sources = [checking.load_policy(p)[0] for p in policies]
-    mark(f"read + validate {len(policies)} policies")
+    how = "yaml" if "yaml" in sys.modules else "policy cache"
+    mark(f"read + validate {len(policies)} policies ({how})")
     diags = []
     for source in sources:
         assert source is not None
@@ -288,11 +345,15 @@ def _child_run_breakdown(project: Path) -> None:
     print(json.dumps([(name, (t - start) * 1e3) for name, t in marks]))
 
 
-def breakdown(repeats: int, run: bool = False) -> None:
+def breakdown(repeats: int, run: bool = False, cold: bool = False) -> None:
     """Medians over fresh processes of :func:`_child_breakdown` (or, with ``run``, of
-    :func:`_child_run_breakdown` in a ``loomc init`` scaffold), stage by stage."""
+    :func:`_child_run_breakdown` in a ``loomc init`` scaffold), stage by stage; loomc's content
+    caches warm (a folder of this run's, filled by the uncounted first process) or, with
+    ``cold``, a new empty one for every process."""
     runs = []
     with tempfile.TemporaryDirectory() as tmp:
+        env = {k: v for k, v in _env().items() if k != "LOOMC_NO_CACHE"}
+        env["LOOMC_CACHE_DIR"] = str(Path(tmp) / "cache")
         flag = ["--child-breakdown"]
         if run:
             subprocess.run(
@@ -303,9 +364,11 @@ def breakdown(repeats: int, run: bool = False) -> None:
             )
             flag = ["--child-run-breakdown", tmp]
         for i in range(repeats + 1):  # the first run writes the bytecode and is not counted
+            if cold:
+                env["LOOMC_CACHE_DIR"] = tempfile.mkdtemp(dir=tmp)
             done = subprocess.run(
                 [sys.executable, "-P", __file__, *flag],
-                env=_env(),
+                env=env,
                 capture_output=True,
                 text=True,
                 check=True,
@@ -313,7 +376,8 @@ def breakdown(repeats: int, run: bool = False) -> None:
             if i:
                 runs.append(json.loads(done.stdout))
     what = "`loomc run` (mock, init scaffold)" if run else "`loomc check` of this repository"
-    print(f"cold {what}, CPU ms (median of {repeats} processes)")
+    caches = "cold (empty)" if cold else "warm"
+    print(f"cold {what}, content caches {caches}, CPU ms (median of {repeats} processes)")
     print(f"{'stage':44} {'stage':>7} {'cumulative':>11}")
     previous = 0.0
     for i, (name, _) in enumerate(runs[0]):
@@ -365,6 +429,10 @@ def main() -> None:
     parser.add_argument(
         "--run-breakdown", action="store_true", help="only: where a cold `loomc run` spends CPU"
     )
+    parser.add_argument(
+        "--cold-cache", action="store_true", help="breakdowns: an empty cache folder per process"
+    )
+    parser.add_argument("--only", help="measure only the arms whose name contains this")
     parser.add_argument("--child-breakdown", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--child-run-breakdown", type=Path, help=argparse.SUPPRESS)
     parser.add_argument(
@@ -384,20 +452,20 @@ def main() -> None:
         _child_run_breakdown(args.child_run_breakdown)
         return
     if args.breakdown or args.run_breakdown:
-        breakdown(args.repeats, run=args.run_breakdown)
+        breakdown(args.repeats, run=args.run_breakdown, cold=args.cold_cache)
         return
     before = args.before.resolve() if args.before else None
 
-    times, cpu = measure(args.repeats, before)
+    times, cpu = measure(args.repeats, before, args.only)
     med = {name: statistics.median(v) for name, v in times.items()}
     cpu_med = {name: statistics.median(v) for name, v in cpu.items()}
     print(
-        f"{'arm':40} {'min ms':>9} {'median ms':>10} {'max ms':>9} {'CPU median':>11}"
+        f"{'arm':44} {'min ms':>9} {'median ms':>10} {'max ms':>9} {'CPU median':>11}"
         f"   ({args.repeats} repeats)"
     )
     for name, values in times.items():
         print(
-            f"{name:40} {min(values) * 1e3:9.1f} {med[name] * 1e3:10.1f} {max(values) * 1e3:9.1f}"
+            f"{name:44} {min(values) * 1e3:9.1f} {med[name] * 1e3:10.1f} {max(values) * 1e3:9.1f}"
             f" {cpu_med[name] * 1e3:11.1f}"
         )
     if before is not None:
@@ -406,29 +474,44 @@ def main() -> None:
             if f"{name} [before]" in times:
                 then = f"{name} [before]"
                 print(
-                    f"{name:40} wall {med[name] / med[then]:5.2f}"
+                    f"{name:44} wall {med[name] / med[then]:5.2f}"
                     f"   CPU {cpu_med[name] / cpu_med[then]:5.2f}"
                     f"   ({cpu_med[then] * 1e3:.0f} -> {cpu_med[name] * 1e3:.0f} ms CPU)"
                 )
     ratios: dict[str, float] = {}
     seconds: dict[str, float] = {}
+    ruff, ruff_cached = med["ruff check (same size)"], med["ruff check (same size, own cache)"]
     for tag in ("", " [before]") if before else ("",):
-        ratios[f"loomc --help / python -c pass{tag}"] = (
-            med[f"loomc --help{tag}"] / med["python -c pass"]
-        )
-        ratios[f"loomc check / ruff check (this repo){tag}"] = (
-            med[f"loomc check (this repo){tag}"] / med["ruff check (same size)"]
-        )
-        ratios[f"loomc check / ruff check (init scaffold){tag}"] = (
-            med[f"loomc check (init scaffold){tag}"] / med["ruff check (scaffold size)"]
-        )
+        pairs = {
+            f"loomc --help / python -c pass{tag}": (f"loomc --help{tag}", med["python -c pass"]),
+            f"loomc check, caches warm / ruff check --no-cache (this repo){tag}": (
+                f"loomc check (this repo){tag}",
+                ruff,
+            ),
+            f"loomc check, caches warm / ruff check, its cache warm{tag}": (
+                f"loomc check (this repo){tag}",
+                ruff_cached,
+            ),
+            f"loomc check / ruff check (init scaffold){tag}": (
+                f"loomc check (init scaffold){tag}",
+                med["ruff check (scaffold size)"],
+            ),
+        }
+        for which in ("cold cache", "one file edited") if not tag else ():
+            arm = f"loomc check (this repo, {which})"
+            pairs[f"loomc check, {which} / ruff check --no-cache (this repo)"] = (arm, ruff)
+            pairs[f"loomc check, {which} / ruff check, its cache warm"] = (arm, ruff_cached)
         for run in ("mock", "demo policy", "init scaffold", "init scaffold, keywords"):
             name = f"loomc run ({run}, cold){tag}"
-            ratios[f"loomc run ({run}) / python -c pass{tag}"] = med[name] / med["python -c pass"]
-            seconds[f"{name}, seconds"] = med[name]
+            pairs[f"loomc run ({run}) / python -c pass{tag}"] = (name, med["python -c pass"])
+            if name in med:
+                seconds[f"{name}, seconds"] = med[name]
+        for label, (arm, baseline) in pairs.items():
+            if arm in med:  # not left out by --only
+                ratios[label] = med[arm] / baseline
     print()
     for name, value in ratios.items():
-        print(f"{name:50} {value:6.2f}x")
+        print(f"{name:70} {value:6.2f}x")
     for name, value in seconds.items():
         print(f"{name:50} {value:6.3f}")
     if args.no_growth:

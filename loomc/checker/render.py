@@ -4,7 +4,6 @@ GitHub workflow annotations. The JSON document is the stable machine interface."
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import re
 from collections.abc import Sequence
@@ -132,6 +131,8 @@ def unique(diagnostics: Sequence[Diagnostic]) -> list[Diagnostic]:
 def fingerprint(d: Diagnostic) -> str:
     """Stable across runs and line moves: code, file and message (SARIF partialFingerprints)."""
     text = "\0".join((d.code, Path(d.span.file).as_posix(), d.message))
+    import hashlib  # only SARIF needs it (OpenSSL, ~3 ms to load)
+
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 

@@ -17,6 +17,7 @@ from typing import Any, Literal, Union
 
 from loomc.diagnostics import Span
 from loomc.ir.graph import StepGraph as StepGraph  # re-exported: Pipeline.graph
+from loomc.syntax.frozen import Frozen
 from loomc.units import Budget
 
 # --- guard expressions ---------------------------------------------------------------------------
@@ -25,14 +26,16 @@ RISK_ORDER = {"low": 0, "medium": 1, "high": 2}
 STEP_PREDICATES = ("ran", "skipped", "ok", "failed", "empty", "refused")
 CompareOp = Literal["==", "!=", "<", "<=", ">", ">="]
 
+# The expression nodes, Pricing and Require are Frozen classes: frozen dataclasses' behaviour
+# without ~1 ms of generated code per class at every start (loomc/syntax/frozen.py). StepNode
+# and Pipeline, which callers `dataclasses.replace`, stay dataclasses.
 
-@dataclass(frozen=True, slots=True)
-class Const:
+
+class Const(Frozen):
     value: str | int | float | bool
 
 
-@dataclass(frozen=True, slots=True)
-class Fact:
+class Fact(Frozen):
     """A runtime fact: ``risk`` (level), ``risk.kind``, ``risk.signals``, ``risk.probability``,
     ``input``, ``input.length``; ``tier`` only before folding."""
 
@@ -43,31 +46,27 @@ class Fact:
         return ".".join(self.path)
 
 
-@dataclass(frozen=True, slots=True)
-class StepFact:
+class StepFact(Frozen):
     """A predicate on a prior step: ran, skipped, ok, failed, empty, refused."""
 
     step: str
     predicate: str
 
 
-@dataclass(frozen=True, slots=True)
-class Compare:
+class Compare(Frozen):
     op: CompareOp
     left: Expr
     right: Expr
 
 
-@dataclass(frozen=True, slots=True)
-class Contains:
+class Contains(Frozen):
     """``"security" in risk.signals``."""
 
     item: Expr
     collection: Expr
 
 
-@dataclass(frozen=True, slots=True)
-class Matches:
+class Matches(Frozen):
     """``input matches "review|audit"`` — case-insensitive regex search."""
 
     subject: Expr
@@ -77,18 +76,15 @@ class Matches:
         return re.compile(self.pattern, re.IGNORECASE)
 
 
-@dataclass(frozen=True, slots=True)
-class And:
+class And(Frozen):
     items: tuple[Expr, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class Or:
+class Or(Frozen):
     items: tuple[Expr, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class Not:
+class Not(Frozen):
     item: Expr
 
 
@@ -175,8 +171,7 @@ def _paren(expr: Expr) -> str:
 # --- steps and pipelines -----------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class Pricing:
+class Pricing(Frozen):
     input_per_million: Decimal
     output_per_million: Decimal
 
@@ -239,11 +234,12 @@ class StepNode:
             yield dep, "guard"
 
 
-@dataclass(frozen=True, slots=True)
-class Require:
+class Require(Frozen):
+    _compared = ("kind", "steps")  # the span is not compared
+
     kind: str  # "independent"
     steps: tuple[str, ...]
-    span: Span | None = field(default=None, compare=False)
+    span: Span | None = None
 
 
 @dataclass(frozen=True, slots=True)

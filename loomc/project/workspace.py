@@ -106,7 +106,7 @@ class Project:
         found = self._parsed.get(path)
         if found is None:
             text = self._text(path)  # None: unreadable or binary, parse_file says so
-            found = parse_file(path) if text is None else parse_text(text, str(path))
+            found = parse_file(path) if text is None else parse_text(text, str(path), cache=True)
             self._parsed[path] = found
         return found
 

@@ -3,6 +3,11 @@
 The LALR parser is built once per process (python-hcl2's habit) from the one canonical grammar,
 which ships inside the wheel as ``loomc/syntax/loom.lark`` and is read from ``grammar/`` in a
 source checkout; its tables are cached on disk between processes (:mod:`loomc.syntax.tables`).
+
+lark is imported only when a file has to be parsed: a file that parsed before is read back from
+the AST cache (:mod:`loomc.syntax.ast_cache`, keyed by its content), which is most of what a
+``loomc check`` after a first one does (importing lark and parsing cost ~60 ms of a ~170 ms
+check; reading the cached ASTs back, ~2 ms).
 """
 
 from __future__ import annotations
@@ -10,7 +15,15 @@ from __future__ import annotations
 import functools
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from loomc.diagnostics import Diagnostic, Span
+from loomc.sources import read_source
+from loomc.syntax import ast, ast_cache
+
+if TYPE_CHECKING:
+    from lark import Lark, Token, Tree
+    from lark.exceptions import UnexpectedInput
 
 
 def _lark_without_regex() -> None:
@@ -29,23 +42,6 @@ def _lark_without_regex() -> None:
     finally:
         del sys.modules["regex"]
 
-
-_lark_without_regex()
-
-from lark import Lark, Token, Tree  # noqa: E402
-from lark.exceptions import (  # noqa: E402
-    UnexpectedCharacters,
-    UnexpectedEOF,
-    UnexpectedInput,
-    UnexpectedToken,
-    VisitError,
-)
-
-from loomc.diagnostics import Diagnostic, Span  # noqa: E402
-from loomc.sources import read_source  # noqa: E402
-from loomc.syntax import ast  # noqa: E402
-from loomc.syntax.tables import build_parser  # noqa: E402
-from loomc.syntax.to_ast import BadLiteral, ToAst, diag  # noqa: E402
 
 _HERE = Path(__file__).resolve().parent
 _GRAMMAR_CANDIDATES = (_HERE / "loom.lark", _HERE.parents[1] / "grammar" / "loom.lark")
@@ -84,21 +80,48 @@ def grammar_path() -> Path:
 
 @functools.cache
 def _parser() -> Lark:
+    _lark_without_regex()
+    from loomc.syntax.tables import build_parser
+
     parser: Lark = build_parser(grammar_path().read_text(encoding="utf-8"))
     return parser
 
 
-def parse_file(path: str | Path) -> tuple[ast.Module | None, list[Diagnostic]]:
-    """Read and parse one file; unreadable or binary files are diagnostics too."""
+def parse_file(
+    path: str | Path, *, cache: bool = True
+) -> tuple[ast.Module | None, list[Diagnostic]]:
+    """Read and parse one file; unreadable or binary files are diagnostics too. With ``cache``
+    (the default for files) a file parsed before is read back from the AST cache."""
     text, problem = read_source(path, "LOOM103", "file")
     if text is None:
         return None, [problem] if problem else []
-    return parse_text(text, str(path))
+    return parse_text(text, str(path), cache=cache)
 
 
-def parse_text(text: str, path: str = "<string>") -> tuple[ast.Module | None, list[Diagnostic]]:
+def parse_text(
+    text: str, path: str = "<string>", *, cache: bool = False
+) -> tuple[ast.Module | None, list[Diagnostic]]:
+    """Parse ``text`` as the file ``path``. With ``cache`` the AST of a text parsed before comes
+    from the AST cache, and a text that parses cleanly is stored there; off by default, so
+    generated sources (a planner's plans) do not fill the user's cache folder."""
+    if cache:
+        module = ast_cache.load(text, path)
+        if module is not None:
+            return module, []
+    module, diagnostics = _parse_with_lark(text, path)
+    if cache and module is not None:
+        ast_cache.store(text, module)
+    return module, diagnostics
+
+
+def _parse_with_lark(text: str, path: str) -> tuple[ast.Module | None, list[Diagnostic]]:
+    parser = _parser()
+    from lark.exceptions import UnexpectedInput, VisitError
+
+    from loomc.syntax.to_ast import BadLiteral, ToAst
+
     try:
-        tree = _parser().parse(text)
+        tree = parser.parse(text)
     except UnexpectedInput as exc:
         return None, [_syntax_diagnostic(exc, text, path)]
     too_deep = _too_deep(tree, path)
@@ -116,6 +139,10 @@ def parse_text(text: str, path: str = "<string>") -> tuple[ast.Module | None, li
 def _too_deep(tree: Tree[Token], path: str) -> Diagnostic | None:
     """The first expression nested past ``MAX_NESTING``, found without recursion: every later
     stage walks expressions recursively, so depth is bounded here, once, with a position."""
+    from lark import Tree
+
+    from loomc.syntax.to_ast import diag
+
     stack: list[tuple[Tree[Token], int]] = [(tree, 0)]
     while stack:
         node, level = stack.pop()
@@ -140,6 +167,10 @@ def _too_deep(tree: Tree[Token], path: str) -> Diagnostic | None:
 
 
 def _syntax_diagnostic(exc: UnexpectedInput, text: str, path: str) -> Diagnostic:
+    from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedToken
+
+    from loomc.syntax.to_ast import diag
+
     line, column = max(exc.line, 1), max(exc.column, 1)
     if isinstance(exc, UnexpectedToken) and exc.token.type == "$END":
         lines = text.splitlines() or [""]

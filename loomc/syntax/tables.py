@@ -28,11 +28,11 @@ from __future__ import annotations
 
 import hashlib
 import os
-import stat
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
+
+from loomc.cache import cache_dir, private, save
 
 OPTIONS: dict[str, Any] = {
     "parser": "lalr",
@@ -41,15 +41,6 @@ OPTIONS: dict[str, Any] = {
     "maybe_placeholders": False,
 }
 """The one set of options the grammar is compiled with (part of the cache key)."""
-
-
-def cache_dir() -> Path | None:
-    """Where saved parsers live, or None when the cache is turned off."""
-    chosen = os.environ.get("LOOMC_CACHE_DIR")
-    if chosen is not None:
-        return Path(chosen) if chosen else None
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "loomc"
 
 
 def cache_key(grammar: str, lark_version: str) -> str:
@@ -112,20 +103,14 @@ def build_parser(grammar: str, *, packaged: bool = True) -> Any:
     return parser
 
 
-def _private(st: os.stat_result) -> bool:
-    """Owned by this user and writable by nobody else (a pickle runs what it says)."""
-    owner_ok = not hasattr(os, "getuid") or st.st_uid == os.getuid()
-    return owner_ok and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
-
-
 def _load(path: Path) -> Any | None:
     import lark
 
     try:
-        if not _private(path.parent.stat()):
+        if not private(path.parent.stat()):
             return None
         with path.open("rb") as f:
-            if not _private(os.fstat(f.fileno())):
+            if not private(os.fstat(f.fileno())):
                 return None
             return lark.Lark.load(f)
     except FileNotFoundError:
@@ -135,20 +120,11 @@ def _load(path: Path) -> Any | None:
 
 
 def _save(parser: Any, path: Path) -> None:
-    try:
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        if not _private(path.parent.stat()):
-            return
-        fd, tmp = tempfile.mkstemp(prefix=".parser-", dir=path.parent)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                parser.save(f)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-    except OSError:
-        return  # read-only or full disk: the parser in memory is all we needed
+    import io
+
+    buffer = io.BytesIO()
+    parser.save(buffer)
+    save(path, buffer.getvalue())  # or not, on a read-only or full disk: the parser is built
 
 
 def write_packaged(grammar: str, path: Path = PACKAGED) -> None:
@@ -183,5 +159,6 @@ __all__ = [
     "cache_key",
     "load_packaged",
     "packaged_key",
+    "private",
     "write_packaged",
 ]
