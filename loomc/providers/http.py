@@ -44,7 +44,7 @@ from loomc.providers.base import (
     register_secret,
 )
 from loomc.providers.body import MAX_RESPONSE_BYTES, read_error_body
-from loomc.providers.plain import PlainHTTPTransport
+from loomc.providers.transport import PlainHTTPTransport
 
 DEFAULT_TIMEOUT_S = 60.0
 _BODY_EXCERPT = 300
@@ -157,7 +157,7 @@ def build_client(
         # An eval or a server keeps ~128 calls in flight against one provider: httpx's default
         # pool (100 connections, 20 kept alive) would queue past 100 and reconnect past 20, and
         # one pool's bookkeeping costs O(calls in flight) per call; see loomc.providers.pool.
-        # Plain http goes through loomc.providers.plain (no httpcore); https through the shards.
+        # Plain http goes through loomc.providers.transport (no httpcore); https through the shards.
         transport=PlainHTTPTransport(retries=0, verify=tls_context(base_url)),
         trust_env=False,
     )

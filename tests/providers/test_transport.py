@@ -1,4 +1,4 @@
-"""The lean ``http://`` transport (``loomc.providers.plain``) against real TCP servers on
+"""The lean ``http://`` transport (``loomc.providers.transport``) against real TCP servers on
 127.0.0.1 that send exactly the bytes each test chooses: sized, chunked and close-delimited
 bodies arrive whole however the server splits its writes; kept-alive connections are reused,
 closed ones are not; every failure is the httpx exception the providers map (never a hang)."""
@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loomc.providers.plain import PlainHTTPTransport
+from loomc.providers.transport import PlainHTTPTransport
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 
