@@ -14,6 +14,8 @@ on a busy machine. Each figure is reported as min / median / max over the repeat
 Arms (one unit each):
   httpx-stream-1 / -4   1 or 4 sequential streamed requests, read to the end of the body
   httpx-whole-1         1 non-streamed request
+  lean-*                the same plain calls through loomc's own http:// transport
+                        (loomc.providers.transport): loomc's run over the same transport
   loomc-stream-1 / -4   a 1-step / 4-step chain run by ``execute`` (streaming, the default)
   loomc-whole-1         a 1-step run, not streamed
   instant-stream-1 / -4 the same runs on a provider in this process that answers at once:
@@ -313,7 +315,13 @@ class Instant:
 
 
 def make_arms(
-    upstream_url: str, litellm_url: str | None, pool: Any, plain: Any, gw: Any, profiler: Any
+    upstream_url: str,
+    litellm_url: str | None,
+    pool: Any,
+    plain: Any,
+    gw: Any,
+    profiler: Any,
+    lean: Any = None,
 ) -> dict[str, Arm]:
     from loomc.exec.executor import execute
     from loomc.providers.registry import ProviderPool
@@ -367,6 +375,10 @@ def make_arms(
     if gw is not None:
         arms["litellm-stream-1"] = lambda: streamed(gw, 1)
         arms["litellm-whole-1"] = lambda: whole(gw)
+    if lean is not None:  # the same plain calls on loomc's own transport (when the tree has it)
+        arms["lean-stream-1"] = lambda: streamed(lean, 1)
+        arms["lean-stream-4"] = lambda: streamed(lean, 4)
+        arms["lean-whole-1"] = lambda: whole(lean)
     return arms
 
 
@@ -419,8 +431,17 @@ async def measure(
             timeout=60,
             headers={"Authorization": f"Bearer {MASTER_KEY}"},
         )
+    lean = None
+    try:  # loomc's transport for plain http (loomc.providers.transport), where the tree has it
+        from loomc.providers.transport import PlainHTTPTransport
+
+        lean = httpx.AsyncClient(
+            base_url=f"{upstream_url}/v1/", timeout=30, transport=PlainHTTPTransport()
+        )
+    except ImportError:
+        pass
     async with ProviderPool(cfg) as pool, plain:
-        arms = make_arms(upstream_url, litellm_url, pool, plain, gw, make_profiler(profiler))
+        arms = make_arms(upstream_url, litellm_url, pool, plain, gw, make_profiler(profiler), lean)
         for arm in arms.values():  # warm: connections open, code paths imported
             await sample(arm, 5)
         rows: list[dict[str, float]] = []
@@ -434,6 +455,8 @@ async def measure(
             rows.append(row)
         if gw is not None:
             await gw.aclose()
+        if lean is not None:
+            await lean.aclose()
     return rows
 
 
@@ -489,6 +512,29 @@ def figures(
             "x",
         ),
     ]
+    if rows and "lean-stream-4" in rows[0]:  # loomc's run over the same transport's calls
+        out += [
+            (
+                "streamed 4-step run / 4 streamed calls on loomc's transport",
+                [r["loomc-stream-4"] / r["lean-stream-4"] for r in rows],
+                "x",
+            ),
+            (
+                "1-step run / 1 call on loomc's transport (streamed)",
+                [r["loomc-stream-1"] / r["lean-stream-1"] for r in rows],
+                "x",
+            ),
+            (
+                "1-step run / 1 call on loomc's transport (not streamed)",
+                [r["loomc-whole-1"] / r["lean-whole-1"] for r in rows],
+                "x",
+            ),
+            (
+                "plain httpx call on loomc's transport / on httpx's (not streamed)",
+                [r["lean-whole-1"] / r["httpx-whole-1"] for r in rows],
+                "x",
+            ),
+        ]
     out += [
         ("executor CPU per run, instant provider, 1 step",
          [c["instant-stream-1"] * ms for c in cpu], "ms"),
