@@ -129,7 +129,15 @@ def amount(value: Any) -> Any:
     raise Unsure
 
 
+_PLAIN_TEXT = re.compile(r"[^.^$*+?{}\[\]\\|()]*")
+"""Text without a regular-expression metacharacter: it always compiles (as itself)."""
+
+
 def _compiles(value: str) -> bool:
+    """Whether a mock rule's pattern is a valid regular expression. Most are plain words, which
+    always are: compiling ~50 of them at every ``loomc check`` cost ~7 ms of a ~110 ms check."""
+    if _PLAIN_TEXT.fullmatch(value):
+        return True
     try:
         re.compile(value)
     except (re.error, RecursionError, OverflowError):

@@ -249,3 +249,18 @@ def test_a_pattern_that_does_not_compile_is_a_diagnostic_not_a_traceback() -> No
             "missing ), unterminated subpattern at position 0",
         )
     ]
+
+
+@given(st.text(alphabet=st.sampled_from(list("ab -_'.^$*+?{}[]\\|()0é")), max_size=12) | st.text())
+def test_the_plain_text_shortcut_agrees_with_compiling_the_pattern(pattern: str) -> None:
+    """``values._compiles`` skips compiling text without a metacharacter: same answer as re."""
+    import re
+
+    from loomc.policy.values import _compiles
+
+    try:
+        re.compile(pattern)
+        valid = True
+    except (re.error, RecursionError, OverflowError):
+        valid = False
+    assert _compiles(pattern) == valid
