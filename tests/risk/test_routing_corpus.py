@@ -165,7 +165,7 @@ def test_loads_through_project_loader(split: str) -> None:
 
 # --- the hard corpus (hard-train / hard-test), issue 17 -------------------------------------
 
-HARD_SPLITS = ("hard-train", "hard-test", "hard-test-2")
+HARD_SPLITS = ("hard-train", "hard-test", "hard-test-2", "hard-test-3")
 HARD_PATTERNS = {
     "quoted-danger": False,
     "implied-danger": True,
@@ -203,11 +203,14 @@ def test_hard_row_schema(split: str, hard: dict[str, list[dict[str, Any]]]) -> N
 
 
 def test_hard_corpus_shape(hard: dict[str, list[dict[str, Any]]]) -> None:
-    train, test, test2 = hard["hard-train"], hard["hard-test"], hard["hard-test-2"]
-    assert len(train) >= 250 and len(test) >= 140 and len(test2) >= 115
-    # the second held-out split (sealed before v4's changes) has at least 45 high-risk rows
+    train, test = hard["hard-train"], hard["hard-test"]
+    test2, test3 = hard["hard-test-2"], hard["hard-test-3"]
+    assert len(train) >= 250 and len(test) >= 140 and len(test2) >= 115 and len(test3) >= 115
+    # the sealed held-out splits (hard-test-2 before v4, hard-test-3 before the choice between
+    # v4 and v5 was measured) have at least 45 high-risk rows each
     assert sum(r["level"] == "high" for r in test2) >= 45
-    for split in (train, test, test2):
+    assert sum(r["level"] == "high" for r in test3) >= 45
+    for split in (train, test, test2, test3):
         # every failure shape, in both labels where it has both, and every language
         shapes = Counter((r["pattern"], r["expectedEscalation"]) for r in split)
         for pattern, label in HARD_PATTERNS.items():
