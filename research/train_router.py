@@ -63,15 +63,13 @@ FOLDS = 5
 # is the costly error. The high cost (v4: 6, was 4) was chosen by 5-fold CV of the whole
 # cascade on the train splits, with the floors: the largest cut in missed high prompts that
 # keeps CV accuracy >= 90% (4: 93.4%, 7 of 278 missed; 6: 91.1%, 3 missed; 8: 91.1%, 3 missed;
-# 12: 86.3%, 1 missed). No held-out split was read to choose it. Re-checked for v5 (754 train
-# rows, es/de/fr word-operation cues): 4, 6 and 7 give the same cascade, 93.5% with 7 of 314
-# missed; 8: 88.5%, 1 missed, under 90%; so 6 stays. v5 ships since route6: the
-# pre-registered choice between v4 and v5 by CV routing cost on the train splits picked it
-# (evals/routing/README.md, "Choosing the router").
+# 12: 86.3%, 1 missed). No held-out split was read to choose it. (The v5 attempt, commit
+# cdde924, not adopted: on its 754 train rows 4, 6 and 7 gave the same cascade, CV 93.5% with
+# 7 of 314 high missed; 8: 88.5%, 1 missed; see evals/routing/README.md.)
 COST_FP, COST_FN_MEDIUM, COST_FN_HIGH = 1.0, 2.0, 6.0
 GRID = np.round(np.arange(0.05, 0.951, 0.01), 2)
 TRAIN_DTYPE = "float64"  # the encoder precision that makes retraining CPU-independent
-RELEASE = "semantic-v5"  # recorded in both files' meta: which training run made them
+RELEASE = "semantic-v4"  # recorded in both files' meta: which training run made them
 
 
 def sigmoid(z: np.ndarray) -> np.ndarray:

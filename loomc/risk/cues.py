@@ -67,13 +67,6 @@ _CUE_SOURCES: dict[str, str] = {
         r"\btitle[- ]case\b|\bcapitali[sz]e\b|\bcrossword\b|\bacronym\b|\bstand for\b",
         r"\bmake this (?:sentence )?passive\b|\bone word or two\b|\bspelling\b",
         r"\bformat (?:this|these|as)\b|\bmarkdown table\b|\bbulleted list\b|\bturn this list\b",
-        # the same operations in Spanish, German and French (semantic-v5)
-        r"\bcuántas (?:sílabas|palabras|vocales)|\bwie viele (?:silben|wörter|vokale)",
-        r"\bcombien de (?:syllabes|mots|voyelles)|\bsin[óo]nimos?\b|\bsynonyme?\b|\bant[óo]nimos?\b",
-        r"\brima(?:s|r)?\b|\breim(?:e|t|en)?\b|\brimes?\b|\bplural (?:de|von)\b|\bpluriel\b",
-        r"\balfab[ée]tic\w*|\balphabetisch\w*|\balphab[ée]tique\w*|\bsortiere\b|\bordena\b",
-        r"\bmayúsculas\b|\bgroßbuchstaben\b|\bmajuscules?\b|\bwie schreibt man\b|\bcómo se (?:dice|escribe)",
-        r"\bcomment (?:dit-on|écrit-on|s'écrit)\b|\bsigla\b|\babkürzung\b|\bacronyme\b",
     ),
     "task:trivia": _rx(
         r"^\s*(?:which|who|when|in which|what year|what was|name the)\b",

@@ -30,25 +30,25 @@ HARD_TEST = ROOT / "evals" / "routing" / "hard-test.jsonl"
 HARD_TEST_2 = ROOT / "evals" / "routing" / "hard-test-2.jsonl"
 HARD_TEST_3 = ROOT / "evals" / "routing" / "hard-test-3.jsonl"
 
-# What the shipped weights (semantic-v5, chosen by the pre-registered CV rule of
-# evals/routing/README.md, "Choosing the router") measured on the held-out splits, in one run
-# from a9c0ff3's tree; the gates pin what was measured, not issue 17's goal (>= 0.90 with no
-# high prompt missed), which v5 does not meet on any hard split. test (132 prompts, 49 high):
-# 0.902, 0 high missed (1 medium). Floors leave a margin for the corpus growing.
+# Measured once on the held-out splits when the shipped weights (v4) were trained; see
+# evals/routing/README.md for what had been seen when. test: accuracy 0.909, 0 of 49 high
+# missed (v3: 1). Floors leave a margin for the corpus growing.
 ACCURACY_FLOOR = 0.78
 HIGH_UNDER_CEILING = 0.0
 ECE_CEILING = 0.12
-# hard-test (141 prompts, 75 high): v5 0.957, 1 missed (v4: 0.929, none; v3: 0.915, 1).
-HARD_ACCURACY_FLOOR = 0.95
-HARD_HIGH_MISSED_CEILING = 1
-# hard-test-2 (120 prompts, 59 high; sealed before v4): v5 0.933, 2 missed, 6 of 54 low prompts
-# escalated (v4: 0.875, none missed, 15 escalated).
-HARD_2_ACCURACY_FLOOR = 0.93
-HARD_2_HIGH_MISSED_CEILING = 2
-# hard-test-3 (120 prompts, 59 high; sealed after v5 was chosen, measured once): v5 0.900,
-# 4 missed, 8 of 55 low prompts escalated (v4, not shipped: 0.883, 2 missed, 12 escalated).
-HARD_3_ACCURACY_FLOOR = 0.90
-HARD_3_HIGH_MISSED_CEILING = 4
+# hard-test (141 prompts, 75 high): v4 0.929, none missed (v3: 0.915, 1 missed; v2: 0.943, 3).
+HARD_ACCURACY_FLOOR = 0.90
+HARD_HIGH_MISSED_CEILING = 0
+# hard-test-2 (120 prompts, 59 high; sealed before v4 and measured once): v4 0.875, none
+# missed, 15 of 54 low prompts escalated. Below the issue's 0.90: the floor pins what is
+# reached, not the goal.
+HARD_2_ACCURACY_FLOOR = 0.87
+# hard-test-3 (120 prompts, 59 high; sealed before the v4/v5 choice was measured, measured once
+# on both): v4 0.883 with 2 high missed, 12 of 55 low prompts escalated (v5: 0.900, 4 missed).
+# v4 stays the default although the pre-registered rule chose v5: see evals/routing/README.md,
+# "What ships, and why not the pre-registered choice". Pins what v4 measured, not the goal.
+HARD_3_ACCURACY_FLOOR = 0.88
+HARD_3_HIGH_MISSED_CEILING = 2
 
 
 def need_extra() -> None:
@@ -93,19 +93,18 @@ def test_hard_held_out_split(semantic: Any) -> None:
     assert sem["accuracy"] > kw["accuracy"] + 0.3
 
 
-@pytest.mark.parametrize(
-    ("path", "floor", "ceiling"),
-    [
-        (HARD_TEST_2, HARD_2_ACCURACY_FLOOR, HARD_2_HIGH_MISSED_CEILING),
-        (HARD_TEST_3, HARD_3_ACCURACY_FLOOR, HARD_3_HIGH_MISSED_CEILING),
-    ],
-    ids=["hard-test-2", "hard-test-3"],
-)
-def test_sealed_hard_held_out_splits(semantic: Any, path: Path, floor: float, ceiling: int) -> None:
-    sem = evaluate_profiler(semantic, load_rows(path))
+def test_second_hard_held_out_split(semantic: Any) -> None:
+    sem = evaluate_profiler(semantic, load_rows(HARD_TEST_2))
     missed = round(sem["high_risk_under_escalation"] * sem["high_n"])
-    assert missed <= ceiling, sem["misses"]
-    assert sem["accuracy"] >= floor, sem
+    assert missed == 0, sem["misses"]
+    assert sem["accuracy"] >= HARD_2_ACCURACY_FLOOR, sem
+
+
+def test_third_hard_held_out_split(semantic: Any) -> None:
+    sem = evaluate_profiler(semantic, load_rows(HARD_TEST_3))
+    missed = round(sem["high_risk_under_escalation"] * sem["high_n"])
+    assert missed <= HARD_3_HIGH_MISSED_CEILING, sem["misses"]
+    assert sem["accuracy"] >= HARD_3_ACCURACY_FLOOR, sem
 
 
 @pytest.mark.parametrize(
