@@ -513,28 +513,17 @@ def figures(
         ),
     ]
     if rows and "lean-stream-4" in rows[0]:  # loomc's run over the same transport's calls
-        out += [
-            (
-                "streamed 4-step run / 4 streamed calls on loomc's transport",
-                [r["loomc-stream-4"] / r["lean-stream-4"] for r in rows],
-                "x",
-            ),
-            (
-                "1-step run / 1 call on loomc's transport (streamed)",
-                [r["loomc-stream-1"] / r["lean-stream-1"] for r in rows],
-                "x",
-            ),
-            (
-                "1-step run / 1 call on loomc's transport (not streamed)",
-                [r["loomc-whole-1"] / r["lean-whole-1"] for r in rows],
-                "x",
-            ),
-            (
-                "plain httpx call on loomc's transport / on httpx's (not streamed)",
-                [r["lean-whole-1"] / r["httpx-whole-1"] for r in rows],
-                "x",
-            ),
-        ]
+        lean = [
+            ("streamed 4-step run / 4 streamed calls on loomc's transport", "loomc-stream-4",
+             "lean-stream-4"),
+            ("1-step run / 1 call on loomc's transport (streamed)", "loomc-stream-1",
+             "lean-stream-1"),
+            ("1-step run / 1 call on loomc's transport (not streamed)", "loomc-whole-1",
+             "lean-whole-1"),
+            ("plain httpx call on loomc's transport / on httpx's (not streamed)", "lean-whole-1",
+             "httpx-whole-1"),
+        ]  # fmt: skip
+        out += [(label, [r[a] / r[b] for r in rows], "x") for label, a, b in lean]
     out += [
         ("executor CPU per run, instant provider, 1 step",
          [c["instant-stream-1"] * ms for c in cpu], "ms"),
