@@ -15,19 +15,20 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Any
 
 from loomc.risk.cues import CUE_NAMES, cue_vector
 from loomc.risk.evaluate import VERBS
 from loomc.risk.keywords import DEFAULT_SIGNALS, KeywordProfiler
 from loomc.risk.reference import js_length
 
-SIGNAL_NAMES: tuple[str, ...] = tuple(DEFAULT_SIGNALS)
+if TYPE_CHECKING:  # numpy is imported where an array is made: a single prompt needs none
+    import numpy as np
+    import numpy.typing as npt
 
-FloatArray = npt.NDArray[np.float64]
+    FloatArray = npt.NDArray[np.float64]
+
+SIGNAL_NAMES: tuple[str, ...] = tuple(DEFAULT_SIGNALS)
 
 
 def feature_names(dim: int) -> list[str]:
@@ -70,6 +71,8 @@ def knn_features(sims: FloatArray, labels: FloatArray, k: int = KNN_K) -> FloatA
     """Nearest-neighbour evidence from cosine similarities to the labelled train prompts:
     the similarity-weighted share of escalating prompts among the ``k`` nearest, and the
     similarity of the nearest escalating and of the nearest direct prompt."""
+    import numpy as np
+
     k = min(k, sims.shape[1])
     order = np.argsort(-sims, axis=1, kind="stable")[:, :k]
     top = np.take_along_axis(sims, order, axis=1)
@@ -85,6 +88,8 @@ def assemble(emb: npt.NDArray[Any], kw: FloatArray, knn: FloatArray, width: int)
 
     A file trained before the cues and the neighbours existed (semantic-v1) has fewer columns;
     they come last, so dropping the surplus gives exactly the features it was trained on."""
+    import numpy as np
+
     x = np.hstack([emb.astype(np.float64), kw.reshape(len(emb), -1), knn])
     return np.ascontiguousarray(x[:, :width])
 
@@ -115,6 +120,8 @@ class RouterWeights:
 
     @classmethod
     def load(cls, path: Path) -> RouterWeights:
+        import numpy as np
+
         with np.load(path, allow_pickle=False) as z:
             meta = json.loads(str(z["meta"])) if "meta" in z.files else {}
             return cls(
@@ -139,6 +146,8 @@ class RouterWeights:
 
     def probability(self, x: FloatArray) -> FloatArray:
         """Calibrated P(escalate) for rows of raw features."""
+        import numpy as np
+
         logit = ((x - self.mean) / self.scale) @ self.weights + self.bias
         z = self.platt_a * logit + self.platt_b
         return np.asarray(1.0 / (1.0 + np.exp(-np.clip(z, -40.0, 40.0))), dtype=np.float64)
