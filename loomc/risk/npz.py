@@ -59,10 +59,10 @@ class Member:
         fmt = _CASTS.get(self.descr)
         if fmt is None or sys.byteorder != "little":
             raise NpzFormatError(f"dtype {self.descr!r} is not read without numpy")
-        raw: Any = self.data  # typeshed's overloads lack "e" (float16)
+        if len(self.data) != self.size * struct.calcsize(fmt):
+            raise NpzFormatError("member's length is not what its header says")
+        raw: Any = self.data  # typeshed's overloads lack some formats
         view: memoryview[Any] = raw.cast(fmt)
-        if len(view) != self.size:
-            raise NpzFormatError("member shorter than its header says")
         return view
 
     def floats(self) -> Sequence[float]:
@@ -112,6 +112,8 @@ def _parse(raw: bytes | memoryview) -> tuple[str, tuple[int, ...], int]:
         start = 12
     else:
         raise NpzFormatError(f".npy version {major} is not read without numpy")
+    if start + length > len(raw):
+        raise NpzFormatError("truncated .npy header")
     text = bytes(raw[start : start + length]).decode("latin-1")
     m = _HEADER.fullmatch(text)
     if m is None or m.group("fortran") != "False":
