@@ -8,15 +8,14 @@ of ``.npy`` members, each a short header (a Python dict literal: ``descr``, ``fo
 formats loomc ships (little-endian floats, int8, bool, fixed-width unicode), handed out as a
 ``memoryview`` cast to the item type, so nothing is copied that the caller does not touch.
 
-A stored (uncompressed) member can be memory-mapped instead of read: the 12 MB token table is
-one run of bytes inside its archive, and a prompt reads only its tokens' rows. Anything this
+A stored (uncompressed) member can be located instead of read: the 12 MB token table is one run
+of bytes inside its archive, and a prompt reads only its tokens' rows. Anything this
 reader does not understand (another dtype, Fortran order, a big-endian machine, a damaged
 header) raises ``NpzFormatError``, and the caller falls back to numpy, which reads everything.
 """
 
 from __future__ import annotations
 
-import mmap
 import re
 import struct
 import sys
@@ -143,9 +142,10 @@ def read_members(path: Path, names: tuple[str, ...] = ()) -> dict[str, Member]:
     return out
 
 
-def mapped_member(path: Path, name: str) -> Member:
-    """The stored member ``name`` of ``path`` over a read-only memory map of the file (the
-    pages a caller touches are the only ones read). A compressed member raises."""
+def locate_member(path: Path, name: str) -> tuple[str, tuple[int, ...], int]:
+    """(descr, shape, offset in the file of its first byte) of the stored member ``name``: a
+    caller reads the rows it needs from there (a prompt reads its tokens' rows only, not the
+    12 MB table). A compressed member raises."""
     try:
         with zipfile.ZipFile(path) as zf:
             info = zf.getinfo(f"{name}.npy")
@@ -154,13 +154,17 @@ def mapped_member(path: Path, name: str) -> Member:
     if info.compress_type != zipfile.ZIP_STORED:
         raise NpzFormatError(f"{name} is compressed in {path.name}")
     with path.open("rb") as fh:
-        mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-    whole = memoryview(mapped)
-    local = bytes(whole[info.header_offset : info.header_offset + 30])
-    if len(local) < 30 or local[:4] != b"PK\x03\x04":
-        raise NpzFormatError(f"{path.name}: damaged local header")
-    name_len, extra_len = struct.unpack("<HH", local[26:30])
-    begin = info.header_offset + 30 + name_len + extra_len
-    member = whole[begin : begin + info.file_size]
-    descr, shape, offset = _parse(member)
-    return Member(descr, shape, member[offset:])
+        fh.seek(info.header_offset)
+        local = fh.read(30)
+        if len(local) < 30 or local[:4] != b"PK\x03\x04":
+            raise NpzFormatError(f"{path.name}: damaged local header")
+        name_len, extra_len = struct.unpack("<HH", local[26:30])
+        begin = info.header_offset + 30 + name_len + extra_len
+        fh.seek(begin)
+        head = fh.read(min(info.file_size, 65_536))
+    descr, shape, offset = _parse(head)
+    itemsize = struct.calcsize(_CASTS.get(descr, "x"))
+    member = Member(descr, shape, memoryview(b""))
+    if descr not in _CASTS or offset + member.size * itemsize != info.file_size:
+        raise NpzFormatError(f"{name} in {path.name}: not a plain array of its header's size")
+    return descr, shape, begin + offset

@@ -6,7 +6,7 @@ default ``auto`` profiler). For one prompt the stage is small: the mean of its t
 times their scales, L2-normalised (``loomc.risk.static``), ~650 cosine similarities to the
 router's train prompts, the keyword and cue features, a dot product with the weights and Platt's
 sigmoid (``loomc.risk.router``) -- a few ms in Python over the same files, read by
-``loomc.risk.npz`` (the token table memory-mapped as numpy maps it).
+``loomc.risk.npz`` (of the token table, only the prompt's rows).
 
 Same arithmetic, same order, except the dot products: the mean, the nearest-neighbour features,
 the standardisation, the clip and the exponential are computed exactly as numpy computes them,
@@ -22,15 +22,15 @@ from __future__ import annotations
 
 import json
 import math
+import struct
 import threading
 import time
-from array import array
 from collections.abc import Sequence
 from operator import mul
 from pathlib import Path
 from typing import Any
 
-from loomc.risk.npz import mapped_member, read_members
+from loomc.risk.npz import locate_member, read_members
 
 PURE_PROMPTS = 16
 """Prompts a process profiles in plain Python before it imports numpy: ~8 ms each against
@@ -117,9 +117,12 @@ class PureStatic:
         meta = json.loads(z["meta"].texts()[0])
         if meta.get("vocab_sha256") != vocabulary.sha256:
             raise OSError(f"{table.name} was built from another vocabulary than {vocab}")
-        mapped = mapped_member(table, "table")
-        self.dim = mapped.shape[1]
-        self._rows = mapped.view()  # int8, flat; a prompt reads its tokens' rows only
+        descr, shape, self._offset = locate_member(table, "table")
+        if descr != "|i1" or len(shape) != 2:
+            raise OSError(f"{table.name}: the table is not int8 rows")
+        self.dim = shape[1]
+        self._file = table.open("rb")  # a prompt reads its tokens' rows only
+        self._file_lock = threading.Lock()
         self._scale = z["scale"].view()
         self._tokenizer = WordPiece(vocabulary, STATIC_MAX_TOKENS)
         self.load_seconds: float | None = time.perf_counter() - start
@@ -128,16 +131,25 @@ class PureStatic:
         ids: list[int] = self._tokenizer.encode(text)[1:-1]
         return ids or [int(self._tokenizer.unk)]
 
+    def _rows(self, ids: list[int]) -> list[memoryview]:
+        """The int8 rows of ``ids``, read from the file (one seek and read each)."""
+        out = []
+        with self._file_lock:
+            for t in ids:
+                self._file.seek(self._offset + t * self.dim)
+                out.append(memoryview(self._file.read(self.dim)).cast("b"))
+        return out
+
     def embed(self, text: str) -> list[float]:
         """Mean of the tokens' rows times their scales (summed in token order, as numpy's
         ``mean(axis=0)``), divided by its norm."""
-        ids, dim, rows, scale = self.token_ids(text), self.dim, self._rows, self._scale
-        first = ids[0]
-        s = scale[first]
-        acc = [q * s for q in rows[first * dim : (first + 1) * dim]]
-        for t in ids[1:]:
+        ids, scale = self.token_ids(text), self._scale
+        rows = self._rows(ids)
+        s = scale[ids[0]]
+        acc = [q * s for q in rows[0]]
+        for t, row in zip(ids[1:], rows[1:], strict=True):
             s = scale[t]
-            acc = [a + q * s for a, q in zip(acc, rows[t * dim : (t + 1) * dim], strict=True)]
+            acc = [a + q * s for a, q in zip(acc, row, strict=True)]
         n = len(ids)
         vec = [a / n for a in acc]
         norm = max(math.sqrt(sum(map(mul, vec, vec))), 1e-12)
@@ -146,7 +158,8 @@ class PureStatic:
 
 def float32(values: Sequence[float]) -> list[float]:
     """Each value rounded to the nearest float32 (the explanation's similarities are float32)."""
-    return array("f", values).tolist()
+    n = len(values)
+    return list(struct.unpack(f"<{n}f", struct.pack(f"<{n}f", *values)))
 
 
 _LOCK = threading.Lock()

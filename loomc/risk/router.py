@@ -12,59 +12,22 @@ explanations, and for a cascading file the band it defers to the next one.
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from loomc.risk.cues import CUE_NAMES, cue_vector
-from loomc.risk.evaluate import VERBS
-from loomc.risk.keywords import DEFAULT_SIGNALS, KeywordProfiler
-from loomc.risk.reference import js_length
+from loomc.risk.features import KNN_K as KNN_K
+from loomc.risk.features import KNN_NAMES as KNN_NAMES
+from loomc.risk.features import SIGNAL_NAMES as SIGNAL_NAMES
+from loomc.risk.features import feature_names as feature_names
+from loomc.risk.features import keyword_features as keyword_features
+from loomc.risk.features import router_features as router_features
 
 if TYPE_CHECKING:  # numpy is imported where an array is made: a single prompt needs none
     import numpy as np
     import numpy.typing as npt
 
     FloatArray = npt.NDArray[np.float64]
-
-SIGNAL_NAMES: tuple[str, ...] = tuple(DEFAULT_SIGNALS)
-
-
-def feature_names(dim: int) -> list[str]:
-    """Column names of the classifier's input, in order."""
-    return (
-        [f"emb{i}" for i in range(dim)]
-        + [f"sig:{n}" for n in SIGNAL_NAMES]
-        + ["kw:low", "kw:medium", "kw:high", "kw:research", "kw:trivia", "verbs", "log_len"]
-        + [f"cue:{n}" for n in CUE_NAMES]
-        + list(KNN_NAMES)
-    )
-
-
-def keyword_features(keywords: KeywordProfiler, prompt: str) -> list[float]:
-    """What the keyword rules say about the prompt alone (no pipeline hint)."""
-    kw = keywords.profile(prompt)
-    sig = set(keywords.signals_of(prompt))
-    return (
-        [float(n in sig) for n in SIGNAL_NAMES]
-        + [float(kw.level == lv) for lv in ("low", "medium", "high")]
-        + [
-            float(kw.kind == "research"),
-            float(keywords.trivia and keywords.is_trivia(prompt)),
-            float(VERBS.search(prompt) is not None),
-            math.log1p(js_length(prompt)) / math.log(1000.0),
-        ]
-    )
-
-
-def router_features(keywords: KeywordProfiler, prompt: str) -> list[float]:
-    """Every non-embedding feature of the classifier: keyword evidence, then the cues."""
-    return keyword_features(keywords, prompt) + cue_vector(prompt)
-
-
-KNN_K = 5
-KNN_NAMES = ("knn:escalate-share", "knn:nearest-escalate", "knn:nearest-direct")
 
 
 def knn_features(sims: FloatArray, labels: FloatArray, k: int = KNN_K) -> FloatArray:

@@ -71,6 +71,7 @@ from loomc.policy.models import RiskSettings
 from loomc.risk.base import Kind, Level, RiskProfile
 from loomc.risk.cues import cues_of, floors_of
 from loomc.risk.evaluate import VERBS
+from loomc.risk.features import router_features
 from loomc.risk.files import ROUTER_FILE as DATA_FILE
 from loomc.risk.files import SECOND_FILE as SECOND_FILE
 from loomc.risk.files import TABLE_FILE, VOCAB_FILE, installed_dir
@@ -79,7 +80,6 @@ from loomc.risk.npz import NpzFormatError
 from loomc.risk.pure import PureRouter, PureStatic, float32, shared_pure_router, shared_pure_static
 from loomc.risk.pure import take_budget as take_pure_budget
 from loomc.risk.reference import KNOWN_PIPELINES
-from loomc.risk.router import router_features
 
 if TYPE_CHECKING:
     import numpy as np
