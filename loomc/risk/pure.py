@@ -14,8 +14,9 @@ but numpy's dot products run in BLAS, whose summation order and fused multiply-a
 the CPU, and cannot be reproduced here. A probability therefore agrees with the numpy path's to
 ~1e-15, not bit for bit (``tests/risk/test_pure.py`` holds it within 1e-9 on every corpus
 prompt, with identical decisions and reasons). ``loomc.risk.semantic`` takes this path only
-while numpy is not imported and for a process's first few prompts (``PURE_PROMPTS``); after
-that numpy's import has paid for itself and every prompt goes through numpy.
+for a single prompt (``profile``; a batch is numpy's), while numpy is not imported, for a
+process's first ``PURE_PROMPTS`` prompts: after those, numpy's import has paid for itself. An
+eval calls ``numpy_from_now`` first, so every probability of its receipt comes from numpy.
 """
 
 from __future__ import annotations
@@ -184,15 +185,23 @@ def shared_pure_router(path: Path) -> PureRouter:
         return router
 
 
-def take_budget(prompts: int) -> bool:
-    """Whether this process may profile ``prompts`` more prompts in plain Python (and count
-    them): numpy not imported yet, and fewer than ``PURE_PROMPTS`` profiled this way so far."""
+def take_budget() -> bool:
+    """Whether this process may profile one more prompt in plain Python (and count it): numpy
+    not imported yet, and fewer than ``PURE_PROMPTS`` profiled this way so far."""
     import sys
 
     if "numpy" in sys.modules:
         return False
     with _LOCK:
-        if prompts > _BUDGET[0]:
+        if _BUDGET[0] <= 0:
             return False
-        _BUDGET[0] -= prompts
+        _BUDGET[0] -= 1
         return True
+
+
+def numpy_from_now() -> None:
+    """This process will profile many prompts (an eval): numpy serves every one of them, so
+    all the probabilities of one receipt come from one arithmetic, whatever order its runs
+    start in."""
+    with _LOCK:
+        _BUDGET[0] = 0

@@ -28,10 +28,11 @@ passes ``minilm``) and threadpoolctl. Without them the first stage decides every
 adds a ``notice``). Features: the embedding, what the keyword rules say, the situational cues of
 ``loomc.risk.cues`` (what the prompt asks for and describes) and nearest-neighbour evidence.
 
-Plain Python first: while a process has not imported numpy, its first few prompts
-(``loomc.risk.pure.PURE_PROMPTS``) go through ``loomc.risk.pure``, the static stage in plain
-Python over the same files (a cold ``loomc run`` never pays numpy's ~120 ms import); a prompt
-that lands in the cascade's band, a batch, or any prompt after those goes through numpy. The
+Plain Python first: while a process has not imported numpy, its first few single prompts
+(``loomc.risk.pure.PURE_PROMPTS``; none in an eval) go through ``loomc.risk.pure``, the static
+stage in plain Python over the same files (a cold ``loomc run`` never pays numpy's ~120 ms
+import); a prompt that lands in the cascade's band, a batch, or any prompt after those goes
+through numpy. The
 two agree to ~1e-15 in probability (BLAS sums in its own order), with the same decisions and
 reasons. So numpy, the numpy encoders and the second router are loaded on first use, not here.
 
@@ -386,7 +387,8 @@ class SemanticProfiler:
             self._plain
             and self._head.encoder == "static"
             and self._encoder is None  # not replaced by a caller's
-            and take_pure_budget(len(prompts))
+            and len(prompts) == 1  # a batch: numpy
+            and take_pure_budget()
         ):
             try:
                 self._pure_stage()

@@ -217,3 +217,27 @@ def test_a_truncated_member_is_a_format_error(tmp_path: Path) -> None:
         zf.writestr("x.npy", buf.getvalue()[:-16])
     with pytest.raises(NpzFormatError):
         read_members(path)["x"].floats()
+
+
+def test_a_batch_and_an_eval_take_numpy_from_the_first_prompt() -> None:
+    got = _fresh(
+        "import json, sys\n"
+        "from loomc.policy.models import RiskSettings\n"
+        "from loomc.risk.factory import make_profiler\n"
+        "from loomc.risk.pure import numpy_from_now\n"
+        "p = make_profiler(RiskSettings())\n"
+        "p.profile_many(['Say hello.', 'Say goodbye.'])\n"
+        "batch = 'numpy' in sys.modules\n"
+        "print(json.dumps({'batch': batch}))\n"
+    )
+    assert got["batch"] is True
+    got = _fresh(
+        "import json, sys\n"
+        "from loomc.policy.models import RiskSettings\n"
+        "from loomc.risk.factory import make_profiler\n"
+        "from loomc.risk.pure import numpy_from_now\n"
+        "numpy_from_now()\n"
+        "make_profiler(RiskSettings()).profile('Say hello.')\n"
+        "print(json.dumps({'eval': 'numpy' in sys.modules}))\n"
+    )
+    assert got["eval"] is True
