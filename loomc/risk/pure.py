@@ -65,9 +65,8 @@ class PureRouter:
         self.train_labels = tuple(z["train_labels"].bools())
         self.train_levels = tuple(z["train_levels"].texts())
         emb = z["train_emb"]
-        rows, dim = emb.shape
-        flat = emb.floats()  # float16 -> exact Python floats, as numpy's float16 -> float64
-        self.train_rows = [flat[i * dim : (i + 1) * dim] for i in range(rows)]  # tuples
+        self.rows, self.dim = emb.shape
+        self.train_flat = emb.floats()  # float16 -> exact Python floats, as numpy's -> float64
         self.encoder = "static" if meta.get("encoder_kind") == "static" else "minilm"
         self.cascade: str | None = meta.get("cascade") if "cascade_low" in z else None
         self.cascade_low = z["cascade_low"].scalar() if "cascade_low" in z else 0.0
@@ -75,7 +74,12 @@ class PureRouter:
 
     def similarities(self, emb: Sequence[float]) -> list[float]:
         """Cosine similarity of a normalised embedding to every train prompt (float64)."""
-        return [sum(map(mul, emb, row)) for row in self.train_rows]
+        if len(emb) != self.dim:
+            raise ValueError(f"an embedding of {len(emb)} numbers, not {self.dim}")
+        # One iterator over the flat rows: each ``map`` stops after ``dim`` items, when
+        # ``emb`` ends, so it takes the next row without a slice of it ever being made.
+        flat = iter(self.train_flat)
+        return [sum(map(mul, emb, flat)) for _ in range(self.rows)]
 
     def knn(self, sims: Sequence[float], k: int = 5) -> list[float]:
         """``loomc.risk.router.knn_features`` for one prompt, in numpy's order of operations."""
