@@ -126,8 +126,7 @@ class PureStatic:
         if descr != "|i1" or len(shape) != 2:
             raise OSError(f"{table.name}: the table is not int8 rows")
         self.dim = shape[1]
-        self._file = table.open("rb")  # a prompt reads its tokens' rows only
-        self._file_lock = threading.Lock()
+        self._table = table  # a prompt reads its tokens' rows only
         self._scale = z["scale"].view()
         self._tokenizer = WordPiece(vocabulary, STATIC_MAX_TOKENS)
         self.load_seconds: float | None = time.perf_counter() - start
@@ -137,12 +136,13 @@ class PureStatic:
         return ids or [int(self._tokenizer.unk)]
 
     def _rows(self, ids: list[int]) -> list[memoryview]:
-        """The int8 rows of ``ids``, read from the file (one seek and read each)."""
+        """The int8 rows of ``ids``, read from the file (one seek and read each; the file is
+        opened per prompt, so no handle outlives it)."""
         out = []
-        with self._file_lock:
+        with self._table.open("rb") as fh:
             for t in ids:
-                self._file.seek(self._offset + t * self.dim)
-                out.append(memoryview(self._file.read(self.dim)).cast("b"))
+                fh.seek(self._offset + t * self.dim)
+                out.append(memoryview(fh.read(self.dim)).cast("b"))
         return out
 
     def embed(self, text: str) -> list[float]:

@@ -57,6 +57,16 @@ def assemble(emb: npt.NDArray[Any], kw: FloatArray, knn: FloatArray, width: int)
     return np.ascontiguousarray(x[:, :width])
 
 
+def classifier_input(router: RouterWeights, emb: npt.NDArray[Any], kw: FloatArray) -> FloatArray:
+    """A router's input for rows of embeddings and keyword features: the neighbours are the
+    router's own train prompts, the width its weights'."""
+    import numpy as np
+
+    sims = emb.astype(np.float64) @ router.train_emb.astype(np.float64).T
+    knn = knn_features(sims, np.array(router.train_labels, dtype=np.float64))
+    return assemble(emb, kw, knn, router.weights.shape[0])
+
+
 @dataclass(frozen=True)
 class RouterWeights:
     """The trained classifier and its explanation index, as stored in the ``.npz`` file."""

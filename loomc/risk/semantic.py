@@ -63,14 +63,14 @@ from __future__ import annotations
 import importlib.util
 import sys
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from loomc.policy.models import RiskSettings
 from loomc.risk.base import Kind, Level, RiskProfile
 from loomc.risk.cues import cues_of, floors_of
+from loomc.risk.embeddings import EmbeddingCache
 from loomc.risk.evaluate import VERBS
 from loomc.risk.features import router_features
 from loomc.risk.files import ROUTER_FILE as DATA_FILE
@@ -89,6 +89,8 @@ if TYPE_CHECKING:
     from loomc.risk.minilm import MiniLM
     from loomc.risk.router import FloatArray, RouterWeights
     from loomc.risk.static import StaticEncoder
+
+    RouterHead: TypeAlias = RouterWeights | PureRouter  # what a decision reads of a router
 
 # RouterWeights and the shared encoders stay importable from here (tests, tools), lazily.
 __all__ = [
@@ -113,31 +115,6 @@ def __getattr__(name: str) -> Any:
 
         return shared_static
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-class RouterHead(Protocol):
-    """What a decision reads of a router file; ``RouterWeights`` and ``PureRouter`` both have it."""
-
-    @property
-    def threshold(self) -> float: ...
-    @property
-    def signal_threshold(self) -> float: ...
-    @property
-    def medium_threshold(self) -> float: ...
-    @property
-    def encoder(self) -> str: ...
-    @property
-    def cascade(self) -> str | None: ...
-    @property
-    def cascade_low(self) -> float: ...
-    @property
-    def cascade_high(self) -> float: ...
-    @property
-    def train_ids(self) -> tuple[str, ...]: ...
-    @property
-    def train_labels(self) -> tuple[bool, ...]: ...
-    @property
-    def train_levels(self) -> tuple[str, ...]: ...
 
 
 def _minilm_missing(folder: Path | None, threads: int) -> str | None:
@@ -248,8 +225,7 @@ class SemanticProfiler:
                 f"every prompt (the MiniLM stage: {MINILM_HINT})"
             )
         self.cache_size = int(opts.get("cache", 1024))
-        self._caches: dict[int, OrderedDict[str, npt.NDArray[Any]]] = {}
-        self._cache_lock = threading.Lock()
+        self._embeddings = EmbeddingCache(self.cache_size)
 
     @staticmethod
     def _load_router(path: Path) -> RouterWeights:
@@ -330,36 +306,13 @@ class SemanticProfiler:
         self, prompts: Sequence[str], encoder: MiniLM | StaticEncoder | None = None
     ) -> npt.NDArray[Any]:
         """Embeddings in the encoder's dtype; repeated prompts come from the cache."""
-        import numpy as np
-
-        enc = encoder or self.encoder
-        if self.cache_size <= 0:
-            return enc.encode(prompts)
-        with self._cache_lock:
-            cache = self._caches.setdefault(id(enc), OrderedDict())
-            missing = [p for p in dict.fromkeys(prompts) if p not in cache]
-        fresh = enc.encode(missing) if missing else None
-        with self._cache_lock:
-            rows = dict(zip(missing, fresh if fresh is not None else [], strict=True))
-            for p in prompts:
-                if p in cache:
-                    cache.move_to_end(p)
-                    rows.setdefault(p, cache[p])
-            for p, v in rows.items():
-                cache[p] = v
-            while len(cache) > self.cache_size:
-                cache.popitem(last=False)
-        return np.stack([rows[p] for p in prompts])
+        return self._embeddings.embed(encoder or self.encoder, prompts)
 
     @staticmethod
     def _assemble(router: RouterWeights, emb: npt.NDArray[Any], kw: FloatArray) -> FloatArray:
-        import numpy as np
+        from loomc.risk.router import classifier_input
 
-        from loomc.risk.router import assemble, knn_features
-
-        sims = emb.astype(np.float64) @ router.train_emb.astype(np.float64).T
-        knn = knn_features(sims, np.array(router.train_labels, dtype=np.float64))
-        return assemble(emb, kw, knn, router.weights.shape[0])
+        return classifier_input(router, emb, kw)
 
     def features(self, prompts: Sequence[str]) -> tuple[FloatArray, npt.NDArray[np.float32]]:
         """(first-stage classifier input, float32 embeddings); see ``assemble``."""
