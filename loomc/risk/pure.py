@@ -110,7 +110,7 @@ def _seq_sum(xs: Sequence[float]) -> float:
 
 
 class PureStatic:
-    """``StaticEncoder.encode`` for one text, over the same mapped table, as a list of floats."""
+    """``StaticEncoder.encode`` for one text, over the same table, as a list of floats."""
 
     def __init__(self, table: Path, vocab: Path) -> None:
         from loomc.risk.files import STATIC_MAX_TOKENS
