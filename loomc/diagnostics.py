@@ -23,7 +23,9 @@ class Severity(StrEnum):
 
 @dataclass(frozen=True, slots=True, order=True)
 class Span:
-    """A 1-based, end-inclusive-line / end-exclusive-column region of one source file."""
+    """A 1-based, end-inclusive-line / end-exclusive-column region of one source file; line 0
+    means the file (or folder) as a whole, where no line is at fault (an unknown pipeline name
+    given on the command line points at ``pipelines/``, not at a line of it)."""
 
     file: str
     line: int
@@ -34,6 +36,15 @@ class Span:
     @classmethod
     def point(cls, file: str | Path, line: int = 1, column: int = 1) -> Span:
         return cls(str(file), line, column, line, column + 1)
+
+    @classmethod
+    def whole(cls, file: str | Path) -> Span:
+        return cls(str(file), 0, 0, 0, 0)
+
+    @property
+    def where(self) -> str:
+        """``file:line:col``, or just ``file`` for a whole-file span."""
+        return f"{self.file}:{self.line}:{self.column}" if self.line else self.file
 
     def to_json(self) -> dict[str, str | int]:
         return {
@@ -89,7 +100,7 @@ class DiagnosticError(LoomcError):
         self.diagnostics = diagnostics
         first = diagnostics[0] if diagnostics else None
         super().__init__(
-            f"{first.span.file}:{first.span.line}:{first.span.column}: {first.code} {first.message}"
+            f"{first.span.where}: {first.code} {first.message}"
             if first
             else "no diagnostics"
         )

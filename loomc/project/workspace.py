@@ -183,7 +183,7 @@ class Project:
                         "LOOM203",
                         Severity.ERROR,
                         f"unknown pipeline {pipeline_name!r}",
-                        Span.point(str(self.root / "pipelines")),
+                        Span.whole(self.root / "pipelines"),
                         hint or f"pipelines: {', '.join(self.pipeline_names())}",
                     ),
                 ]
