@@ -34,9 +34,24 @@ _KEY_SHAPES_PATTERN = (
 )
 
 
+# What every match of the pattern above holds: the literal part of each alternative, under the
+# same `(?i)` (so the same case folding, `ſ` for `s` included). It compiles ~30x faster (no
+# case-folded character classes), so text that holds none of them — most source lines that
+# `loomc check` quotes — is returned without compiling the full pattern.
+_KEY_HINTS_PATTERN = (
+    r"(?i)bearer|(?:sk|pk|rk|key|tok)-|(?:sk|rk|pk)_(?:live|test)_|akia|aiza"
+    r"|gh[pousr]_|github_pat_|glpat-|xox[abposr]-|hf_|eyj"
+)
+
+
 @functools.cache
 def _key_shapes() -> re.Pattern[str]:
     return re.compile(_KEY_SHAPES_PATTERN)
+
+
+@functools.cache
+def _key_hints() -> re.Pattern[str]:
+    return re.compile(_KEY_HINTS_PATTERN)
 
 
 # Unmistakable keys: what LOOM606 reports in source files and LOOM601 in any policy value.
@@ -63,6 +78,8 @@ def find_keys_in_source(text: str) -> list[re.Match[str]]:
 
 def scrub_keys(text: str) -> str:
     """Key-shaped strings replaced by ``[REDACTED]`` (a ``Bearer `` prefix is kept)."""
+    if _key_hints().search(text) is None:
+        return text
     return _key_shapes().sub(lambda m: (m.group("bearer") or "") + REDACTED, text)
 
 
