@@ -65,15 +65,29 @@ _KEY_IN_SOURCE = re.compile(
 )
 
 
+# What every match of `_KEY_IN_SOURCE` holds, as plain substrings (case-sensitive, as the
+# pattern is), plus `bearer` in any case (only ASCII letters fold onto b, e, a, r). Looking for
+# them is ~50x faster than running the pattern over a whole `.loom` file, which
+# `loomc check` does for every file.
+_SOURCE_KEY_HINTS = (
+    "sk-", "rk-", "pk-", "sk_", "rk_", "pk_", "AKIA", "AIza", "ghp_", "gho_", "ghu_", "ghs_",
+    "ghr_", "github_pat_", "glpat-", "xox", "hf_",
+)  # fmt: skip
+
+
+def _may_hold_key(text: str) -> bool:
+    return any(hint in text for hint in _SOURCE_KEY_HINTS) or "bearer" in text.lower()
+
+
 def looks_like_key(text: str) -> bool:
     """True when ``text`` holds an unmistakable key (LOOM601 on policy values whose name does
     not already say they are credentials: a false alarm would block a valid policy)."""
-    return _KEY_IN_SOURCE.search(text) is not None
+    return _may_hold_key(text) and _KEY_IN_SOURCE.search(text) is not None
 
 
 def find_keys_in_source(text: str) -> list[re.Match[str]]:
     """Unmistakable keys in a ``.loom`` file (LOOM606)."""
-    return list(_KEY_IN_SOURCE.finditer(text))
+    return list(_KEY_IN_SOURCE.finditer(text)) if _may_hold_key(text) else []
 
 
 def scrub_keys(text: str) -> str:
@@ -85,7 +99,7 @@ def scrub_keys(text: str) -> str:
 
 def scrub_source_keys(text: str) -> str:
     """Unmistakable keys in source text replaced (what the plan artifact carries)."""
-    return _KEY_IN_SOURCE.sub(REDACTED, text)
+    return _KEY_IN_SOURCE.sub(REDACTED, text) if _may_hold_key(text) else text
 
 
 REDACTED = "[REDACTED]"

@@ -106,3 +106,23 @@ def test_scrub_keys_still_removes_every_shape() -> None:
     ]  # fmt: skip
     for shape in shapes:
         assert REDACTED in secrets.scrub_keys(f"see {shape} here"), shape
+
+
+_SOURCE_FRAGMENTS = st.sampled_from(
+    [
+        "sk-", "rk-", "pk-", "SK-", "sk_live_", "pk_test_", "AKIA", "akia", "AIza", "ghp_",
+        "ghr_", "GHP_", "github_pat_", "glpat-", "xoxb-", "xoxp-", "hf_", "Bearer ", "BEARER\t",
+        "bEaReR  ", "A" * 16, "a1B2c3D4e5F6g7H8", "0123456789", "_", "-", " ", "\n", ".",
+        "\u017f", "\u212a", "\u0130", "budget { calls <= 3 }", "x" * 35,
+    ]
+)  # fmt: skip
+
+
+@given(st.lists(_SOURCE_FRAGMENTS, max_size=14).map("".join))
+@settings(max_examples=400, deadline=None)
+def test_source_key_shortcut_changes_nothing(text: str) -> None:
+    """The substring hints skip the source-key pattern only where it finds nothing."""
+    found = [m.span() for m in secrets._KEY_IN_SOURCE.finditer(text)]
+    assert [m.span() for m in secrets.find_keys_in_source(text)] == found
+    assert secrets.looks_like_key(text) == bool(found)
+    assert secrets.scrub_source_keys(text) == secrets._KEY_IN_SOURCE.sub(REDACTED, text)
