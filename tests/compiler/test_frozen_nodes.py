@@ -245,3 +245,33 @@ def test_default_factories_give_each_instance_its_own() -> None:
     )
     assert Holder("a", {"x": 1}, "m").note == "m" and a.note == "n"
     assert [f.default_factory for f in dataclasses.fields(Holder)][1] is dict
+
+
+def test_wrong_calls_raise_the_dataclasses_messages() -> None:
+    """Each class's ``__init__`` is a copy of a template per field count with its names swapped
+    in: Python's own errors name the class and its fields as the dataclass's do."""
+    span = Span.point("f.loom")
+    for cls, args, kwargs in (
+        (ast.Name, ("a",), {}),
+        (ast.Name, ("a", span, 3), {}),
+        (ast.Name, ("a",), {"spam": 1}),
+        (ast.Name, ("a", span), {"value": "b"}),
+        (units.Budget, (1, 2, 3, 4, 5, 6), {}),
+        (Span, (), {"file": "f"}),
+    ):
+        with pytest.raises(TypeError) as ours:
+            cls(*args, **kwargs)
+        twin = dataclasses.make_dataclass(
+            cls.__name__,
+            [(f, Any, dataclasses.field(**({"default": cls._defaults[f]} if f in cls._defaults else {})))
+             for f in cls._fields],
+            frozen=True,
+        )  # fmt: skip
+        with pytest.raises(TypeError) as theirs:
+            twin(*args, **kwargs)
+        assert str(ours.value) == str(theirs.value)
+    with pytest.raises(TypeError, match="non-default argument 'b' follows default argument"):
+
+        class Bad(Frozen):
+            a: int = 1
+            b: int
