@@ -3,7 +3,6 @@ GitHub workflow annotations. The JSON document is the stable machine interface."
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 from collections.abc import Sequence
@@ -12,6 +11,7 @@ from pathlib import Path
 from loomc import __version__
 from loomc.codes import CODES
 from loomc.diagnostics import Diagnostic, Severity
+from loomc.frozen import replace
 from loomc.secrets import REDACTED, redact
 
 FORMATS = ("text", "json", "sarif", "github")
@@ -123,7 +123,7 @@ def unique(diagnostics: Sequence[Diagnostic]) -> list[Diagnostic]:
             message = _POLICY_NAMED.sub(
                 f"policies {listed}".replace("\\", "\\\\"), first.message, count=1
             )
-            first = dataclasses.replace(first, message=message)
+            first = replace(first, message=message)
         out.append(first)
     return out
 
