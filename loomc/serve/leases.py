@@ -47,7 +47,18 @@ def usage(row: Sequence[int]) -> Usage:
 class Lease:
     """One lease's book: what it may still hand out, what its finished runs used."""
 
-    __slots__ = ("held", "last", "left", "open", "period", "reservation", "reserved", "used")
+    __slots__ = (
+        "held",
+        "last",
+        "left",
+        "open",
+        "pending",
+        "period",
+        "reservation",
+        "reserved",
+        "unsettled",
+        "used",
+    )  # fmt: skip
 
     def __init__(self, reservation: str, period: str, amount: Row, units: int) -> None:
         self.reservation, self.period = reservation, period
@@ -56,6 +67,10 @@ class Lease:
         self.used = [0, 0, 0, 0]
         self.held = 0  # runs booked and not finished
         self.open = True  # still handing out; closed: given back, settled when `held` is 0
+        # given back in a transaction not yet committed: its last run's settlement waits for it
+        # (written first, the give-back would raise the row again, over what others reserved)
+        self.pending = False
+        self.unsettled = False  # its last run ended while `pending`: settle after the give-back
         self.last = time.monotonic()
 
     def take(self, want: Row) -> bool:
@@ -126,7 +141,16 @@ class Budgets:
             if old is not None:  # given back in the same transaction: what it holds is free
                 self._leases.pop(names, None)
                 release = self._close(old)
-            reservation, units = await self.ledger.lease(scopes, amount, period, self.most, release)
+                old.pending = True
+            try:
+                reservation, units = await self.ledger.lease(
+                    scopes, amount, period, self.most, release
+                )
+            finally:
+                if old is not None:
+                    old.pending = False
+                    if old.unsettled:  # its runs ended meanwhile: now it may be settled
+                        await self.behind.put((old.reservation, usage(old.used), None))
             if units == 1:  # near a ceiling: this request's own reservation, exact from now
                 self._near = {near for near in self._near if near[1] == period}
                 self._near.add((names, period))
@@ -168,7 +192,10 @@ class Budgets:
         if run is not None:
             await self.behind.put((None, used, run))
         if not lease.open and lease.held == 0:
-            await self.behind.put((lease.reservation, usage(lease.used), None))
+            if lease.pending:
+                lease.unsettled = True  # settled once its give-back has committed
+            else:
+                await self.behind.put((lease.reservation, usage(lease.used), None))
 
     async def expire(self, idle: float = IDLE_S) -> None:
         """Give back the leases nobody has booked against for ``idle`` seconds."""
