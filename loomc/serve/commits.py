@@ -8,9 +8,11 @@ turn (every request ready in that turn joins), then writes the whole batch with 
 when the store was busy) wait and form the next batch, led by the first of them.
 
 Nothing is weaker than one transaction per request: a request returns only after the
-transaction holding its write committed (a trace read right after the response finds the
-run), a reservation is still checked against everything reserved before it (in its batch and
-in earlier ones), and a failed transaction fails every request of its batch alone.
+transaction holding its write committed, a reservation is still checked against everything
+reserved before it (in its batch and in earlier ones), and a failed transaction fails every
+request of its batch alone. These are the exact reservations (near a ceiling) and the leases
+(``leases.py``); runs booked on a lease or under no budget are stored behind their response
+(``behind.py``).
 """
 
 from __future__ import annotations
