@@ -51,6 +51,16 @@ def format_quantity(dimension: Dimension, value: int | Decimal | None) -> str:
     return f"{int(value):_}".replace("_", ",") if int(value) >= 10_000 else str(int(value))
 
 
+# each dimension's field on ``Budget`` (and ``Usage``)
+_FIELD = {
+    Dimension.CALLS: "calls",
+    Dimension.TOKENS: "tokens",
+    Dimension.CREDITS: "credits",
+    Dimension.COST: "cost",
+    Dimension.LATENCY: "latency_ms",
+}
+
+
 class Budget(Frozen):
     """Ceilings on each dimension; ``None`` means no ceiling on that axis."""
 
@@ -61,13 +71,8 @@ class Budget(Frozen):
     latency_ms: int | None = None
 
     def get(self, dimension: Dimension) -> int | Decimal | None:
-        return {
-            Dimension.CALLS: self.calls,
-            Dimension.TOKENS: self.tokens,
-            Dimension.CREDITS: self.credits,
-            Dimension.COST: self.cost,
-            Dimension.LATENCY: self.latency_ms,
-        }[dimension]
+        value: int | Decimal | None = getattr(self, _FIELD[dimension])  # no dict per call
+        return value
 
     def tighten(self, other: Budget) -> Budget:
         """The effective ceiling is the tightest of the two on every axis."""
