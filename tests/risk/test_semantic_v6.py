@@ -171,3 +171,34 @@ def test_band_or_mode_never_unescalates_what_the_first_stage_escalates() -> None
     assert cost_or == 0.0 and lo < 0.3 < hi
     _, _, cost_decide, _ = tr.choose_band(first, second, rows, kw, mode="decide", cost_high=6.0)
     assert cost_decide == 6.0
+
+
+def test_v6_retrains_to_the_shipped_static_stage(v6: Any) -> None:
+    """The first stage retrains from the seven files to the shipped regulariser, thresholds
+    (after the recorded shift) and band, against the shipped MiniLM stage's out-of-fold
+    probabilities (see test_semantic's retraining tests for why this holds on any CPU)."""
+    from loomc.risk.factory import make_keywords
+    from loomc.risk.semantic import RouterWeights
+
+    tr = _trainer()
+    with np.load(v6.data_path, allow_pickle=False) as z:
+        meta = json.loads(str(z["meta"]))
+        lam = float(z["lambda"])
+    assert (meta["cost_high"], meta["delta"], meta["cascade_mode"]) == (12.0, 0.02, "decide")
+    rows = tr.load_train([CORPUS / f"{n}.jsonl" for n in V6_FILES])
+    arrays = tr.train(rows, v6.encoder, verbose=False, cost_high=meta["cost_high"])
+    second_path = v6.data_path.with_name(v6.router.cascade)
+    with np.load(second_path, allow_pickle=False) as z:
+        second = {k: z[k] for k in z.files}
+    low, high, _, share = tr.choose_band(
+        arrays, tr.unshifted(second), rows, make_keywords(RiskSettings()), cost_high=12.0
+    )
+    fresh = tr.shift(arrays, meta["delta"])
+    shipped = RouterWeights.load(v6.data_path)
+    assert float(fresh["lambda"]) == lam
+    assert (float(fresh["threshold"]), float(fresh["signal_threshold"])) == (
+        shipped.threshold,
+        shipped.signal_threshold,
+    )
+    assert (low, high) == (shipped.cascade_low, shipped.cascade_high)
+    assert share <= tr.MAX_DEFER
