@@ -6,7 +6,7 @@ what the keyword rules say about the prompt alone, the situational cues of ``loo
 and nearest-neighbour evidence against the labelled train prompts. ``RouterWeights`` is one
 ``.npz`` file (semantic-v2 ... v6): ridge-logistic weights over standardised features,
 Platt calibration, thresholds, the float16 train embeddings behind the neighbours and the
-explanations, and for a cascading file the band it defers to the next one and how.
+explanations, and for a cascading file the band it defers to the next one.
 """
 
 from __future__ import annotations
@@ -112,11 +112,6 @@ class RouterWeights:
     cascade: str | None = None
     cascade_low: float = 0.0
     cascade_high: float = 0.0
-    # How the band is decided: "decide" (v3, v4: the second stage's decision stands) or "or"
-    # (v6: a prompt the first stage escalates stays escalated; only the others are sent on, and
-    # the second stage may escalate them too). "or" never leaves unescalated what either stage
-    # escalates, the error issue 17 weighs most.
-    cascade_mode: str = "decide"
 
     @classmethod
     def load(cls, path: Path) -> RouterWeights:
@@ -140,7 +135,6 @@ class RouterWeights:
                 cascade=meta.get("cascade") if "cascade_low" in z.files else None,
                 cascade_low=float(z["cascade_low"]) if "cascade_low" in z.files else 0.0,
                 cascade_high=float(z["cascade_high"]) if "cascade_high" in z.files else 0.0,
-                cascade_mode="or" if meta.get("cascade_mode") == "or" else "decide",
             )
 
     def probability(self, x: FloatArray) -> FloatArray:

@@ -49,7 +49,7 @@ given, they apply to both stages: both are calibrated probabilities of the same 
 ~1e-7), ``threads`` (int, default 1: BLAS threads while MiniLM encodes; 0 leaves BLAS alone),
 ``cache`` (int, prompts whose embedding is kept; 0 disables), ``release`` (``v4``, the default,
 or ``v6``: which trained pair of files; v6 is a candidate trained on every split but the sealed
-one, whose band escalates what either stage escalates), ``data`` (path to another file).
+one), ``data`` (path to another file).
 """
 
 from __future__ import annotations
@@ -255,38 +255,20 @@ class SemanticProfiler:
         stage: list[tuple[float, RouterWeights, str]] = [(float(p), self.router, "") for p in probs]
         r = self.router
         if self.second is not None and self.second_encoder is not None:
-            sent = [
-                i
-                for i, p in enumerate(probs)
-                if r.cascade_low < p < r.cascade_high
-                # "or": what the first stage escalates stays escalated, unsent
-                and not (r.cascade_mode == "or" and self._escalates(prompts[i], hints[i], p, r))
-            ]
+            sent = [i for i, p in enumerate(probs) if r.cascade_low < p < r.cascade_high]
             if sent:
                 emb2 = self.embed([prompts[i] for i in sent], self.second_encoder)
                 probs2 = self.second.probability(self._assemble(self.second, emb2, kw[sent]))
                 for i, p2 in zip(sent, probs2, strict=True):
-                    how = "decided by MiniLM" if r.cascade_mode != "or" else "MiniLM asked too"
                     note = (
                         f"static P(escalate)={probs[i]:.2f} in ({r.cascade_low:.2f}, "
-                        f"{r.cascade_high:.2f}): {how}"
+                        f"{r.cascade_high:.2f}): decided by MiniLM"
                     )
                     stage[i] = (float(p2), self.second, note)
         return [
             self._decide(p, h, pr, s, router, note)
             for p, h, (pr, router, note), s in zip(prompts, hints, stage, sims, strict=True)
         ]
-
-    def _limit(self, prompt: str, hint: str | None, router: RouterWeights) -> float:
-        """The probability this prompt must reach to escalate: the signal threshold when the
-        keyword rules see a risk signal in the prompt itself, else the threshold."""
-        kw = self.keywords.profile(prompt, hint)
-        kw_prompt_high = bool(self.keywords.signals_of(prompt)) and kw.level == "high"
-        threshold, signal_threshold = self._limits(router)
-        return signal_threshold if kw_prompt_high else threshold
-
-    def _escalates(self, prompt: str, hint: str | None, prob: float, router: RouterWeights) -> bool:
-        return prob >= self._limit(prompt, hint, router) or bool(floors_of(prompt))
 
     def nearest(self, sims: npt.NDArray[np.float32], k: int = 3) -> list[str]:
         k = min(k, sims.shape[0])
@@ -311,7 +293,9 @@ class SemanticProfiler:
         kw = self.keywords.profile(prompt, hint)
         pipeline = hint if hint in KNOWN_PIPELINES else "general"
         signals = kw.signals
-        limit = self._limit(prompt, hint, router)
+        kw_prompt_high = bool(self.keywords.signals_of(prompt)) and kw.level == "high"
+        threshold, signal_threshold = self._limits(router)
+        limit = signal_threshold if kw_prompt_high else threshold
         floors = floors_of(prompt)
         escalate = prob >= limit or bool(floors)
         level: Level
