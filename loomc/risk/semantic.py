@@ -72,7 +72,14 @@ from loomc.risk.evaluate import VERBS
 from loomc.risk.keywords import KeywordProfiler
 from loomc.risk.minilm import MiniLM, installed_dir
 from loomc.risk.reference import KNOWN_PIPELINES
-from loomc.risk.router import FloatArray, RouterWeights, assemble, knn_features, router_features
+from loomc.risk.router import (
+    FloatArray,
+    RouterWeights,
+    assemble,
+    knn_features,
+    router_features,
+    similarities,
+)
 from loomc.risk.static import StaticEncoder
 
 # RouterWeights and the shared encoders stay importable from here (tests, tools).
@@ -226,7 +233,7 @@ class SemanticProfiler:
 
     @staticmethod
     def _assemble(router: RouterWeights, emb: npt.NDArray[Any], kw: FloatArray) -> FloatArray:
-        sims = emb.astype(np.float64) @ router.train_emb.astype(np.float64).T
+        sims = similarities(emb.astype(np.float64), router.train_emb.astype(np.float64))
         knn = knn_features(sims, np.array(router.train_labels, dtype=np.float64))
         return assemble(emb, kw, knn, router.weights.shape[0])
 
@@ -251,7 +258,7 @@ class SemanticProfiler:
         emb = self.embed(prompts)
         kw = np.array([router_features(self.keywords, p) for p in prompts], dtype=np.float64)
         probs = self.router.probability(self._assemble(self.router, emb, kw))
-        sims = emb.astype(np.float32) @ self.router.train_emb.T
+        sims = similarities(emb.astype(np.float32), self.router.train_emb)
         stage: list[tuple[float, RouterWeights, str]] = [(float(p), self.router, "") for p in probs]
         r = self.router
         if self.second is not None and self.second_encoder is not None:

@@ -202,3 +202,19 @@ def test_v6_retrains_to_the_shipped_static_stage(v6: Any) -> None:
     )
     assert (low, high) == (shipped.cascade_low, shipped.cascade_high)
     assert share <= tr.MAX_DEFER
+
+
+@pytest.mark.parametrize("rows", [1, 650, 1024, 1025, 1267, 3000])
+def test_similarities_in_blocks_equal_the_plain_product(rows: int) -> None:
+    """v6's 1,267-row index is multiplied in blocks (OpenBLAS would go multi-threaded); the
+    result is the plain product, exactly so for an index of one block (v4's 650 rows)."""
+    from loomc.risk.router import SIM_BLOCK, similarities
+
+    rng = np.random.default_rng(rows)
+    emb, index = rng.standard_normal((3, 384)), rng.standard_normal((rows, 384))
+    got = similarities(emb, index)
+    assert got.shape == (3, rows)
+    if rows <= SIM_BLOCK:
+        assert np.array_equal(got, emb @ index.T)
+    else:
+        np.testing.assert_allclose(got, emb @ index.T, rtol=0, atol=1e-9)
