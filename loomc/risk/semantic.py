@@ -233,7 +233,7 @@ class SemanticProfiler:
 
     @staticmethod
     def _assemble(router: RouterWeights, emb: npt.NDArray[Any], kw: FloatArray) -> FloatArray:
-        sims = similarities(emb.astype(np.float64), router.train_emb.astype(np.float64))
+        sims = similarities(emb.astype(np.float64), router.train_emb64)
         knn = knn_features(sims, np.array(router.train_labels, dtype=np.float64))
         return assemble(emb, kw, knn, router.weights.shape[0])
 
