@@ -186,6 +186,9 @@ def main() -> None:
     parser.add_argument("--child", nargs=2, metavar=("KIND", "RUNS"), help=argparse.SUPPRESS)
     parser.add_argument("--baseline", type=Path, metavar="OLD_CHECKOUT")
     parser.add_argument(
+        "--repeats", type=int, help="throughput children per tree x profiler (default 3/5)"
+    )
+    parser.add_argument(
         "--profiler",
         choices=(*PROFILERS, "both"),
         default="both",
@@ -201,7 +204,7 @@ def main() -> None:
             print(json.dumps(child_memory(runs)))
         return
     runs = CONCURRENCY * (5 if args.quick else 20)
-    repeats = 3 if args.quick else 5
+    repeats = args.repeats or (3 if args.quick else 5)
     sizes = (10_000,) if args.quick else (10_000, 100_000)
     mem_repeats = 1 if args.quick else 3
     if args.baseline is not None:

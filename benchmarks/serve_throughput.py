@@ -282,7 +282,9 @@ def main(seconds: float, clients: int, delay_ms: int) -> None:
         for other in runs:
             if other is not best:
                 print(row(f"  {name}'", other, ideal, ceiling))
-    for kind in ("reserve", "settle"):
+    # reserve / settle: exact reservations, group-committed; lease: leases taken; behind: runs
+    # (and leases' settlements) written behind their responses
+    for kind in sorted({k for k in re.findall(r'kind="(\w+)"', " ".join(found))}):
         writes = int(found.get(f'writes_total{{kind="{kind}"}}', 0))
         txs = int(found.get(f'transactions_total{{kind="{kind}"}}', 0)) or 1
         print(f"loomc {kind}: {writes} writes in {txs} transactions ({writes / txs:.1f} per)")

@@ -8,11 +8,11 @@ and documented.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
 from loomc.errors import LoomcError
+from loomc.frozen import Frozen
 
 
 class Severity(StrEnum):
@@ -21,9 +21,10 @@ class Severity(StrEnum):
     NOTE = "note"
 
 
-@dataclass(frozen=True, slots=True, order=True)
-class Span:
-    """A 1-based, end-inclusive-line / end-exclusive-column region of one source file."""
+class Span(Frozen, order=True):
+    """A 1-based, end-inclusive-line / end-exclusive-column region of one source file; line 0
+    means the file (or folder) as a whole, where no line is at fault (an unknown pipeline name
+    given on the command line points at ``pipelines/``, not at a line of it)."""
 
     file: str
     line: int
@@ -35,6 +36,15 @@ class Span:
     def point(cls, file: str | Path, line: int = 1, column: int = 1) -> Span:
         return cls(str(file), line, column, line, column + 1)
 
+    @classmethod
+    def whole(cls, file: str | Path) -> Span:
+        return cls(str(file), 0, 0, 0, 0)
+
+    @property
+    def where(self) -> str:
+        """``file:line:col``, or just ``file`` for a whole-file span."""
+        return f"{self.file}:{self.line}:{self.column}" if self.line else self.file
+
     def to_json(self) -> dict[str, str | int]:
         return {
             "file": self.file,
@@ -45,20 +55,23 @@ class Span:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class Related:
+class Related(Frozen):
+    """Another place that bears on a diagnostic (the first definition of a duplicate name)."""
+
     span: Span
     message: str
 
 
-@dataclass(frozen=True, slots=True)
-class Diagnostic:
+class Diagnostic(Frozen):
+    """One problem found in the user's files: a stable code (``loomc.codes``), a severity, the
+    message, where it is, an optional hint and related places."""
+
     code: str
     severity: Severity
     message: str
     span: Span
     hint: str | None = None
-    related: tuple[Related, ...] = field(default_factory=tuple)
+    related: tuple[Related, ...] = ()
 
     @property
     def is_error(self) -> bool:
@@ -89,7 +102,5 @@ class DiagnosticError(LoomcError):
         self.diagnostics = diagnostics
         first = diagnostics[0] if diagnostics else None
         super().__init__(
-            f"{first.span.file}:{first.span.line}:{first.span.column}: {first.code} {first.message}"
-            if first
-            else "no diagnostics"
+            f"{first.span.where}: {first.code} {first.message}" if first else "no diagnostics"
         )

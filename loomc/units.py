@@ -7,10 +7,11 @@ floats proves nothing.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from enum import StrEnum
 from typing import Final
+
+from loomc.frozen import Frozen, replace
 
 
 class Dimension(StrEnum):
@@ -50,8 +51,17 @@ def format_quantity(dimension: Dimension, value: int | Decimal | None) -> str:
     return f"{int(value):_}".replace("_", ",") if int(value) >= 10_000 else str(int(value))
 
 
-@dataclass(frozen=True, slots=True)
-class Budget:
+# each dimension's field on ``Budget`` (and ``Usage``)
+_FIELD = {
+    Dimension.CALLS: "calls",
+    Dimension.TOKENS: "tokens",
+    Dimension.CREDITS: "credits",
+    Dimension.COST: "cost",
+    Dimension.LATENCY: "latency_ms",
+}
+
+
+class Budget(Frozen):
     """Ceilings on each dimension; ``None`` means no ceiling on that axis."""
 
     calls: int | None = None
@@ -61,13 +71,8 @@ class Budget:
     latency_ms: int | None = None
 
     def get(self, dimension: Dimension) -> int | Decimal | None:
-        return {
-            Dimension.CALLS: self.calls,
-            Dimension.TOKENS: self.tokens,
-            Dimension.CREDITS: self.credits,
-            Dimension.COST: self.cost,
-            Dimension.LATENCY: self.latency_ms,
-        }[dimension]
+        value: int | Decimal | None = getattr(self, _FIELD[dimension])  # no dict per call
+        return value
 
     def tighten(self, other: Budget) -> Budget:
         """The effective ceiling is the tightest of the two on every axis."""
@@ -89,7 +94,7 @@ class Budget:
 
     def with_value(self, dimension: Dimension, value: int | Decimal | None) -> Budget:
         key = "latency_ms" if dimension is Dimension.LATENCY else dimension.value
-        return replace(self, **{key: value})  # type: ignore[arg-type]
+        return replace(self, **{key: value})
 
     def to_json(self) -> dict[str, str | int | None]:
         return {
@@ -101,14 +106,13 @@ class Budget:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class Usage:
+class Usage(Frozen):
     """Amounts consumed (or reserved) on every axis; exact decimals for money and credits."""
 
     calls: int = 0
     tokens: int = 0
-    credits: Decimal = field(default_factory=lambda: Decimal(0))
-    cost: Decimal = field(default_factory=lambda: Decimal(0))
+    credits: Decimal = Decimal(0)
+    cost: Decimal = Decimal(0)
     latency_ms: int = 0
 
     def __add__(self, other: Usage) -> Usage:

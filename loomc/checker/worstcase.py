@@ -9,15 +9,14 @@ uses the workers' p95 instead.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from decimal import Decimal
 
+from loomc.frozen import Frozen
 from loomc.ir.model import Pipeline, StepNode
 from loomc.units import Dimension, money_for_tokens
 
 
-@dataclass(frozen=True, slots=True)
-class StepCost:
+class StepCost(Frozen):
     step: str
     attempts: int
     input_tokens: int | None
@@ -27,8 +26,7 @@ class StepCost:
     latency_ms: int
 
 
-@dataclass(frozen=True, slots=True)
-class WorstCase:
+class WorstCase(Frozen):
     pipeline: str
     tier: str | None
     calls: int
@@ -40,7 +38,7 @@ class WorstCase:
     latency_path: tuple[str, ...]
     unpriced_models: tuple[str, ...] = ()
     unbounded_steps: tuple[str, ...] = ()
-    steps: tuple[StepCost, ...] = field(default_factory=tuple)
+    steps: tuple[StepCost, ...] = ()
 
     def get(self, dimension: Dimension) -> int | Decimal | None:
         return {

@@ -167,7 +167,7 @@ class LiveTrace:
                 " tier ",
                 (str(d.get("tier") or "-"), "bold"),
                 f" · risk {risk.get('level')} ({risk.get('kind')}) ",
-                ", ".join(risk.get("signals") or []) or "no signals",
+                _why(risk),
             )
         elif event.kind == EventKind.WARNING:
             where = f"{d['where']}: " if d.get("where") else ""
@@ -211,3 +211,14 @@ def _frame(frame: object) -> str:
     if len(text) > FRAME_CHARS:
         text = text[: FRAME_CHARS - 1] + "…"
     return f"{kind} {text}"
+
+
+def _why(risk: dict[str, Any]) -> str:
+    """What the profile rests on, in one line: its signals, or where a learned profiler found
+    none, its first reasons (the probability against the threshold and the nearest labelled
+    example), so a decision is never shown without its evidence."""
+    signals = [str(s) for s in risk.get("signals") or []]
+    if signals:
+        return ", ".join(signals)
+    reasons = [str(r) for r in risk.get("reasons") or []][:2]
+    return "; ".join(reasons) or "no signals"

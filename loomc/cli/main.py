@@ -48,11 +48,34 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+def _columns() -> int:
+    """The terminal's width as ``shutil.get_terminal_size().columns`` gives it (``COLUMNS``,
+    else the terminal on stdout, else 80), without importing ``shutil``: it imports ``bz2``,
+    ``lzma`` and ``fnmatch``, ~3 ms of every command, for this one number."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns > 0:
+        return columns
+    try:
+        return os.get_terminal_size(sys.__stdout__.fileno()).columns or 80  # type: ignore[union-attr]
+    except (AttributeError, ValueError, OSError):
+        return 80
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         self.print_usage(sys.stderr)
         sys.stderr.write(f"loomc: error: {message}\n")
         raise SystemExit(2)
+
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        # argparse makes a formatter for every argument added (to check its metavar) and each
+        # one asks ``shutil`` for the width; the same width, given here (argparse subtracts 2).
+        # (typeshed's protocol for formatter classes names only ``prog``; HelpFormatter's
+        # every subclass takes ``width``.)
+        return self.formatter_class(prog=self.prog, width=_columns() - 2)  # type: ignore[call-arg]
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -68,7 +91,11 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     for name, (module, help_text) in COMMANDS.items():
         if only is None or name == only:
             importlib.import_module(f"loomc.cli.{module}").register(sub)
-        else:
+        elif only in COMMANDS:
+            # Another command than the one run: only its line in ``loomc --help`` (what
+            # ``add_parser(name, help=...)`` lists), not a parser of its own (~0.3 ms each).
+            sub._choices_actions.append(sub._ChoicesPseudoAction(name, (), help_text))
+        else:  # no command, or an unknown one: every name is a choice (the error lists them)
             sub.add_parser(name, help=help_text)
     return parser
 

@@ -11,10 +11,11 @@ from typing import Any
 
 from loomc.errors import LoomcError
 from loomc.eval.checks import CheckError, validate_check
+from loomc.eval.positions import column_of
 
 
 class DatasetError(LoomcError):
-    """All problems in one dataset file, each as `file:line: what is wrong`."""
+    """All problems in one dataset file, each as `file:line:col: what is wrong`."""
 
     def __init__(self, messages: list[str]) -> None:
         super().__init__("\n".join(messages))
@@ -37,30 +38,37 @@ class Case:
 _KNOWN = {"id", "prompt", "pipeline", "difficulty", "rubric", "checks", "expectedEscalation"}
 
 
-def _parse_case(obj: Any, where: str, line: int) -> tuple[Case | None, list[str]]:
-    errs: list[str] = []
+Problem = tuple[tuple[str | int, ...], str]
+"""A row's problem: the path of the value it is about (``()``: the row) and what is wrong."""
+
+
+def _parse_case(obj: Any, line: int) -> tuple[Case | None, list[Problem]]:
+    errs: list[Problem] = []
     if not isinstance(obj, dict):
-        return None, [f"{where}: expected a JSON object, got {type(obj).__name__}"]
+        found = f"expected a JSON object, got {type(obj).__name__}"
+        if isinstance(obj, list):  # most often a whole JSON array saved as a .jsonl
+            found += " (a dataset is JSONL: one JSON object per line)"
+        return None, [((), found)]
     cid, prompt = obj.get("id"), obj.get("prompt")
     if not isinstance(cid, str) or not cid.strip():
-        errs.append(f"{where}: 'id' must be a non-empty string")
+        errs.append((("id",), "'id' must be a non-empty string"))
     if not isinstance(prompt, str) or not prompt.strip():
-        errs.append(f"{where}: 'prompt' must be a non-empty string")
+        errs.append((("prompt",), "'prompt' must be a non-empty string"))
     for key in ("pipeline", "difficulty", "rubric"):
         if key in obj and obj[key] is not None and not isinstance(obj[key], str):
-            errs.append(f"{where}: '{key}' must be a string")
+            errs.append(((key,), f"'{key}' must be a string"))
     esc = obj.get("expectedEscalation")
     if esc is not None and not isinstance(esc, bool):
-        errs.append(f"{where}: 'expectedEscalation' must be true or false")
+        errs.append((("expectedEscalation",), "'expectedEscalation' must be true or false"))
     checks = obj.get("checks", [])
     if not isinstance(checks, list):
-        errs.append(f"{where}: 'checks' must be a list")
+        errs.append((("checks",), "'checks' must be a list"))
         checks = []
     for i, chk in enumerate(checks):
         try:
             validate_check(chk)
         except CheckError as exc:
-            errs.append(f"{where}: checks[{i}]: {exc}")
+            errs.append((("checks", i), f"checks[{i}]: {exc}"))
     if errs:
         return None, errs
     return (
@@ -79,28 +87,36 @@ def _parse_case(obj: Any, where: str, line: int) -> tuple[Case | None, list[str]
     )
 
 
+def _located(where: str, raw: str, path: tuple[str | int, ...], message: str) -> str:
+    """``file:line:col: message``, the column that of the value at ``path`` (the row's first
+    character where the path is absent, e.g. a missing key)."""
+    column = column_of(raw, path) or column_of(raw) or 1
+    return f"{where}:{column}: {message}"
+
+
 MAX_DEPTH = 32
 """The deepest a dataset line may nest (a case is an object of strings and a list of checks)."""
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def _nesting_problem(obj: Any) -> str | None:
+def _nesting_problem(obj: Any) -> tuple[tuple[str | int, ...], str] | None:
     """Too deep or holding a lone surrogate (JSON's ``"\\ud800"``, which no UTF-8 file, journal
-    or terminal can carry): found without recursion."""
-    stack: list[tuple[Any, int]] = [(obj, 0)]
+    or terminal can carry), with the row's key it was found under: found without recursion."""
+    stack: list[tuple[Any, int, tuple[str | int, ...]]] = [(obj, 0, ())]
     while stack:
-        node, depth = stack.pop()
+        node, depth, top = stack.pop()
         if depth > MAX_DEPTH:
-            return f"nested deeper than {MAX_DEPTH} levels"
+            return top, f"nested deeper than {MAX_DEPTH} levels"
         if isinstance(node, str):
             bad = _SURROGATE.search(node)
             if bad:
-                return f"a lone surrogate \\u{ord(bad.group()):04x} in a string (not Unicode text)"
+                found = f"a lone surrogate \\u{ord(bad.group()):04x} in a string (not Unicode text)"
+                return top, found
         elif isinstance(node, dict):
-            stack.extend((k, depth + 1) for k in node)
-            stack.extend((v, depth + 1) for v in node.values())
+            stack.extend((k, depth + 1, top or (k,)) for k in node)
+            stack.extend((v, depth + 1, top or (k,)) for k, v in node.items())
         elif isinstance(node, list):
-            stack.extend((v, depth + 1) for v in node)
+            stack.extend((v, depth + 1, top or (i,)) for i, v in enumerate(node))
     return None
 
 
@@ -114,28 +130,35 @@ def parse_dataset(text: str, name: str) -> list[Case]:
         if not stripped or stripped.startswith("#"):
             continue
         where = f"{name}:{lineno}"
+        indent = len(raw) - len(raw.lstrip())
+        row = f"{where}:{indent + 1}"
         try:
             obj = json.loads(stripped)
         except json.JSONDecodeError as exc:
-            errs.append(f"{where}:{exc.colno}: invalid JSON: {exc.msg}")
+            errs.append(f"{where}:{indent + exc.colno}: invalid JSON: {exc.msg}")
             continue
         except RecursionError:
-            errs.append(f"{where}: nested deeper than {MAX_DEPTH} levels")
+            errs.append(f"{row}: nested deeper than {MAX_DEPTH} levels")
             continue
         except ValueError:  # an integer past Python's 4,300-digit conversion limit
-            errs.append(f"{where}: a number too long to read (more than 4,300 digits)")
+            errs.append(f"{row}: a number too long to read (more than 4,300 digits)")
             continue
         problem = _nesting_problem(obj)
         if problem is not None:
-            errs.append(f"{where}: {problem}")
+            errs.append(_located(where, raw, *problem))
             continue
-        case, problems = _parse_case(obj, where, lineno)
-        errs.extend(problems)
+        case, problems = _parse_case(obj, lineno)
+        errs.extend(_located(where, raw, path, message) for path, message in problems)
         if case is None:
             continue
         if case.id in seen:
             errs.append(
-                f"{where}: duplicate id {case.id!r} (first defined on line {seen[case.id]})"
+                _located(
+                    where,
+                    raw,
+                    ("id",),
+                    f"duplicate id {case.id!r} (first defined on line {seen[case.id]})",
+                )
             )
             continue
         seen[case.id] = lineno

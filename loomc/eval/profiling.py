@@ -11,7 +11,11 @@ from loomc.risk.base import RiskProfile, RiskProfiler
 
 class PromptCache:
     """A ``RiskProfiler`` that remembers the last ``size`` profiles of the one it wraps. The
-    jobs of a case come one after another, so a small cache keeps memory flat and still hits."""
+    jobs of a case come one after another, so a small cache keeps memory flat and still hits.
+    It ``remembers``: the executor asks it directly, not its process-wide cache first (two
+    caches of the same profiles cost two misses per new prompt)."""
+
+    remembers = True
 
     def __init__(self, inner: RiskProfiler, size: int = 256) -> None:
         self.inner = inner

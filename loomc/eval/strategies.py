@@ -73,7 +73,8 @@ def parse_strategies(
         elif base in pipelines:
             out.append(Strategy(name, base, tier or "balanced", semantic))
         else:
-            valid = [*FIXED, *tiers, *sorted(pipelines), *(CONDUCTOR + p for p in planners)]
+            named = [*FIXED, *tiers, *sorted(pipelines), *(CONDUCTOR + p for p in planners)]
+            valid = list(dict.fromkeys(named))  # `baseline` is a strategy and a pipeline
             raise StrategyError(
                 f"unknown strategy {name!r} (valid: {', '.join(valid)}, PIPELINE@TIER, X@semantic)"
             )

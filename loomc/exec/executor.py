@@ -94,7 +94,7 @@ async def execute(
         )
     for diag in plan.warnings:
         run.warnings.append(diag.to_json())
-        where = f"{diag.span.file}:{diag.span.line}:{diag.span.column}"
+        where = diag.span.where
         await run.emit(
             EventKind.WARNING, code=diag.code, message=diag.message, hint=diag.hint, where=where
         )

@@ -283,10 +283,15 @@ class Ledger:
     @budget.setter
     def budget(self, budget: Budget) -> None:
         """The ceilings, and the booked axes that have one (worked out here, not per call)."""
+        global _LAST_CEILINGS
         self._budget = budget
-        self._ceilings_of: tuple[tuple[int, Dimension, int | Decimal], ...] = tuple(
-            (_INDEX[d], d, c) for d in _BOOKED if (c := budget.get(d)) is not None
-        )
+        last = _LAST_CEILINGS
+        if last is not None and last[0] is budget:  # a pipeline's runs share one frozen Budget
+            self._ceilings_of = last[1]
+            return
+        ceilings = tuple((_INDEX[d], d, c) for d in _BOOKED if (c := budget.get(d)) is not None)
+        self._ceilings_of = ceilings
+        _LAST_CEILINGS = (budget, ceilings)  # one assignment, as ``_LAST``
 
     def _ceilings(self) -> tuple[tuple[int, Dimension, int | Decimal], ...]:
         """The booked axes this ledger has a ceiling on (most have one or two, many none)."""
@@ -413,6 +418,8 @@ def _num(value: int | Decimal) -> str:
 
 
 _ZERO = Decimal(0)
+# the last budget a ledger was built with and its ceilings (``Budget`` is frozen)
+_LAST_CEILINGS: tuple[Budget, tuple[tuple[int, Dimension, int | Decimal], ...]] | None = None
 # the last amount reserved, clamped, and by axis: the same frozen Usage comes back run after run
 _LAST: tuple[Usage, Usage, list[int | Decimal]] | None = None
 

@@ -105,6 +105,8 @@ async def profile(profiler: RiskProfiler | None, prompt: str, kind: str) -> Risk
     blocking profiler (a forward pass) runs in a worker thread so concurrent runs on the event
     loop never wait on it."""
     chosen = profiler or default_profiler()
+    if getattr(chosen, "remembers", False):  # it keeps its own profiles (an eval's cache)
+        return chosen.profile(prompt, kind)
     found = PROFILES.get(chosen, prompt, kind)
     if found is not None:
         return found

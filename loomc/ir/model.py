@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Literal, Union
 
 from loomc.diagnostics import Span
+from loomc.frozen import Frozen, field
 from loomc.ir.graph import StepGraph as StepGraph  # re-exported: Pipeline.graph
-from loomc.syntax.frozen import Frozen
 from loomc.units import Budget
 
 # --- guard expressions ---------------------------------------------------------------------------
@@ -26,9 +25,8 @@ RISK_ORDER = {"low": 0, "medium": 1, "high": 2}
 STEP_PREDICATES = ("ran", "skipped", "ok", "failed", "empty", "refused")
 CompareOp = Literal["==", "!=", "<", "<=", ">", ">="]
 
-# The expression nodes, Pricing and Require are Frozen classes: frozen dataclasses' behaviour
-# without ~1 ms of generated code per class at every start (loomc/syntax/frozen.py). StepNode
-# and Pipeline, which callers `dataclasses.replace`, stay dataclasses.
+# Every class here is a Frozen class: frozen dataclasses' behaviour without ~1 ms of generated
+# code per class at every start (loomc/frozen.py); `dataclasses.replace` still works on them.
 
 
 class Const(Frozen):
@@ -176,8 +174,7 @@ class Pricing(Frozen):
     output_per_million: Decimal
 
 
-@dataclass(frozen=True, slots=True)
-class StepNode:
+class StepNode(Frozen):
     """One model call (plus its retries) with everything resolved from the policy."""
 
     id: str
@@ -242,8 +239,7 @@ class Require(Frozen):
     span: Span | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Pipeline:
+class Pipeline(Frozen):
     """One pipeline compiled for one tier: the unit the checker proves and the executor runs."""
 
     name: str

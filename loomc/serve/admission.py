@@ -20,7 +20,7 @@ from loomc.ir.model import Pipeline
 from loomc.policy.models import ServeSettings
 from loomc.project import Project
 from loomc.serve.auth import Client
-from loomc.serve.commits import Ledger
+from loomc.serve.leases import Budgets, Ticket
 from loomc.serve.wire import ApiError, ChatRequest
 from loomc.store import BudgetExhausted, Scope, today
 from loomc.units import Budget, Usage
@@ -71,8 +71,8 @@ def reservation(pipeline: Pipeline) -> tuple[Usage, bool, bool]:
 
 
 class Admission:
-    def __init__(self, project: Project, settings: ServeSettings, ledger: Ledger) -> None:
-        self.project, self.settings, self.ledger = project, settings, ledger
+    def __init__(self, project: Project, settings: ServeSettings, budgets: Budgets) -> None:
+        self.project, self.settings, self.budgets = project, settings, budgets
         self._plans: dict[tuple[str, str | None, Budget], Plan] = {}
         self._scope_cache: dict[str | None, list[Scope]] = {}
 
@@ -117,8 +117,9 @@ class Admission:
             scopes.append(Scope("global", self.settings.per_day.budget()))
         return scopes
 
-    async def reserve(self, client: Client, plan: Plan) -> str | None:
-        """The run's worst case reserved in every daily budget that applies (None: none does)."""
+    async def reserve(self, client: Client, plan: Plan) -> Ticket | None:
+        """The run's worst case reserved in every daily budget that applies (None: none does),
+        on a lease or exactly (``leases.py``)."""
         scopes = self.scopes(client)
         if not scopes:
             return None
@@ -133,7 +134,7 @@ class Admission:
                     code="unbounded_run",
                 )
         try:
-            return await self.ledger.reserve(scopes, plan.amount, today())
+            return await self.budgets.reserve(scopes, plan.amount, today())
         except BudgetExhausted as exc:
             who = "this key's" if exc.scope.startswith("key:") else "the server's"
             raise ApiError(

@@ -26,12 +26,13 @@ class AnswerStream:
         self.out: set[str] = set()
         self.sent = ""
         self.diverged = False
+        self.front = self._front()  # the chain's first step not settled without an answer
 
     def _front(self) -> str | None:
         return next((s for s in self.chain if s not in self.out), None)
 
     def _flush(self) -> None:
-        front = self._front()
+        front = self.front
         if front is None:
             return
         target = self.text[front]
@@ -44,13 +45,23 @@ class AnswerStream:
         if step not in self.text:
             return
         if event.kind is EventKind.TOKEN:
-            self.text[step] += str(event.data.get("text", ""))
+            text = str(event.data.get("text", ""))
+            before = self.text[step]
+            self.text[step] = before + text
+            if before is self.sent and step == self.front:
+                # the step being streamed, all of it sent so far: the token is the delta (the
+                # common case, without comparing the whole text at every token)
+                if text:
+                    self.send(text)
+                    self.sent = self.text[step]
+                return
         elif event.kind is EventKind.STEP_RETRY:
             self.text[step] = ""  # the next attempt starts over
         elif event.kind in (EventKind.STEP_SKIPPED, EventKind.BUDGET_STOP) or (
             event.kind is EventKind.STEP_FINISHED and event.data.get("status") != StepStatus.OK
         ):
             self.out.add(step)
+            self.front = self._front()
         self._flush()
 
     def rest(self, answer: str) -> None:

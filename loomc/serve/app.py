@@ -12,6 +12,7 @@ import logging
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 
+import anyio
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -56,9 +57,15 @@ def create_app(
         async with ProviderPool(project.policy) as pool:
             for name, provider in (providers or {}).items():
                 pool.put(name, provider)
-            app.state.service = Service(project, store, pool, settings, metrics, telemetry)
+            app.state.service = svc = Service(project, store, pool, settings, metrics, telemetry)
             try:
-                yield
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(svc.background)
+                    try:
+                        yield
+                    finally:  # leases given back, queued runs written (shielded)
+                        tg.cancel_scope.cancel()
+                        await svc.close()
             finally:
                 store.close()
                 if telemetry is not None:
@@ -80,7 +87,7 @@ def create_app(
         return JSONResponse({"status": "ok", "models": len(service(request).models)})
 
     async def metrics_page(request: Request) -> Response:
-        text = metrics.render() + service(request).ledger.render()
+        text = metrics.render() + service(request).store_metrics()
         return PlainTextResponse(text, media_type="text/plain; version=0.0.4")
 
     async def api_error(request: Request, exc: Exception) -> Response:

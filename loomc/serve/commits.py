@@ -8,21 +8,28 @@ turn (every request ready in that turn joins), then writes the whole batch with 
 when the store was busy) wait and form the next batch, led by the first of them.
 
 Nothing is weaker than one transaction per request: a request returns only after the
-transaction holding its write committed (a trace read right after the response finds the
-run), a reservation is still checked against everything reserved before it (in its batch and
-in earlier ones), and a failed transaction fails every request of its batch alone.
+transaction holding its write committed, a reservation is still checked against everything
+reserved before it (in its batch and in earlier ones), and a failed transaction fails every
+request of its batch alone. These are the exact reservations (near a ceiling) and the leases
+(``leases.py``); runs booked on a lease or under no budget are stored behind their response
+(``behind.py``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 import anyio.lowlevel
 
 from loomc.store import BudgetExhausted, Scope, Store, StoredRun
 from loomc.units import Usage
+
+
+class Counted(Protocol):
+    batches: int  # transactions written
+    items: int  # the writes they carried
 
 
 class _Waiter:
@@ -114,15 +121,22 @@ class Ledger:
 
         self.reserves = GroupCommit(store, "reserve_many", alone)
         self.settles = GroupCommit(store, "settle_and_save_many", alone)
+        self.leases = GroupCommit(store, "lease_many", alone)
 
-    def render(self) -> str:
+    def render(self, more: Sequence[tuple[str, Counted]] = ()) -> str:
         """Prometheus lines: store transactions and the writes they carried, per kind (their
-        ratio is the batch size the group commit reaches under the current load)."""
+        ratio is the batch size the group commit reaches under the current load); ``more``:
+        other writers counted the same way (the write-behind queue)."""
+        kinds: list[tuple[str, Counted]] = [
+            ("reserve", self.reserves),
+            ("settle", self.settles),
+            ("lease", self.leases),
+        ]
+        kinds += more
         lines = [
             "# HELP loomc_store_transactions_total Store transactions written by the server.",
             "# TYPE loomc_store_transactions_total counter",
         ]
-        kinds = (("reserve", self.reserves), ("settle", self.settles))
         lines += [f'loomc_store_transactions_total{{kind="{k}"}} {c.batches}' for k, c in kinds]
         lines += [
             "# HELP loomc_store_writes_total Requests' reservations and settlements written.",
@@ -134,6 +148,19 @@ class Ledger:
     async def reserve(self, scopes: Sequence[Scope], amount: Usage, period: str) -> str:
         """The reservation's id; raises ``BudgetExhausted`` (nothing reserved)."""
         got: str = await self.reserves.submit((scopes, amount, period))
+        return got
+
+    async def lease(
+        self,
+        scopes: Sequence[Scope],
+        amount: Usage,
+        period: str,
+        most: int,
+        release: tuple[str, Usage] | None,
+    ) -> tuple[str, int]:
+        """A lease of up to ``most`` times ``amount`` (its id and size; 1: a plain
+        reservation), after settling ``release``; raises ``BudgetExhausted``."""
+        got: tuple[str, int] = await self.leases.submit((scopes, amount, period, most, release))
         return got
 
     async def settle_and_save(self, reservation: str | None, actual: Usage, run: StoredRun) -> None:

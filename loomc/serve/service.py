@@ -5,10 +5,12 @@ it owns, watches the run through event sinks, and keeps budgets in the store's s
 
 Budgets: before anything is sent, the run's worst case (the checker's bound, capped by the run's
 ceilings) is reserved against the caller's key and the server's daily budgets (``admission``);
-a refusal sends nothing. After the run the reservation is settled to what the run used, in the
-transaction that stores the run (batched with other requests': ``commits``). A run that never
-finishes (the client went away, the server is stopping) keeps its whole reservation booked:
-completed work is never paid twice, and a budget is never overshot.
+a refusal sends nothing. Far from every ceiling the reservation is booked on a lease in memory
+and the run is stored behind the response (``leases``, ``behind``); near one it is a reservation
+of its own, settled to what the run used in the transaction that stores the run (batched with
+other requests': ``commits``) before the response ends. A run that never finishes (the client
+went away, the server is stopping) keeps its whole reservation booked: completed work is never
+paid twice, and a budget is never overshot.
 """
 
 from __future__ import annotations
@@ -32,8 +34,10 @@ from loomc.providers.registry import ProviderPool
 from loomc.serve.admission import Admission, ceilings
 from loomc.serve.answer import AnswerStream
 from loomc.serve.auth import Client
+from loomc.serve.behind import WriteBehind
 from loomc.serve.catalog import AUTO, ServedModel, auto_tier, catalog
 from loomc.serve.commits import Ledger
+from loomc.serve.leases import Budgets, Ticket
 from loomc.serve.metrics import Metrics
 from loomc.serve.wire import ApiError, ChatRequest
 from loomc.store import Store
@@ -54,7 +58,7 @@ class Admitted:
     pipeline: str
     compiled: Pipeline
     ceilings: Budget
-    reservation: str | None
+    ticket: Ticket | None  # None: no daily budget applies
     started: bool = False
 
 
@@ -76,7 +80,26 @@ class Service:
         # built once: a keyword profiler compiles its patterns, ~1 ms a request otherwise
         self.profiler = loomc.make_profiler(project.policy.risk)
         self.ledger = Ledger(store)
-        self.admission = Admission(project, settings, self.ledger)
+        self.behind = WriteBehind(store)
+        self.budgets = Budgets(self.ledger, self.behind)
+        self.admission = Admission(project, settings, self.budgets)
+
+    async def background(self) -> None:
+        """The server's background tasks: the trace writer and the idle leases' return."""
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self.behind.run)
+            tg.start_soon(self.budgets.keep)
+
+    def store_metrics(self) -> str:
+        """``/metrics``' lines on the store's transactions (group commits, leases, the runs
+        written behind)."""
+        return self.ledger.render([("behind", self.behind)])
+
+    async def close(self) -> None:
+        """Give back every lease and write every queued run (the server stops)."""
+        with anyio.CancelScope(shield=True):
+            await self.budgets.close()
+            await self.behind.close()
 
     async def resolve(self, request: ChatRequest) -> tuple[str, str | None]:
         model = self._by_id.get(request.model)
@@ -104,15 +127,15 @@ class Service:
         name, tier = await self.resolve(request)
         limits = ceilings(request, client)
         plan = self.admission.plan(name, tier, limits)
-        reservation = await self.admission.reserve(client, plan)
-        return Admitted(request, client, name, plan.run, limits, reservation)
+        ticket = await self.admission.reserve(client, plan)
+        return Admitted(request, client, name, plan.run, limits, ticket)
 
     async def release(self, admitted: Admitted) -> None:
         """Give back the reservation of an admitted run that never started."""
-        if not admitted.started and admitted.reservation is not None:
+        if not admitted.started and admitted.ticket is not None:
             admitted.started = True
             with anyio.CancelScope(shield=True):
-                await self.ledger.settle(admitted.reservation, Usage())
+                await self.budgets.finish(admitted.ticket, Usage(), None)
 
     async def execute(
         self, admitted: Admitted, on_delta: Callable[[str], None] | None = None
@@ -120,7 +143,7 @@ class Service:
         """Run an admitted request; ``on_delta`` (streaming) hears the answer's text as it
         grows. Returns once the run is settled and stored."""
         admitted.started = True
-        request, client, reservation = admitted.request, admitted.client, admitted.reservation
+        request, client, ticket = admitted.request, admitted.client, admitted.ticket
         memory = TraceRecorder()
         # a JSON reply needs no deltas: its run has one sink fewer to hear every event
         answer = None if on_delta is None else AnswerStream(admitted.compiled.answer, on_delta)
@@ -152,8 +175,9 @@ class Service:
         finally:
             with anyio.CancelScope(shield=True):
                 if result is not None:
-                    # the settlement and the stored run in one transaction (with the other
-                    # requests finishing now): the response waits until both are committed
+                    # an exact reservation: settled with the stored run in one transaction
+                    # (with the other requests finishing now) before the response; on a lease
+                    # or under no budget: booked in memory, the run written behind
                     stored = stored_run(
                         result,
                         memory.events,
@@ -162,12 +186,15 @@ class Service:
                         key=client.name,
                         extra={"request": {"model": request.model, "user": request.user}},
                     )
-                    await self.ledger.settle_and_save(reservation, result.budget.used, stored)
+                    if ticket is None:
+                        await self.behind.put((None, result.budget.used, stored))
+                    else:
+                        await self.budgets.finish(ticket, result.budget.used, stored)
                     if self.telemetry is not None:
                         self.telemetry.export(stored)
-                elif reservation is not None and not _sent(memory):
+                elif ticket is not None and not _sent(memory):
                     # stopped before any step started: nothing can have been spent
-                    await self.ledger.settle(reservation, Usage())
+                    await self.budgets.finish(ticket, Usage(), None)
         if answer is not None:
             answer.rest(result.answer)
         self.metrics.run(result)

@@ -8,6 +8,13 @@ what was actually used, so the sum of settled and open reservations never passes
 
 Amounts are kept as integers of ``NANO`` units (credits and USD), rounded up: a fraction of a
 nano-dollar is booked as a whole one, which can only refuse early, never overshoot.
+
+A reservation may be a *lease* (``lease_many``): ``n`` times a run's worst case in one ledger
+row, which a server then books runs against in memory (``loomc/serve/leases.py``). It is sized
+by what is left under every ceiling, so it never passes one: at most ``1 / LEASE_SHARE`` of
+what is left, and a single reservation (``n = 1``) when that is under two runs' worth. A lease
+is settled like any reservation (to what its runs used); one never settled — its process
+crashed — stays booked whole: it can only refuse early, never overshoot.
 """
 
 from __future__ import annotations
@@ -135,19 +142,22 @@ class RunFilter:
         return ("WHERE " + " AND ".join(parts)) if parts else "", args
 
 
-def run_rows(runs: Sequence[StoredRun]) -> tuple[list[tuple[Any, ...]], list[tuple[str, int, str]]]:
-    """The rows to insert, serialised before the lock is taken."""
+def run_rows(
+    runs: Sequence[StoredRun | None],
+) -> tuple[list[tuple[Any, ...]], list[tuple[str, int, str]]]:
+    """The rows to insert, serialised before the lock is taken (None: no run)."""
+    kept = [r for r in runs if r is not None]
     rows = [
         (
             r.run_id, r.ts, r.pipeline, r.tier, r.key, r.source, r.stop_reason, r.calls,
             r.tokens, r.credits, r.cost, r.elapsed_ms, r.receipt_hash,
             json.dumps(r.result, default=str, separators=(",", ":")),
         )
-        for r in runs
+        for r in kept
     ]  # fmt: skip
     events = [
         (r.run_id, i, json.dumps(e, default=str, separators=(",", ":")))
-        for r in runs
+        for r in kept
         for i, e in enumerate(r.events)
     ]
     return rows, events
@@ -157,14 +167,20 @@ def usage_row(usage: Usage) -> tuple[int, int, int, int]:
     return usage.calls, usage.tokens, to_nano(usage.credits), to_nano(usage.cost)
 
 
+def caps(scope: Scope) -> list[tuple[int, Dimension, int]]:
+    """``scope``'s ceilings as (dimension index, dimension, cap in ledger units)."""
+    out = []
+    for i, dim in enumerate(LEDGER_DIMENSIONS):
+        limit = scope.limits.get(dim)
+        if limit is not None:
+            out.append((i, dim, to_nano(Decimal(limit)) if i >= 2 else int(limit)))
+    return out
+
+
 def check_scope(scope: Scope, used: tuple[int, int, int, int], asked: Usage) -> None:
     """Raise ``BudgetExhausted`` when ``used + asked`` passes any of ``scope``'s ceilings."""
     want = usage_row(asked)
-    for i, dim in enumerate(LEDGER_DIMENSIONS):
-        limit = scope.limits.get(dim)
-        if limit is None:
-            continue
-        cap = to_nano(Decimal(limit)) if i >= 2 else int(limit)
+    for i, dim, cap in caps(scope):
         if used[i] + want[i] > cap:
 
             def scale(value: int, money: bool = i >= 2) -> Decimal:
@@ -173,8 +189,35 @@ def check_scope(scope: Scope, used: tuple[int, int, int, int], asked: Usage) -> 
             raise BudgetExhausted(scope.name, dim, scale(cap), scale(used[i]), scale(want[i]))
 
 
+# A lease is this share of what is left at most, and is a single reservation when that share
+# is under two runs' worth: far from every ceiling a server reserves in blocks; near one, exactly.
+LEASE_SHARE = 8
+
+
+def lease_units(
+    scopes: Sequence[Scope], used: Sequence[tuple[int, int, int, int]], amount: Usage, most: int
+) -> int:
+    """How many times ``amount`` a lease reserves (``used``: each scope's totals), at most
+    ``most``; the caller has checked that one fits. 1 means a plain reservation."""
+    if most <= 1:
+        return 1
+    want = usage_row(amount)
+    fits = most * LEASE_SHARE
+    for scope, spent in zip(scopes, used, strict=True):
+        for i, _, cap in caps(scope):
+            if want[i] > 0:
+                fits = min(fits, (cap - spent[i]) // want[i])
+    units = fits // LEASE_SHARE
+    return min(most, units) if units >= 2 else 1
+
+
 Ask = tuple[Sequence[Scope], Usage, str]  # scopes, amount, period: one reservation
-Finished = tuple[str | None, Usage, StoredRun]  # reservation, what was used, the stored run
+# scopes, a run's amount, period, the most runs' worth to lease, and a lease to settle first
+# (its id and what it keeps booked) in the same transaction
+LeaseAsk = tuple[Sequence[Scope], Usage, str, int, tuple[str, Usage] | None]
+Leased = tuple[str, int]  # the reservation's id, how many times the amount it holds
+# reservation, what was used, the stored run (None: a settlement alone, as a lease's)
+Finished = tuple[str | None, Usage, StoredRun | None]
 
 
 class Store(Protocol):
@@ -213,6 +256,11 @@ class Store(Protocol):
 
     def settle_and_save_many(self, finished: Sequence[Finished]) -> None:
         """Several ``settle_and_save`` in one transaction: all of them or none."""
+        ...
+
+    def lease_many(self, asks: Sequence[LeaseAsk]) -> list[Leased | BudgetExhausted]:
+        """``reserve_many`` for leases: each ask first settles the lease it gives back (when
+        it names one), then reserves ``lease_units`` times its amount, in one transaction."""
         ...
 
     def runs(self, where: RunFilter | None = None) -> list[StoredRun]:

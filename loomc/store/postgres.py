@@ -25,12 +25,15 @@ from loomc.store.base import (
     Ask,
     BudgetExhausted,
     Finished,
+    LeaseAsk,
+    Leased,
     RunFilter,
     Scope,
     StoredRun,
     StoreError,
     check_scope,
     from_nano,
+    lease_units,
     run_rows,
     usage_row,
 )
@@ -134,33 +137,47 @@ class PostgresStore:
         return got
 
     def reserve_many(self, asks: Sequence[Ask]) -> list[str | BudgetExhausted]:
-        """One transaction: every scope of every ask locked once (in name order), the totals
-        read in one round trip, then each ask checked against them plus the asks before it."""
-        out: list[str | BudgetExhausted] = []
+        got = self.lease_many(
+            [(scopes, amount, period, 1, None) for scopes, amount, period in asks]
+        )
+        return [g if isinstance(g, BudgetExhausted) else g[0] for g in got]
+
+    def lease_many(self, asks: Sequence[LeaseAsk]) -> list[Leased | BudgetExhausted]:
+        """One transaction: every scope of every ask locked once (in name order), the leases
+        given back settled, the totals read in one round trip, then each ask checked against
+        them plus the asks before it."""
+        out: list[Leased | BudgetExhausted] = []
         rows: list[tuple[Any, ...]] = []
         with self._lock, self._db.transaction():
-            names = sorted({s.name for scopes, _, _ in asks for s in scopes})
+            names = sorted({s.name for ask in asks for s in ask[0]})
             for name in names:
                 self._db.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (name,))
+            released = [ask[4] for ask in asks if ask[4] is not None]
+            if released:
+                self._lock_totals([r for r, _ in released])
+                for reservation, keep in released:
+                    self._settle(reservation, keep)
             totals: dict[tuple[str, str], tuple[int, int, int, int]] = {}
-            for period in {period for _, _, period in asks}:
+            for period in {ask[2] for ask in asks}:
                 for name, used in self._totals(names, period).items():
                     totals[name, period] = used
-            for scopes, amount, period in asks:
+            for scopes, amount, period, most, _ in asks:
+                now = [totals.get((scope.name, period), (0, 0, 0, 0)) for scope in scopes]
                 try:
-                    for scope in scopes:
-                        check_scope(scope, totals.get((scope.name, period), (0, 0, 0, 0)), amount)
+                    for scope, spent in zip(scopes, now, strict=True):
+                        check_scope(scope, spent, amount)
                 except BudgetExhausted as refused:
                     out.append(refused)
                     continue
-                reservation, row = uuid.uuid4().hex, usage_row(amount)
-                for scope in scopes:
-                    used = totals.get((scope.name, period), (0, 0, 0, 0))
+                units = lease_units(scopes, now, amount, most)
+                reservation = uuid.uuid4().hex
+                row = tuple(v * units for v in usage_row(amount))
+                for scope, spent in zip(scopes, now, strict=True):
                     totals[scope.name, period] = (
-                        used[0] + row[0], used[1] + row[1], used[2] + row[2], used[3] + row[3]
+                        spent[0] + row[0], spent[1] + row[1], spent[2] + row[2], spent[3] + row[3]
                     )  # fmt: skip
                 rows += [(reservation, s.name, period, *row) for s in scopes]
-                out.append(reservation)
+                out.append((reservation, units))
             # in scope order, as every writer of the ledger does: totals rows lock in one order
             rows.sort(key=lambda r: (r[1], r[2]))
             if rows:
@@ -171,6 +188,17 @@ class PostgresStore:
                         rows,
                     )
         return out
+
+    def _lock_totals(self, reservations: list[str]) -> None:
+        """The totals rows these reservations will update, locked in (scope, period) order:
+        settling reservations of several keys one by one would lock them in a mixed order, and
+        two replicas' transactions could deadlock."""
+        self._db.execute(
+            "SELECT 1 FROM loomc_totals WHERE (scope, period) IN (SELECT scope, period"
+            " FROM loomc_ledger WHERE reservation = ANY(%s))"
+            " ORDER BY scope, period FOR UPDATE",
+            (reservations,),
+        )
 
     def settle(self, reservation: str, actual: Usage) -> None:
         with self._lock, self._db.transaction():
@@ -218,20 +246,14 @@ class PostgresStore:
         settled = [(r, used) for r, used, _ in finished if r is not None]
         with self._lock, self._db.transaction():
             if len(settled) > 1:
-                # the batch's totals rows locked first, in (scope, period) order: settling
-                # reservations of several keys one by one would lock them in a mixed order,
-                # and two replicas' batches could deadlock
-                self._db.execute(
-                    "SELECT 1 FROM loomc_totals WHERE (scope, period) IN (SELECT scope, period"
-                    " FROM loomc_ledger WHERE reservation = ANY(%s))"
-                    " ORDER BY scope, period FOR UPDATE",
-                    ([r for r, _ in settled],),
-                )
+                self._lock_totals([r for r, _ in settled])
             for reservation, actual in settled:
                 self._settle(reservation, actual)
             self._insert(rows, events)
 
     def _insert(self, rows: list[tuple[Any, ...]], events: list[tuple[str, int, str]]) -> None:
+        if not rows:
+            return  # settlements alone (a lease's)
         with self._db.cursor() as cur:
             cur.executemany(
                 f"INSERT INTO loomc_runs ({_COLUMNS}) VALUES ({', '.join(['%s'] * 14)})"

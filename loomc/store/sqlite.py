@@ -35,12 +35,15 @@ from loomc.store.base import (
     Ask,
     BudgetExhausted,
     Finished,
+    LeaseAsk,
+    Leased,
     RunFilter,
     Scope,
     StoredRun,
     StoreError,
     check_scope,
     from_nano,
+    lease_units,
     run_rows,
     usage_row,
 )
@@ -183,22 +186,33 @@ class SQLiteStore:
         return got
 
     def reserve_many(self, asks: Sequence[Ask]) -> list[str | BudgetExhausted]:
-        out: list[str | BudgetExhausted] = []
+        got = self.lease_many(
+            [(scopes, amount, period, 1, None) for scopes, amount, period in asks]
+        )
+        return [g if isinstance(g, BudgetExhausted) else g[0] for g in got]
+
+    def lease_many(self, asks: Sequence[LeaseAsk]) -> list[Leased | BudgetExhausted]:
+        out: list[Leased | BudgetExhausted] = []
         with self._tx("BEGIN IMMEDIATE") as db:
-            for scopes, amount, period in asks:
+            for scopes, amount, period, most, release in asks:
+                if release is not None:
+                    _settle(db, *release)
                 try:
-                    for scope in scopes:  # the totals include the asks reserved before this one
-                        check_scope(scope, self._sum(db, scope.name, period), amount)
+                    # the totals include the asks reserved before this one
+                    used = [self._sum(db, scope.name, period) for scope in scopes]
+                    for scope, spent in zip(scopes, used, strict=True):
+                        check_scope(scope, spent, amount)
                 except BudgetExhausted as refused:
                     out.append(refused)
                     continue
-                reservation, row = uuid.uuid4().hex, usage_row(amount)
+                units = lease_units(scopes, used, amount, most)
+                reservation, row = uuid.uuid4().hex, [v * units for v in usage_row(amount)]
                 db.executemany(
                     "INSERT INTO ledger (reservation, scope, period, calls, tokens, credits, cost)"
                     " VALUES (?, ?, ?, ?, ?, ?, ?)",
                     [(reservation, s.name, period, *row) for s in scopes],
                 )
-                out.append(reservation)
+                out.append((reservation, units))
         return out
 
     def settle(self, reservation: str, actual: Usage) -> None:

@@ -1,7 +1,7 @@
 """The typed AST of a `.loom` file. Every node keeps its source span so that any later stage
 can point back at what the user wrote (lark's ``WithMeta`` habit).
 
-The nodes are :class:`~loomc.syntax.frozen.Frozen` classes, written and behaving like frozen
+The nodes are :class:`~loomc.frozen.Frozen` classes, written and behaving like frozen
 dataclasses, without ~1 ms of generated code per class at every start.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 from loomc.diagnostics import Span
-from loomc.syntax.frozen import Frozen
+from loomc.frozen import Frozen
 
 
 class Quantity(Frozen):

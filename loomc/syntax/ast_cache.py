@@ -38,7 +38,7 @@ from loomc.syntax import ast
 FORMAT = "loomc-ast-1"
 """The first word of every entry; a change of encoding changes it (and so every key)."""
 
-_SOURCES = ("ast.py", "to_ast.py", "parser.py", "ast_cache.py", "frozen.py", "../units.py")
+_SOURCES = ("ast.py", "to_ast.py", "parser.py", "ast_cache.py", "../frozen.py", "../units.py")
 """The modules whose code decides what AST a text becomes (part of the key; `units.py` holds
 the duration factors quantities are normalised with)."""
 

@@ -1,30 +1,38 @@
-"""The AST and IR expression nodes are hand-written Frozen classes (loomc/syntax/frozen.py) for
-start-up time; they must behave exactly as the frozen slotted dataclasses they replaced. The
-oracle: a real dataclass twin of each class, made here from the same field list."""
+"""The AST and IR nodes, diagnostics, budgets and worst cases are hand-written Frozen classes
+(loomc/frozen.py) for start-up time; they must behave exactly as the frozen slotted dataclasses
+they replaced. The oracle: a real dataclass twin of each class, made here from the same field
+list."""
 
 from __future__ import annotations
 
 import copy
 import dataclasses
 import pickle
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from loomc import diagnostics, frozen, units
+from loomc.checker import worstcase
 from loomc.diagnostics import Span
+from loomc.frozen import Frozen
 from loomc.ir import model
 from loomc.project.workspace import Project
 from loomc.syntax import ast
-from loomc.syntax.frozen import Frozen
 from loomc.syntax.parser import parse_file, parse_text
 
 ROOT = Path(__file__).resolve().parents[2]
-CLASSES = [
-    *(c for c in vars(ast).values() if isinstance(c, type) and issubclass(c, Frozen)),
-    *(c for c in vars(model).values() if isinstance(c, type) and issubclass(c, Frozen)),
-]
-CLASSES = [c for c in CLASSES if c is not Frozen]
+MODULES = (ast, model, diagnostics, units, worstcase)
+CLASSES = list(
+    {
+        c: None
+        for module in MODULES
+        for c in vars(module).values()
+        if isinstance(c, type) and issubclass(c, Frozen) and c is not Frozen
+    }
+)
 
 
 def _twin(cls: type[Frozen]) -> type[Any]:
@@ -38,7 +46,8 @@ def _twin(cls: type[Frozen]) -> type[Any]:
         )
         for name in cls._fields
     ]
-    twin = dataclasses.make_dataclass(cls.__name__, fields, frozen=True, slots=True)
+    order = "__lt__" in vars(cls)
+    twin = dataclasses.make_dataclass(cls.__name__, fields, frozen=True, slots=True, order=order)
     twin.__qualname__ = cls.__qualname__
     return twin
 
@@ -78,9 +87,14 @@ def _project_nodes() -> list[Any]:
     pipelines, _ = project.pipelines()
     ir: list[Any] = []
     for pipeline in pipelines:
-        ir += list(pipeline.requires)
+        ir += [pipeline, *pipeline.requires, worstcase.worst_case(pipeline)]
         for step in pipeline.graph.steps():
-            ir += [step.guard, step.pricing]
+            ir += [step, step.guard, step.pricing]
+    ir += [*project.diagnostics, units.Usage(1, 2, Decimal("0.5"))]
+    span = Span.point("a.loom", 2)
+    ir.append(diagnostics.Diagnostic("LOOM1", diagnostics.Severity.ERROR, "m", span, "h", (
+        diagnostics.Related(span, "here"),
+    )))  # fmt: skip
     extra = parse_text(EXTRA, "extra.loom")[0]
     ir.append(model.Not(model.Contains(model.Const("security"), model.Fact(("risk", "signals")))))
     return _nodes((*modules, extra)) + _nodes(tuple(ir))
@@ -92,7 +106,9 @@ NODES = _project_nodes()
 def test_every_class_is_exercised() -> None:
     seen = {type(n) for n in NODES}
     assert [c for c in CLASSES if c not in seen] == []
-    assert len(CLASSES) == 16 + 11  # every AST node; the IR's expressions, Pricing, Require
+    # every AST node; the IR's expressions, Pricing, Require, StepNode, Pipeline; Span, Related,
+    # Diagnostic; Budget, Usage; StepCost, WorstCase
+    assert len(CLASSES) == 16 + 13 + 3 + 2 + 2
 
 
 def test_repr_eq_and_hash_are_the_dataclasses() -> None:
@@ -126,8 +142,12 @@ def test_nodes_are_frozen_and_survive_pickle_and_copy() -> None:
                 setattr(node, name, None)
             with pytest.raises(dataclasses.FrozenInstanceError):
                 delattr(node, name)
-        assert pickle.loads(pickle.dumps(node)) == node
-        assert copy.deepcopy(node) == node and copy.copy(node) == node
+        again, deep = pickle.loads(pickle.dumps(node)), copy.deepcopy(node)
+        if isinstance(node, model.Pipeline):  # its StepGraph compares by identity, as before
+            assert list(again.graph.steps()) == list(node.graph.steps())
+            again = dataclasses.replace(again, graph=node.graph)
+            deep = dataclasses.replace(deep, graph=node.graph)
+        assert again == node and deep == node and copy.copy(node) == node
         with pytest.raises(AttributeError):
             node.__dict__  # noqa: B018 (slots, as before)
 
@@ -163,3 +183,95 @@ def test_different_classes_with_equal_fields_differ() -> None:
             assert path == ("tier",) and right == model.Const("lean")
         case _:
             pytest.fail("positional patterns match as on the dataclass")
+
+
+def test_ordering_is_the_dataclasses() -> None:
+    spans = [
+        Span("b.loom", 2, 1, 2, 3), Span("a.loom", 9, 1, 9, 2), Span("a.loom", 2, 5, 2, 6),
+        Span("a.loom", 2, 5, 2, 6), Span("a.loom", 2, 4, 3, 1),
+    ]  # fmt: skip
+    twin = _twin(Span)
+    as_twins = [twin(*(getattr(s, f) for f in s._fields)) for s in spans]
+    assert [repr(s) for s in sorted(spans)] == [repr(t) for t in sorted(as_twins)]
+    for a in spans:
+        for b in spans:
+            assert (a < b, a <= b, a > b, a >= b) == (
+                _as_twin(a, {Span: twin}) < _as_twin(b, {Span: twin}),
+                _as_twin(a, {Span: twin}) <= _as_twin(b, {Span: twin}),
+                _as_twin(a, {Span: twin}) > _as_twin(b, {Span: twin}),
+                _as_twin(a, {Span: twin}) >= _as_twin(b, {Span: twin}),
+            )
+    with pytest.raises(TypeError):
+        assert spans[0] < model.Const(1)  # type: ignore[operator]
+
+
+def test_dataclasses_introspection_still_works() -> None:
+    """Callers (and pydantic, for Budget and Usage) use dataclasses' functions on these classes:
+    they see the dataclass each class was, built on first use."""
+    step = next(n for n in NODES if isinstance(n, model.StepNode))
+    pipeline = next(n for n in NODES if isinstance(n, model.Pipeline))
+    assert dataclasses.is_dataclass(step) and not dataclasses.is_dataclass(Frozen)
+    for cls in CLASSES:
+        fields = dataclasses.fields(cls)
+        assert [f.name for f in fields] == list(cls._fields)
+        twin_fields = dataclasses.fields(_twin(cls))
+        assert [f.compare for f in fields] == [f.compare for f in twin_fields]
+        assert [f.repr for f in fields] == [f.repr for f in twin_fields]
+    assert dataclasses.replace(step, role="judge") == frozen.replace(step, role="judge")
+    assert dataclasses.replace(step, role="judge").role == "judge" and step.role != "judge"
+    assert dataclasses.replace(pipeline, tier="x").tier == "x"
+    budget = units.Budget(calls=3, cost=Decimal("0.5"))
+    assert dataclasses.asdict(budget) == {
+        "calls": 3, "tokens": None, "credits": None, "cost": Decimal("0.5"), "latency_ms": None,
+    }  # fmt: skip
+    assert budget.with_value(units.Dimension.LATENCY, 9) == units.Budget(
+        3, None, None, Decimal("0.5"), 9
+    )
+    with pytest.raises(TypeError):
+        frozen.replace(budget, seconds=3)
+
+
+def test_default_factories_give_each_instance_its_own() -> None:
+    class Holder(Frozen):
+        name: str
+        items: dict[str, int] = frozen.field(default_factory=dict, compare=False)
+        note: str = frozen.field(default="n", repr=False)
+
+    a, b = Holder("a"), Holder("a")
+    assert a.items == {} and a.items is not b.items and a == Holder("a", {"x": 1})
+    assert (
+        repr(a)
+        == "test_default_factories_give_each_instance_its_own.<locals>.Holder(name='a', items={})"
+    )
+    assert Holder("a", {"x": 1}, "m").note == "m" and a.note == "n"
+    assert [f.default_factory for f in dataclasses.fields(Holder)][1] is dict
+
+
+def test_wrong_calls_raise_the_dataclasses_messages() -> None:
+    """Each class's ``__init__`` is a copy of a template per field count with its names swapped
+    in: Python's own errors name the class and its fields as the dataclass's do."""
+    span = Span.point("f.loom")
+    for cls, args, kwargs in (
+        (ast.Name, ("a",), {}),
+        (ast.Name, ("a", span, 3), {}),
+        (ast.Name, ("a",), {"spam": 1}),
+        (ast.Name, ("a", span), {"value": "b"}),
+        (units.Budget, (1, 2, 3, 4, 5, 6), {}),
+        (Span, (), {"file": "f"}),
+    ):
+        with pytest.raises(TypeError) as ours:
+            cls(*args, **kwargs)
+        twin = dataclasses.make_dataclass(
+            cls.__name__,
+            [(f, Any, dataclasses.field(**({"default": cls._defaults[f]} if f in cls._defaults else {})))
+             for f in cls._fields],
+            frozen=True,
+        )  # fmt: skip
+        with pytest.raises(TypeError) as theirs:
+            twin(*args, **kwargs)
+        assert str(ours.value) == str(theirs.value)
+    with pytest.raises(TypeError, match="non-default argument 'b' follows default argument"):
+
+        class Bad(Frozen):
+            a: int = 1
+            b: int

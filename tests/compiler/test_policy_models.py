@@ -251,9 +251,22 @@ def test_a_pattern_that_does_not_compile_is_a_diagnostic_not_a_traceback() -> No
     ]
 
 
-@given(st.text(alphabet=st.sampled_from(list("ab -_'.^$*+?{}[]\\|()0é")), max_size=12) | st.text())
+# What mock patterns are made of (escaped text, wildcards) and what could break them nearby.
+_PATTERN_PIECES = st.sampled_from(
+    ["(?s:.*)", ".*", ".", "*", "?", "\\.", "\\-", "\\?", "\\'", "\\ ", "\\", "\\a", "\\d",
+     "\\1", "\\é", "(?s:", ")", "(", "ab", "{", "}", "[", "]", "|", "^", "$", "+", "é", "0"]
+)  # fmt: skip
+
+
+@given(
+    st.text(alphabet=st.sampled_from(list("ab -_'.^$*+?{}[]\\|()0é")), max_size=12)
+    | st.lists(_PATTERN_PIECES, max_size=10).map("".join)
+    | st.text()
+)
+@settings(max_examples=300)
 def test_the_plain_text_shortcut_agrees_with_compiling_the_pattern(pattern: str) -> None:
-    """``values._compiles`` skips compiling text without a metacharacter: same answer as re."""
+    """``values._compiles`` skips compiling plain or escaped text with wildcards: same answer
+    as re."""
     import re
 
     from loomc.policy.values import _compiles
@@ -264,3 +277,18 @@ def test_the_plain_text_shortcut_agrees_with_compiling_the_pattern(pattern: str)
     except (re.error, RecursionError, OverflowError):
         valid = False
     assert _compiles(pattern) == valid
+
+
+def test_the_mock_patterns_of_this_repository_skip_compiling() -> None:
+    """The shortcut covers what `policies/` holds: escaped prompts, ``(?s:.*)``, plain text."""
+    import re
+
+    from loomc.policy.values import _SURELY_COMPILES
+
+    for pattern in (
+        re.escape("What is the plural of 'mouse'?"),
+        re.escape("Our feature-flag client treats every flag as ena") + "(?s:.*)### critique",
+        "Format 1234\\.5 as US dollars\\.",
+    ):
+        assert _SURELY_COMPILES.fullmatch(pattern), pattern
+    assert not _SURELY_COMPILES.fullmatch("a\\d") and not _SURELY_COMPILES.fullmatch("(?s:.*")

@@ -7,6 +7,7 @@ import io
 import json
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -231,3 +232,28 @@ def test_github_annotation_properties_are_escaped(tmp_path: Path) -> None:
     )
     d = Diagnostic("LOOM101", Severity.ERROR, "50% done\r\nnext::line", Span.point("x.loom"))
     assert render_github([d]).endswith("::50%25 done%0D%0Anext::line")
+
+
+def test_a_whole_file_finding_names_the_file_without_a_line(tmp_path: Path) -> None:
+    """An unknown pipeline name comes from the command line, not from a line of `pipelines/`:
+    text, annotations, SARIF (schema-valid, no region) and the API's error name the folder alone."""
+    import jsonschema
+
+    import loomc
+    from loomc.checker.render import render_github, render_sarif, render_text
+    from loomc.diagnostics import Diagnostic, DiagnosticError, Severity, Span
+
+    d = Diagnostic("LOOM203", Severity.ERROR, "unknown pipeline 'x'", Span.whole("pipelines"))
+    assert render_text([d]) == "pipelines: error[LOOM203]: unknown pipeline 'x'"
+    assert render_github([d]) == "::error file=pipelines,title=LOOM203::unknown pipeline 'x'"
+    doc = json.loads(render_sarif([d]))
+    location = doc["runs"][0]["results"][0]["locations"][0]["physicalLocation"]
+    assert location == {"artifactLocation": {"uri": "pipelines"}}
+    schema = json.loads(SARIF_SCHEMA.read_text(encoding="utf-8"))
+    assert not list(jsonschema.Draft4Validator(schema).iter_errors(doc))
+    assert str(DiagnosticError([d])) == "pipelines: LOOM203 unknown pipeline 'x'"
+    with pytest.raises(DiagnosticError) as caught:
+        loomc.run("hello", pipeline="nope", project=ROOT, policy=ROOT / "policies/demo.yaml")
+    unknown = caught.value.diagnostics[-1]
+    assert (unknown.code, unknown.span) == ("LOOM203", Span.whole(ROOT / "pipelines"))
+    assert str(caught.value).startswith(f"{ROOT / 'pipelines'}: LOOM203 unknown pipeline 'nope'")

@@ -28,6 +28,9 @@ def test_strategy_names() -> None:
         parse_strategies("conductor:oracle", planners=("risk", "search"))
     with pytest.raises(StrategyError, match="unknown planner"):
         parse_strategies("conductor:search", planners=())
+    with pytest.raises(StrategyError) as caught:  # `baseline` is a pipeline and a strategy
+        parse_strategies("nope", pipelines={"baseline", "general"}, tiers=("lean",))
+    assert "(valid: baseline, fixed, lean, general, PIPELINE@TIER" in str(caught.value)
 
 
 @pytest.fixture(scope="module")

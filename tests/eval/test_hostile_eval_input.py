@@ -58,7 +58,7 @@ def _eval(
         ),
         (
             LINES.encode() + b'{"id": "x", "prompt": ' + b"[" * 100_000 + b"]" * 100_000 + b"}\n",
-            "d.jsonl:3: nested deeper than 32 levels",
+            "d.jsonl:3:1: nested deeper than 32 levels",
         ),
         (
             LINES.encode()
@@ -66,15 +66,15 @@ def _eval(
             + b"[" * 40
             + b"]" * 40
             + b"}\n",
-            "d.jsonl:3: nested deeper than 32 levels",
+            "d.jsonl:3:37: nested deeper than 32 levels",  # the column of "extra"'s value
         ),
         (
             LINES.encode() + b'{"id": "x", "prompt": "p", "n": ' + b"9" * 5_000 + b"}\n",
-            "d.jsonl:3: a number too long to read",
+            "d.jsonl:3:1: a number too long to read",
         ),
         (
             LINES.encode() + b'{"id": "x\\ud800", "prompt": "lone surrogate"}\n',
-            "d.jsonl:3: a lone surrogate \\ud800",
+            "d.jsonl:3:8: a lone surrogate \\ud800",
         ),
     ],
 )

@@ -199,3 +199,22 @@ def test_reconcile_never_books_below_zero(actual: Usage) -> None:
 
     anyio.run(main)
     assert ledger.committed == ledger.actual == Usage()
+
+
+def test_ledgers_built_in_turn_under_different_budgets_keep_their_own_ceilings() -> None:
+    """A ledger reuses the ceilings of the budget the ledger before it was built with only when
+    it is that very (frozen) budget: alternating budgets, equal or not, each keep their own."""
+    one, two, another_one = Budget(calls=1), Budget(calls=2, tokens=50), Budget(calls=1)
+    step = Usage(calls=1, tokens=20)
+
+    async def second_reservation(budget: Budget) -> bool:
+        ledger = Ledger(budget)
+        await ledger.reserve(step)
+        return isinstance(await ledger.reserve(step, wait=False), Reservation)
+
+    async def go() -> list[bool]:
+        return [await second_reservation(b) for b in (one, two, two, another_one, one, two)]
+
+    assert anyio.run(go) == [False, True, True, False, False, True]
+    assert Budget(tokens=7).get(Dimension.TOKENS) == 7 and two.get(Dimension.LATENCY) is None
+    assert two.get("calls") == 2  # type: ignore[arg-type]  # a dimension's name, as before

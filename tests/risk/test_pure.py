@@ -2,7 +2,8 @@
 
 A cold run profiles its prompt without importing numpy; these tests hold that path to numpy's:
 the same decision and the same reasons for every prompt of every file in ``evals/routing`` and
-for random text, a probability within 1e-9 (BLAS sums dot products in its own order, so not bit
+for random text (the three nearest prompts of the explanation may swap at a tie within float32
+rounding), a probability within 1e-9 (BLAS sums dot products in its own order, so not bit
 for bit), the cascade's band still decided by numpy and MiniLM, and the ``.npz`` reader it
 rests on against numpy's own writer (and hostile bytes).
 """
@@ -44,7 +45,7 @@ def static_only() -> Any:
     return make_profiler(RiskSettings(options={"cache": 0, "cascade": False}), minilm=no_minilm)
 
 
-def _same(plain: RiskProfile, numpy_: RiskProfile) -> None:
+def _same(plain: RiskProfile, numpy_: RiskProfile, prof: Any = None, prompt: str = "") -> None:
     assert plain.probability is not None and numpy_.probability is not None
     assert abs(plain.probability - numpy_.probability) <= 1e-9
     assert (plain.level, plain.kind, plain.signals, plain.complexity, plain.profiler) == (
@@ -54,7 +55,22 @@ def _same(plain: RiskProfile, numpy_: RiskProfile) -> None:
         numpy_.complexity,
         numpy_.profiler,
     )
-    assert plain.reasons == numpy_.reasons
+    if plain.reasons == numpy_.reasons:
+        return
+    # The one difference allowed: the explanation's nearest prompts at a tie within float32
+    # rounding (numpy sums them in float32 in BLAS's order), the printed figures the same.
+    near = [r for r in plain.reasons if r.startswith("nearest: ")]
+    assert [r for r in plain.reasons if r not in near] == [
+        r for r in numpy_.reasons if not r.startswith("nearest: ")
+    ]
+    assert prof is not None
+    sims = (prof.embed([prompt]).astype(np.float32) @ prof.router.train_emb.T)[0]
+    ids = list(prof.router.train_ids)
+    theirs = [r for r in numpy_.reasons if r.startswith("nearest: ")]
+    for a, b in zip(near, theirs, strict=True):
+        assert a.rsplit("sim ", 1)[1] == b.rsplit("sim ", 1)[1]
+        ia, ib = (ids.index(r.split()[1]) for r in (a, b))
+        assert abs(float(sims[ia]) - float(sims[ib])) <= 1e-6, (a, b)
 
 
 def _corpus() -> list[str]:
@@ -66,10 +82,12 @@ def _corpus() -> list[str]:
 def test_every_corpus_prompt_decides_as_numpy(static_only: Any) -> None:
     prompts = _corpus()
     hints = [HINTS[i % len(HINTS)] for i in range(len(prompts))]
-    want = static_only.profile_many(prompts, hints)  # a batch: numpy
+    # numpy one prompt at a time, as a cold run profiles: numpy's own batch (a matrix product,
+    # not a vector one) can order a near-tie of the float32 explanation differently
+    want = [static_only.profile_many([p], [h])[0] for p, h in zip(prompts, hints, strict=True)]
     got = [static_only.profile_plain(p, h) for p, h in zip(prompts, hints, strict=True)]
-    for g, w in zip(got, want, strict=True):
-        _same(g, w)
+    for g, w, p in zip(got, want, prompts, strict=True):
+        _same(g, w, static_only, p)
     # the escalation decision itself, against the stage's own limits
     router = static_only.router
     assert [g.probability >= router.threshold for g in got] == [
@@ -81,7 +99,8 @@ def test_every_corpus_prompt_decides_as_numpy(static_only: Any) -> None:
 @settings(max_examples=150, deadline=None)
 @given(text=st.text(max_size=300), hint=st.sampled_from(HINTS))
 def test_random_text_decides_as_numpy(static_only: Any, text: str, hint: str | None) -> None:
-    _same(static_only.profile_plain(text, hint), static_only.profile_many([text], [hint])[0])
+    got, want = static_only.profile_plain(text, hint), static_only.profile_many([text], [hint])[0]
+    _same(got, want, static_only, text)
 
 
 def test_the_cascade_band_is_still_numpy_and_minilm() -> None:

@@ -165,7 +165,7 @@ def test_loads_through_project_loader(split: str) -> None:
 
 # --- the hard corpus (hard-train / hard-test), issue 17 -------------------------------------
 
-HARD_SPLITS = ("hard-train", "hard-test", "hard-test-2", "hard-test-3")
+HARD_SPLITS = ("hard-train", "hard-test", "hard-test-2", "hard-test-3", "hard-test-4")
 HARD_PATTERNS = {
     "quoted-danger": False,
     "implied-danger": True,
@@ -204,13 +204,15 @@ def test_hard_row_schema(split: str, hard: dict[str, list[dict[str, Any]]]) -> N
 
 def test_hard_corpus_shape(hard: dict[str, list[dict[str, Any]]]) -> None:
     train, test = hard["hard-train"], hard["hard-test"]
-    test2, test3 = hard["hard-test-2"], hard["hard-test-3"]
-    assert len(train) >= 250 and len(test) >= 140 and len(test2) >= 115 and len(test3) >= 115
+    test2, test3, test4 = hard["hard-test-2"], hard["hard-test-3"], hard["hard-test-4"]
+    assert len(train) >= 250 and len(test) >= 140
+    assert all(len(split) >= 115 for split in (test2, test3, test4))
     # the sealed held-out splits (hard-test-2 before v4, hard-test-3 before the choice between
-    # v4 and v5 was measured) have at least 45 high-risk rows each
-    assert sum(r["level"] == "high" for r in test2) >= 45
-    assert sum(r["level"] == "high" for r in test3) >= 45
-    for split in (train, test, test2, test3):
+    # v4 and v5 was measured, hard-test-4 before anything was run on it) have at least 45
+    # high-risk rows each
+    for sealed in (test2, test3, test4):
+        assert sum(r["level"] == "high" for r in sealed) >= 45
+    for split in (train, test, test2, test3, test4):
         # every failure shape, in both labels where it has both, and every language
         shapes = Counter((r["pattern"], r["expectedEscalation"]) for r in split)
         for pattern, label in HARD_PATTERNS.items():
@@ -224,7 +226,9 @@ def test_hard_corpus_shape(hard: dict[str, list[dict[str, Any]]]) -> None:
 def test_no_prompt_or_id_in_two_files(
     all_rows: list[dict[str, Any]], hard: dict[str, list[dict[str, Any]]]
 ) -> None:
-    every = all_rows + [r for split in HARD_SPLITS for r in hard[split]]
+    # v5's train rows are kept apart from hard-train but are still part of the corpus
+    extra = _rows("hard-train-v5-extra")
+    every = all_rows + [r for split in HARD_SPLITS for r in hard[split]] + extra
     assert not [i for i, n in Counter(r["id"] for r in every).items() if n > 1]
     assert not [p for p, n in Counter(_norm(r["prompt"]) for r in every).items() if n > 1]
 

@@ -61,7 +61,8 @@ def semantic() -> Any:
     need_extra()
     from loomc.risk.semantic import SemanticProfiler
 
-    prof = make_profiler(RiskSettings(profiler="semantic"))
+    # v4 by name: these gates pin what v4 measured, whichever release is the default
+    prof = make_profiler(RiskSettings(profiler="semantic", options={"release": "v4"}))
     assert isinstance(prof, SemanticProfiler), getattr(prof, "notice", None)
     prof.load()
     return prof
@@ -267,8 +268,9 @@ def test_retraining_reproduces_shipped_file(
     is re-derived from MiniLM in float64 by research/build_static.py; test_static checks rows
     of it against MiniLM.) Probabilities are compared at 1e-9, 1000x the expected drift.
     """
-    from loomc.risk.semantic import DATA_FILE, RouterWeights
+    from loomc.risk.semantic import RELEASES, RouterWeights
 
+    DATA_FILE = RELEASES["v4"]
     trainer = _trainer()
     arrays = trainer.train(trainer.load_train(), semantic.encoder, verbose=False)
     out = tmp_path / "retrained.npz"
@@ -296,8 +298,9 @@ def test_retraining_reproduces_the_cascade(semantic: Any, tmp_path: Path) -> Non
     embeddings (another CPU moves them by ~1e-13, see test_minilm), and the cascade band,
     chosen on both files' out-of-fold probabilities, comes out as shipped."""
     from loomc.risk.minilm import MiniLM
-    from loomc.risk.semantic import DATA_FILE, SECOND_FILE, RouterWeights
+    from loomc.risk.semantic import RELEASES, SECOND_FILE, RouterWeights
 
+    DATA_FILE = RELEASES["v4"]
     trainer = _trainer()
     rows = trainer.load_train()
     enc = MiniLM("float64")
@@ -376,9 +379,9 @@ def test_profiling_never_imports_torch() -> None:
 def test_data_file_trained_on_current_corpus() -> None:
     import hashlib
 
-    from loomc.risk.semantic import DATA_FILE
+    from loomc.risk.semantic import RELEASES
 
-    with np.load(DATA_FILE, allow_pickle=False) as z:
+    with np.load(RELEASES["v4"], allow_pickle=False) as z:
         meta = json.loads(str(z["meta"]))
     files = [TRAIN, ROOT / "evals" / "routing" / "hard-train.jsonl"]
     current = [hashlib.sha256(f.read_bytes()).hexdigest() for f in files]
@@ -397,4 +400,6 @@ def test_auto_is_semantic_with_both_stages_when_installed() -> None:
     prof: Any = make_profiler(RiskSettings())
     assert prof.name == "semantic" and prof.second_encoder is not None
     ok, line = describe(RiskSettings())
-    assert ok and line.startswith("semantic (auto; router-static.npz, static stage, MiniLM")
+    from loomc.risk.semantic import DATA_FILE
+
+    assert ok and line.startswith(f"semantic (auto; {DATA_FILE.name}, static stage, MiniLM")

@@ -6,6 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from loomc import secrets
 from loomc.providers.http import excerpt
 from loomc.secrets import (
     REDACTED,
@@ -71,3 +72,57 @@ def test_ordinary_text_streams_through_unchanged() -> None:
         "unique ",
         "index. ",
     ]
+
+
+# Fragments of every key shape and of prose, in both cases and with the characters that `(?i)`
+# folds onto ASCII letters (long s, Kelvin sign, dotless i, dotted I): the hint pattern that lets
+# `scrub_keys` skip the full pattern must hold wherever the full pattern matches.
+_FRAGMENTS = st.sampled_from(
+    [
+        "sk-", "SK-", "pk-", "rk-", "key-", "KEY-", "tok-", "Tok-", "sk_live_", "rk_TEST_",
+        "AKIA", "akia", "AIza", "aiza", "ghp_", "GHO_", "github_pat_", "glpat-", "xoxb-",
+        "XOXP-", "hf_", "HF_", "eyJ", "EYJ", "Bearer ", "bearer\t", "BEARER  ", ".", "=",
+        "abcdefgh", "ABCDEFGHIJ", "0123456789", "A1b2C3d4E5f6G7h8", "_", "-", " ", "\n",
+        "\u017f", "\u212a", "\u0131", "\u0130", "tokens <= 24_000", "s", "k",
+    ]
+)  # fmt: skip
+
+
+@given(st.lists(_FRAGMENTS, max_size=12).map("".join))
+@settings(max_examples=400, deadline=None)
+def test_scrub_keys_shortcut_changes_nothing(text: str) -> None:
+    full = secrets._key_shapes().sub(lambda m: (m.group("bearer") or "") + REDACTED, text)
+    assert secrets.scrub_keys(text) == full
+    if full != text:  # the shortcut is taken only where the full pattern finds nothing
+        assert secrets._key_hints().search(text) is not None
+
+
+def test_scrub_keys_still_removes_every_shape() -> None:
+    shapes = [
+        "sk-abcdefghijkl", "Bearer abcdefgh", "sk_live_abcdefgh12", "AKIA" + "A" * 16,
+        "AIza" + "a" * 35, "ghp_" + "a" * 30, "github_pat_" + "a" * 30, "glpat-" + "a" * 20,
+        "xoxb-" + "a" * 10, "hf_" + "a" * 30, "eyJ" + "a" * 10 + "." + "b" * 10 + ".c",
+        "\u017fk-abcdefghijkl",  # long s folds onto s under (?i)
+    ]  # fmt: skip
+    for shape in shapes:
+        assert REDACTED in secrets.scrub_keys(f"see {shape} here"), shape
+
+
+_SOURCE_FRAGMENTS = st.sampled_from(
+    [
+        "sk-", "rk-", "pk-", "SK-", "sk_live_", "pk_test_", "AKIA", "akia", "AIza", "ghp_",
+        "ghr_", "GHP_", "github_pat_", "glpat-", "xoxb-", "xoxp-", "hf_", "Bearer ", "BEARER\t",
+        "bEaReR  ", "A" * 16, "a1B2c3D4e5F6g7H8", "0123456789", "_", "-", " ", "\n", ".",
+        "\u017f", "\u212a", "\u0130", "budget { calls <= 3 }", "x" * 35,
+    ]
+)  # fmt: skip
+
+
+@given(st.lists(_SOURCE_FRAGMENTS, max_size=14).map("".join))
+@settings(max_examples=400, deadline=None)
+def test_source_key_shortcut_changes_nothing(text: str) -> None:
+    """The substring hints skip the source-key pattern only where it finds nothing."""
+    found = [m.span() for m in secrets._KEY_IN_SOURCE.finditer(text)]
+    assert [m.span() for m in secrets.find_keys_in_source(text)] == found
+    assert secrets.looks_like_key(text) == bool(found)
+    assert secrets.scrub_source_keys(text) == secrets._KEY_IN_SOURCE.sub(REDACTED, text)

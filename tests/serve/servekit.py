@@ -9,9 +9,9 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import uvicorn
 import yaml
@@ -19,6 +19,20 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 KEY_VAR = "LOOMC_TEST_SERVE_KEY"
 SECRET = "sk-loomc-test-0123456789abcdef"
+
+
+T = TypeVar("T")
+
+
+def eventually(get: Callable[[], T], ok: Callable[[T], bool], timeout: float = 5.0) -> T:
+    """``get()`` once ``ok`` holds of it, or its last value after ``timeout`` seconds: a served
+    run's trace is written behind its response (``loomc/serve/behind.py``), milliseconds later."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = get()
+        if ok(got) or time.monotonic() > deadline:
+            return got
+        time.sleep(0.01)
 
 
 def write_policy(

@@ -310,20 +310,32 @@ def test_metrics_count_store_transactions_and_the_writes_they_carried(
 ) -> None:
     body = {"model": "general@lean", "messages": [{"role": "user", "content": "hi"}]}
     _raw_stream(plain_server.url, body)
-    host, port = plain_server.url.removeprefix("http://").split(":")
+    deadline = time.monotonic() + 5
+    while True:  # the run is written behind the response, within milliseconds
+        counts = _store_counts(plain_server.url)
+        if counts['loomc_store_writes_total{kind="behind"}'] or time.monotonic() > deadline:
+            break
+        time.sleep(0.02)
+    # this key has no daily budget: nothing to reserve or settle; the run is stored behind
+    assert counts['loomc_store_writes_total{kind="reserve"}'] == 0
+    assert counts['loomc_store_writes_total{kind="settle"}'] == 0
+    assert counts['loomc_store_writes_total{kind="lease"}'] == 0
+    writes = counts['loomc_store_writes_total{kind="behind"}']
+    assert 1 <= counts['loomc_store_transactions_total{kind="behind"}'] <= writes
+
+
+def _store_counts(url: str) -> dict[str, int]:
+    host, port = url.removeprefix("http://").split(":")
     with socket.create_connection((host, int(port)), timeout=10) as sock:
         sock.sendall(b"GET /metrics HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
         raw = b""
         while part := sock.recv(65536):
             raw += part
-    text = raw.decode()
-    counts = {
+    return {
         name: int(value)
         for name, value in (
-            line.rsplit(" ", 1) for line in text.splitlines() if line.startswith("loomc_store_")
+            line.rsplit(" ", 1)
+            for line in raw.decode().splitlines()
+            if line.startswith("loomc_store_")
         )
     }
-    # this key has no daily budget: nothing to reserve, but every run is settled and stored
-    assert counts['loomc_store_writes_total{kind="reserve"}'] == 0
-    writes = counts['loomc_store_writes_total{kind="settle"}']
-    assert 1 <= counts['loomc_store_transactions_total{kind="settle"}'] <= writes

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from servekit import KEY_VAR, SECRET, ServeProcess
+from servekit import KEY_VAR, SECRET, ServeProcess, eventually
 
 from loomc.store import RunFilter, StoredRun, open_store
 
@@ -59,7 +59,12 @@ def test_litellm_sdk_streaming_and_not_reports_the_receipts_usage(
         if line.startswith("{"):
             got = json.loads(line)
             out[got["mode"]] = got
-    new = sorted((r for r in _runs(keyed_server) if r.run_id not in before), key=lambda r: r.ts)
+    # written behind the responses: within milliseconds
+    fresh = eventually(
+        lambda: [r for r in _runs(keyed_server) if r.run_id not in before],
+        lambda runs: len(runs) >= 2,
+    )
+    new = sorted(fresh, key=lambda r: r.ts)
     assert len(new) == 2, [r.run_id for r in new]  # the refused call ran nothing
     plain_run, stream_run = new
     for mode, run in (("plain", plain_run), ("stream", stream_run)):

@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import openai
 import pytest
-from servekit import ROOT, SECRET, ServeProcess
+from servekit import ROOT, SECRET, ServeProcess, eventually
 
 import loomc
 from loomc.store import open_store
@@ -39,8 +39,8 @@ def client(server: ServeProcess, key: str = SECRET) -> openai.OpenAI:
 def stored(server: ServeProcess, ext: dict[str, Any]) -> loomc.RunResult:
     """The run the server stored for a reply, by the run id in its ``loomc`` object."""
     store = open_store(server.store)
-    try:
-        run = store.run(ext["run_id"])
+    try:  # written behind the response: within milliseconds
+        run = eventually(lambda: store.run(ext["run_id"]), lambda r: r is not None)
     finally:
         store.close()
     assert run is not None and run.receipt_hash == ext["receipt_hash"]

@@ -1,0 +1,91 @@
+"""Route accuracy, high-risk misses and over-escalation of the shipped routers on one JSONL file.
+
+    .venv/bin/python research/eval_routers.py evals/routing/X.jsonl [--seed]
+
+For the lead's one measurement of a sealed split (issue 17): v4 (the default) and the v6
+candidate, each as its cascade and as its static stage alone, plus ``keywords`` as the floor.
+The decision is the balanced tier's (``loomc.risk.evaluate.escalates``), prompts only (no
+pipeline hints). ``--seed`` adds the reference seed suite (with and without hints), which must
+stay at 24/24. Reads only the file named; prints one markdown table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from loomc.policy.models import RiskSettings  # noqa: E402
+from loomc.risk.evaluate import evaluate_profiler, load_rows  # noqa: E402
+from loomc.risk.factory import make_keywords, make_profiler  # noqa: E402
+
+SEED = ROOT.parent / "shared" / "reference" / "seed-evals" / "adaptive-routing-v1.jsonl"
+# (label, risk.options): the routers compared
+ROUTERS: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("semantic v4 cascade (default)", {"release": "v4"}),
+    ("semantic v4 static stage", {"release": "v4", "cascade": False}),
+    ("semantic v6 cascade (candidate)", {"release": "v6"}),
+    ("semantic v6 static stage", {"release": "v6", "cascade": False}),
+)
+
+
+def line(label: str, profiler: Any, rows: list[dict[str, Any]], suite: str, hints: bool) -> str:
+    r = evaluate_profiler(profiler, rows, use_hints=hints)
+    high_missed = round(r["high_risk_under_escalation"] * r["high_n"])
+    levels = [str(row.get("level", row.get("difficulty"))) for row in rows]
+    medium_n = sum(
+        bool(row["expectedEscalation"]) and lv != "high"
+        for row, lv in zip(rows, levels, strict=True)
+    )
+    pos_n = sum(bool(row["expectedEscalation"]) for row in rows)
+    neg = len(rows) - pos_n
+    under = round(r["under_escalation"] * pos_n)
+    over = round(r["over_escalation"] * neg)
+    cost = over + 2 * (under - high_missed) + 6 * high_missed
+    return (
+        f"| {label} | {suite} | {r['n']} | {100 * r['accuracy']:.1f}% | "
+        f"{high_missed} / {r['high_n']} | {under - high_missed} / {medium_n} | {over} / {neg} | "
+        f"{cost} |"
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument(
+        "file", type=Path, help="a routing JSONL file (prompt, expectedEscalation, level)"
+    )
+    ap.add_argument("--seed", action="store_true", help="also the reference seed suite")
+    args = ap.parse_args(argv)
+    suites: list[tuple[str, list[dict[str, Any]], bool]] = [
+        (args.file.name, load_rows(args.file), False)
+    ]
+    if args.seed:
+        seed = load_rows(SEED)
+        suites += [("seed (hints)", seed, True), ("seed (no hints)", seed, False)]
+    print(
+        "| router | file | n | accuracy | high missed | medium missed | over-escalated | cost |\n"
+        "|---|---|---:|---:|---:|---:|---:|---:|"
+    )
+    profilers: list[tuple[str, Any]] = [("keywords", make_keywords(RiskSettings()))]
+    for label, opts in ROUTERS:
+        prof = make_profiler(RiskSettings(profiler="semantic", options=opts))
+        if prof.name != "semantic":
+            raise SystemExit(f"{label}: {getattr(prof, 'notice', None) or 'not available'}")
+        profilers.append((label, prof))
+    for label, prof in profilers:
+        for suite, rows, hints in suites:
+            print(line(label, prof, rows, suite, hints))
+    print(
+        "\ncost: over-escalated low 1, missed medium 2, missed high 6 (the trainer's). v6 becomes"
+        " the default only with 0 high missed and >= 90% on a sealed split (evals/routing/README.md)."
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
