@@ -13,7 +13,8 @@ the standardisation, the clip and the exponential are computed exactly as numpy 
 but numpy's dot products run in BLAS, whose summation order and fused multiply-adds depend on
 the CPU, and cannot be reproduced here. A probability therefore agrees with the numpy path's to
 ~1e-15, not bit for bit (``tests/risk/test_pure.py`` holds it within 1e-9 on every corpus
-prompt, with identical decisions and reasons). ``loomc.risk.semantic`` takes this path only
+prompt, with identical decisions and reasons; the explanation's nearest prompts may swap at a
+tie within float32 rounding, see ``nearest32``). ``loomc.risk.semantic`` takes this path only
 for a single prompt (``profile``; a batch is numpy's), while numpy is not imported, for a
 process's first ``PURE_PROMPTS`` prompts: after those, numpy's import has paid for itself. An
 eval calls ``numpy_from_now`` first, so every probability of its receipt comes from numpy.

@@ -33,7 +33,7 @@ Plain Python first: while a process has not imported numpy, its first few single
 stage in plain Python over the same files (a cold ``loomc run`` never pays numpy's ~120 ms
 import); a prompt that lands in the cascade's band, a batch, or any prompt after those goes
 through numpy. The two agree to ~1e-15 in probability (BLAS sums in its own order), with the
-same decisions and reasons. So numpy, the numpy encoders and the second router are loaded on
+same decisions and reasons (but for a float32 tie among the nearest prompts). So numpy, the numpy encoders and the second router are loaded on
 first use, not here.
 
 Serving: one encoder of each kind per process, shared by every profiler (``make_profiler`` per
