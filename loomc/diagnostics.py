@@ -102,7 +102,5 @@ class DiagnosticError(LoomcError):
         self.diagnostics = diagnostics
         first = diagnostics[0] if diagnostics else None
         super().__init__(
-            f"{first.span.where}: {first.code} {first.message}"
-            if first
-            else "no diagnostics"
+            f"{first.span.where}: {first.code} {first.message}" if first else "no diagnostics"
         )

@@ -83,9 +83,7 @@ def render_text(diagnostics: Sequence[Diagnostic], cache: SourceCache | None = N
                 " " * (len(gutter) - 2) + "| " + " " * (s.column - 1) + "^" * max(1, width)
             )
         for rel in d.related:
-            lines.append(
-                f"  = note: {rel.span.where}: {rel.message}"
-            )
+            lines.append(f"  = note: {rel.span.where}: {rel.message}")
         if d.hint:
             lines.append(f"  = hint: {d.hint}")
         blocks.append("\n".join(lines))

