@@ -221,6 +221,10 @@ _CONTEXTUAL = re.compile(r"\b(?:our|my|we|us|this|these|here|below|i|should|how)
 _ONE_LINER = re.compile(r"\b(?:in one (?:short |concise )?sentence|one word|briefly|acronym)\b")
 
 
+UNION_AFTER = 32
+"""Prompts profiled one rule at a time before the union of every rule's terms is compiled."""
+
+
 def _term_pattern(term: str) -> str:
     t = term.strip().lower()
     if t.endswith("*"):
@@ -251,6 +255,7 @@ class KeywordProfiler:
         *,
         negation: bool = True,
         trivia: bool = True,
+        union_after: int | None = None,
     ) -> None:
         merged = dict(DEFAULT_SIGNALS)
         merged.update(signals or {})
@@ -260,14 +265,19 @@ class KeywordProfiler:
         # Every term of every rule in one pattern: a match of any rule's pattern at a position
         # is a match of this one there and back (the same alternatives, the same word bounds),
         # so a prompt it does not match has no signal, no research and no escalation term. One
-        # scan instead of one per rule: most prompts mention none (~8 µs against ~70 µs).
-        self._any = compile_terms(
-            [
-                *(t for ts in merged.values() for t in ts),
-                *(research_terms or DEFAULT_RESEARCH_TERMS),
-                *(escalate_terms or DEFAULT_ESCALATE_TERMS),
-            ]
-        )
+        # scan instead of one per rule: most prompts mention none (~8 µs against ~70 µs). Its
+        # compile (~8 ms) pays off only after ~100 prompts, so it is built for the
+        # ``union_after``-th prompt (default ``UNION_AFTER``; negative: never, every rule scans):
+        # a cold `loomc run` profiles one prompt and never compiles it.
+        self._all_terms = [
+            *(t for ts in merged.values() for t in ts),
+            *(research_terms or DEFAULT_RESEARCH_TERMS),
+            *(escalate_terms or DEFAULT_ESCALATE_TERMS),
+        ]
+        self._any: re.Pattern[str] | None = None
+        self._union_after = UNION_AFTER if union_after is None else union_after
+        self._union_never = union_after is not None and union_after < 0
+        self._profiled = 0
         self.long_prompt_chars = long_prompt_chars
         self.negation = negation
         self.trivia = trivia
@@ -299,6 +309,10 @@ class KeywordProfiler:
         pipeline = pipeline_hint if pipeline_hint in KNOWN_PIPELINES else "general"
         text = prompt.lower()
         trivia = self.trivia and pipeline == "general" and self.is_trivia(prompt)
+        if self._any is None and not self._union_never:
+            self._profiled += 1
+            if self._profiled > self._union_after:
+                self._any = compile_terms(self._all_terms)
         if self._any is not None and self._any.search(text) is None:  # no rule's term
             signals: tuple[str, ...] = ()
             escalate, research = False, pipeline == "research"

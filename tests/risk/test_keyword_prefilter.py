@@ -10,10 +10,12 @@ from loomc.risk.keywords import (
     DEFAULT_ESCALATE_TERMS,
     DEFAULT_RESEARCH_TERMS,
     DEFAULT_SIGNALS,
+    UNION_AFTER,
     KeywordProfiler,
 )
 
-KW = KeywordProfiler()
+KW = KeywordProfiler(union_after=0)
+KW.profile("compile the union now")
 TERMS = sorted(
     {t for ts in DEFAULT_SIGNALS.values() for t in ts}
     | set(DEFAULT_RESEARCH_TERMS)
@@ -53,8 +55,7 @@ def test_the_prefilter_misses_only_prompts_no_rule_matches(prompt: str) -> None:
 
 
 # the same rules without the prefilter (a profiler with no union pattern takes every rule's scan)
-RULE_BY_RULE = KeywordProfiler()
-RULE_BY_RULE._any = None
+RULE_BY_RULE = KeywordProfiler(union_after=-1)
 
 
 @settings(max_examples=400)
@@ -64,16 +65,32 @@ def test_profiles_equal_the_rule_by_rule_profiles(prompt: str, hint: str | None)
 
 
 def test_a_policy_s_own_terms_are_in_the_prefilter() -> None:
-    def custom() -> KeywordProfiler:
+    def custom(union_after: int) -> KeywordProfiler:
         return KeywordProfiler(
-            signals={"billing": ["zorble*"]}, research_terms=["survey"], escalate_terms=["vet*"]
+            signals={"billing": ["zorble*"]},
+            research_terms=["survey"],
+            escalate_terms=["vet*"],
+            union_after=union_after,
         )
 
-    kw, rule_by_rule = custom(), custom()
-    rule_by_rule._any = None
+    kw, rule_by_rule = custom(0), custom(-1)
     assert kw.profile("fix the zorbles").signals == ("billing",)
     assert kw.profile("a survey of caches").kind == "research"
     assert kw.profile("vetting this plan").level == "medium"
     assert kw.profile("name three colours").level == "low"
     for prompt in ("fix the zorbles", "a survey of caches", "vetting this", "name colours"):
         assert kw.profile(prompt) == rule_by_rule.profile(prompt)
+
+
+def test_the_union_is_compiled_only_once_enough_prompts_pay_for_it() -> None:
+    """A cold `loomc run` profiles one prompt: it never pays the union's compile (~8 ms)."""
+    kw = KeywordProfiler()
+    prompts = [
+        f"name {i} colours" if i % 2 else f"audit payment {i}" for i in range(UNION_AFTER + 2)
+    ]
+    profiles = []
+    for i, prompt in enumerate(prompts):
+        profiles.append(kw.profile(prompt))
+        assert (kw._any is not None) == (i >= UNION_AFTER), i
+    assert profiles == [RULE_BY_RULE.profile(p) for p in prompts]
+    assert RULE_BY_RULE._any is None
