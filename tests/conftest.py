@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -32,3 +33,17 @@ def shared_dir() -> Path:
             pytest.fail(f"reference data missing at {SHARED} (required in CI)")
         pytest.skip(f"reference data not found at {SHARED}")
     return SHARED
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _keys_forgotten_after_each_module() -> Iterator[None]:
+    """A test module that resolves a key registers it for redaction for the life of the
+    process, as loomc does; without this, the next modules' output is redacted by it (a test
+    key holding "reasoning" turned a prompt's "the reasoning" into "[REDACTED]" in the IR
+    golden, in one test order only). Each module starts with the keys registered before it."""
+    from loomc import secrets
+
+    saved = set(secrets._registered_secrets)
+    yield
+    for value in set(secrets._registered_secrets) - saved:
+        secrets._forget(value)
