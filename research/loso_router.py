@@ -37,7 +37,6 @@ import train_router as tr  # noqa: E402
 from loomc.policy.models import RiskSettings  # noqa: E402
 from loomc.risk.evaluate import load_rows  # noqa: E402
 from loomc.risk.factory import make_keywords  # noqa: E402
-from loomc.risk.keywords import KeywordProfiler  # noqa: E402
 from loomc.risk.minilm import MiniLM  # noqa: E402
 from loomc.risk.router import RouterWeights, assemble, knn_features, router_features  # noqa: E402
 from loomc.risk.static import StaticEncoder  # noqa: E402
@@ -90,29 +89,11 @@ def embeddings(prompts: Sequence[str], cache: Path) -> tuple[dict[str, Any], dic
     return dict(zip(prompts, static, strict=True)), dict(zip(prompts, minilm, strict=True))
 
 
-def weights_of(arrays: Mapping[str, np.ndarray]) -> RouterWeights:
-    return RouterWeights(
-        weights=arrays["weights"],
-        bias=float(arrays["bias"]),
-        mean=arrays["mean"],
-        scale=arrays["scale"],
-        platt_a=float(arrays["platt_a"]),
-        platt_b=float(arrays["platt_b"]),
-        threshold=float(arrays["threshold"]),
-        signal_threshold=float(arrays["signal_threshold"]),
-        medium_threshold=float(arrays["medium_threshold"]),
-        train_ids=tuple(str(s) for s in arrays["train_ids"]),
-        train_labels=tuple(bool(b) for b in arrays["train_labels"]),
-        train_levels=tuple(str(s) for s in arrays["train_levels"]),
-        train_emb=arrays["train_emb"].astype(np.float32),
-    )
-
-
 def served_probability(
     arrays: Mapping[str, np.ndarray], emb: np.ndarray, kw: np.ndarray
 ) -> np.ndarray:
     """P(escalate) as ``SemanticProfiler`` computes it for prompts outside the train rows."""
-    router = weights_of(arrays)
+    router = RouterWeights.from_arrays(arrays)
     sims = emb.astype(np.float64) @ router.train_emb.astype(np.float64).T
     knn = knn_features(sims, np.array(router.train_labels, dtype=np.float64))
     return router.probability(assemble(emb, kw, knn, router.weights.shape[0]))
@@ -169,25 +150,10 @@ class Scored:
         }
 
 
-def row_flags(
-    rows: Sequence[Mapping[str, Any]], keywords: KeywordProfiler
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    y = np.array([bool(r["expectedEscalation"]) for r in rows])
-    high = np.array([r.get("level") == "high" for r in rows])
-    kw_high = np.array(
-        [
-            bool(keywords.signals_of(str(r["prompt"])))
-            and keywords.profile(str(r["prompt"])).level == "high"
-            for r in rows
-        ]
-    )
-    return y, high, kw_high, tr.floors(rows)
-
-
 def thresholds_at(arrays: Mapping[str, np.ndarray], rows: Any, keywords: Any, cost: float) -> Any:
     """The trainer's arrays with thresholds re-chosen for ``cost`` (they are the only part of
     ``train`` that depends on it)."""
-    y, high, kw_high, floor = row_flags(rows, keywords)
+    y, high, kw_high, floor = tr.row_flags(rows, keywords)
     t, ts, _ = tr.choose_thresholds(arrays["cv_prob"], y.astype(float), high, kw_high, floor, cost)
     out = dict(arrays)
     out["threshold"], out["signal_threshold"] = np.float64(t), np.float64(ts)
@@ -209,7 +175,7 @@ def run_fold(
     emb1 = np.stack([static[p] for p in prompts])
     emb2 = np.stack([minilm[p] for p in prompts])
     p1, p2 = served_probability(base1, emb1, kw), served_probability(base2, emb2, kw)
-    y, high, kw_high, floor = row_flags(held_rows, keywords)
+    y, high, kw_high, floor = tr.row_flags(held_rows, keywords)
     out: dict[tuple[float, str], Scored] = {}
     for cost in COSTS:
         a1 = thresholds_at(base1, train_rows, keywords, cost)

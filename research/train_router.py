@@ -187,6 +187,23 @@ def corpus_features(
     return assemble(emb, kw, knn, emb.shape[1] + kw.shape[1] + knn.shape[1]), emb
 
 
+def row_flags(
+    rows: Sequence[Mapping[str, Any]], keywords: KeywordProfiler
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per row: escalate (the label), high, escalated by a keyword signal at level high, and
+    the cue floor: what thresholds and bands are chosen against."""
+    y = np.array([bool(r["expectedEscalation"]) for r in rows])
+    high = np.array([r.get("level") == "high" for r in rows])
+    kw_high = np.array(
+        [
+            bool(keywords.signals_of(str(r["prompt"])))
+            and keywords.profile(str(r["prompt"])).level == "high"
+            for r in rows
+        ]
+    )
+    return y, high, kw_high, floors(rows)
+
+
 def train(
     rows: Sequence[Mapping[str, Any]],
     encoder: MiniLM | StaticEncoder,
@@ -202,16 +219,8 @@ def train(
     """
     keywords = make_keywords(RiskSettings())
     x, emb = corpus_features(rows, encoder, keywords)
-    y = np.array([bool(r["expectedEscalation"]) for r in rows], dtype=np.float64)
-    high = np.array([r.get("level") == "high" for r in rows])
-    kw_high = np.array(
-        [
-            bool(keywords.signals_of(str(r["prompt"])))
-            and keywords.profile(str(r["prompt"])).level == "high"
-            for r in rows
-        ]
-    )
-    floor = floors(rows)
+    labels, high, kw_high, floor = row_flags(rows, keywords)
+    y = labels.astype(np.float64)
     fold = folds_of(y)
 
     scores = {}
@@ -286,17 +295,8 @@ def choose_band(
     same train rows, minimising the routing cost with at most ``MAX_DEFER`` of the prompts sent
     on; ties go to the narrower band (fewer forward passes). ``mode`` ``"or"`` (semantic-v6): a
     prompt in the band escalates when either stage escalates it."""
-    y = np.array([bool(r["expectedEscalation"]) for r in rows])
-    high = np.array([r.get("level") == "high" for r in rows])
-    kw_high = np.array(
-        [
-            bool(keywords.signals_of(str(r["prompt"])))
-            and keywords.profile(str(r["prompt"])).level == "high"
-            for r in rows
-        ]
-    )
+    y, high, kw_high, floor = row_flags(rows, keywords)
     p1, p2 = first["cv_prob"], second["cv_prob"]
-    floor = floors(rows)
     e1 = decide(p1, kw_high, float(first["threshold"]), float(first["signal_threshold"]), floor)
     e2 = decide(p2, kw_high, float(second["threshold"]), float(second["signal_threshold"]), floor)
     best: tuple[float, float, float, float] | None = None

@@ -12,6 +12,7 @@ explanations, and for a cascading file the band it defers to the next one.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -112,26 +113,34 @@ class RouterWeights:
         import numpy as np
 
         with np.load(path, allow_pickle=False) as z:
-            meta = json.loads(str(z["meta"])) if "meta" in z.files else {}
-            return cls(
-                weights=z["weights"].astype(np.float64),
-                bias=float(z["bias"]),
-                mean=z["mean"].astype(np.float64),
-                scale=z["scale"].astype(np.float64),
-                platt_a=float(z["platt_a"]),
-                platt_b=float(z["platt_b"]),
-                threshold=float(z["threshold"]),
-                signal_threshold=float(z["signal_threshold"]),
-                medium_threshold=float(z["medium_threshold"]),
-                train_ids=tuple(str(s) for s in z["train_ids"]),
-                train_labels=tuple(bool(b) for b in z["train_labels"]),
-                train_levels=tuple(str(s) for s in z["train_levels"]),
-                train_emb=z["train_emb"].astype(np.float32),
-                encoder="static" if meta.get("encoder_kind") == "static" else "minilm",
-                cascade=meta.get("cascade") if "cascade_low" in z.files else None,
-                cascade_low=float(z["cascade_low"]) if "cascade_low" in z.files else 0.0,
-                cascade_high=float(z["cascade_high"]) if "cascade_high" in z.files else 0.0,
-            )
+            return cls.from_arrays({name: z[name] for name in z.files})
+
+    @classmethod
+    def from_arrays(cls, z: Mapping[str, Any]) -> RouterWeights:
+        """A router from its arrays: a router file's members, or the trainer's output before it
+        is saved (research scores folds from it without writing a file)."""
+        import numpy as np
+
+        meta = json.loads(str(z["meta"])) if "meta" in z else {}
+        return cls(
+            weights=z["weights"].astype(np.float64),
+            bias=float(z["bias"]),
+            mean=z["mean"].astype(np.float64),
+            scale=z["scale"].astype(np.float64),
+            platt_a=float(z["platt_a"]),
+            platt_b=float(z["platt_b"]),
+            threshold=float(z["threshold"]),
+            signal_threshold=float(z["signal_threshold"]),
+            medium_threshold=float(z["medium_threshold"]),
+            train_ids=tuple(str(s) for s in z["train_ids"]),
+            train_labels=tuple(bool(b) for b in z["train_labels"]),
+            train_levels=tuple(str(s) for s in z["train_levels"]),
+            train_emb=z["train_emb"].astype(np.float32),
+            encoder="static" if meta.get("encoder_kind") == "static" else "minilm",
+            cascade=meta.get("cascade") if "cascade_low" in z else None,
+            cascade_low=float(z["cascade_low"]) if "cascade_low" in z else 0.0,
+            cascade_high=float(z["cascade_high"]) if "cascade_high" in z else 0.0,
+        )
 
     @cached_property
     def train_emb64(self) -> FloatArray:
