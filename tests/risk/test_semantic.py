@@ -6,7 +6,6 @@ installed with --no-deps). Skipped when missing, except in CI (CI set), where th
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -17,6 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 from needs import need
+from research_script import research_script
 
 from loomc.policy.models import RiskSettings
 from loomc.risk.evaluate import evaluate_profiler, load_rows
@@ -243,13 +243,7 @@ def test_seed_suite(semantic: Any, shared_dir: Path, hints: bool) -> None:
 
 
 def _trainer() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "train_router", ROOT / "research" / "train_router.py"
-    )
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return research_script("train_router")
 
 
 def test_retraining_reproduces_shipped_file(

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 from needs import need
+from research_script import research_script
 
 from loomc.policy.models import RiskSettings
 from loomc.risk.evaluate import evaluate_profiler, load_rows
@@ -95,14 +96,7 @@ def test_eval_routers_prints_every_router(
     ]
     path = tmp_path / "mini.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(
-        "eval_routers", ROOT / "research" / "eval_routers.py"
-    )
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = research_script("eval_routers")
     assert mod.main([str(path)]) == 0
     table = [
         ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("| ") and "mini" in ln
@@ -120,15 +114,7 @@ def test_eval_routers_prints_every_router(
 
 
 def _trainer() -> Any:
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(
-        "train_router", ROOT / "research" / "train_router.py"
-    )
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return research_script("train_router")
 
 
 def test_shift_lowers_both_thresholds_and_keeps_the_cv_ones() -> None:

@@ -7,7 +7,6 @@ packaged MiniLM folder. Skipped when missing, except in CI (CI set), where that 
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 import statistics
@@ -15,7 +14,6 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -23,6 +21,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from needs import need
+from research_script import research_script
 
 from loomc.policy.models import RiskSettings
 from loomc.risk.evaluate import load_rows
@@ -30,14 +29,6 @@ from loomc.risk.factory import make_profiler
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "evals" / "routing"
-
-
-def _module(name: str, path: Path) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +65,7 @@ def test_table_rows_rederive_from_minilm(static: Any) -> None:
     from loomc.risk.minilm import MiniLM
     from loomc.risk.static import TABLE_FILE
 
-    build = _module("build_static", ROOT / "research" / "build_static.py")
+    build = research_script("build_static")
     enc = MiniLM("float64")
     enc.load()
     rng = np.random.default_rng(17)
