@@ -255,7 +255,7 @@ class KeywordProfiler:
         *,
         negation: bool = True,
         trivia: bool = True,
-        union_after: int | None = None,
+        union_after: int = UNION_AFTER,
     ) -> None:
         merged = dict(DEFAULT_SIGNALS)
         merged.update(signals or {})
@@ -275,8 +275,7 @@ class KeywordProfiler:
             *(escalate_terms or DEFAULT_ESCALATE_TERMS),
         ]
         self._any: re.Pattern[str] | None = None
-        self._union_after = UNION_AFTER if union_after is None else union_after
-        self._union_never = union_after is not None and union_after < 0
+        self._union_after = union_after
         self._profiled = 0
         self.long_prompt_chars = long_prompt_chars
         self.negation = negation
@@ -309,7 +308,7 @@ class KeywordProfiler:
         pipeline = pipeline_hint if pipeline_hint in KNOWN_PIPELINES else "general"
         text = prompt.lower()
         trivia = self.trivia and pipeline == "general" and self.is_trivia(prompt)
-        if self._any is None and not self._union_never:
+        if self._any is None and self._union_after >= 0:
             self._profiled += 1
             if self._profiled > self._union_after:
                 self._any = compile_terms(self._all_terms)
