@@ -25,7 +25,8 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
-KEY = "sk-cc-9Rz3Lq7Wf2Ny8Tb5Jx1Gd4"  # random-looking: any 8 characters of a key are redacted
+KEY = "sk-cc-9Rz3Lq7Wf2Ny8Tb5Jx1Gd4"
+CALL_S = 0.15  # the server's delay per call: kills land within one call of the eval's progress  # random-looking: any 8 characters of a key are redacted
 
 
 def _free_port() -> int:
@@ -39,7 +40,7 @@ def counting_server() -> Iterator[str]:
     """The lying server's honest model, delayed so kills land mid-call, in its own process."""
     port = _free_port()
     proc = subprocess.Popen(
-        [sys.executable, str(HERE / "lying_server.py"), str(port), "0.15"],
+        [sys.executable, str(HERE / "lying_server.py"), str(port), str(CALL_S)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -144,7 +145,10 @@ def _kill_and_resume(
             stderr=subprocess.DEVNULL,
         )
         try:
-            # wait for some progress (or the end), then kill at a random point after it
+            # wait for some progress (or the end), then kill at a random point within one call
+            # of it: the first new line is a reservation, written before its request leaves, so
+            # the kill lands mid-call while the eval has work left, however slow the machine
+            # (a delay longer than a call let a busy machine's resumes finish before the kill)
             deadline = time.monotonic() + 60
             while (
                 child.poll() is None
@@ -152,7 +156,7 @@ def _kill_and_resume(
                 and time.monotonic() < deadline
             ):
                 time.sleep(0.01)
-            time.sleep(rng.uniform(0, 0.5))
+            time.sleep(rng.uniform(0, CALL_S))
             if child.poll() is None:
                 os.kill(child.pid, signal.SIGKILL)
                 killed += 1
