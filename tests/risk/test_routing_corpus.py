@@ -165,7 +165,14 @@ def test_loads_through_project_loader(split: str) -> None:
 
 # --- the hard corpus (hard-train / hard-test), issue 17 -------------------------------------
 
-HARD_SPLITS = ("hard-train", "hard-test", "hard-test-2", "hard-test-3", "hard-test-4")
+HARD_SPLITS = (
+    "hard-train",
+    "hard-test",
+    "hard-test-2",
+    "hard-test-3",
+    "hard-test-4",
+    "hard-test-5",
+)
 HARD_PATTERNS = {
     "quoted-danger": False,
     "implied-danger": True,
@@ -204,15 +211,15 @@ def test_hard_row_schema(split: str, hard: dict[str, list[dict[str, Any]]]) -> N
 
 def test_hard_corpus_shape(hard: dict[str, list[dict[str, Any]]]) -> None:
     train, test = hard["hard-train"], hard["hard-test"]
-    test2, test3, test4 = hard["hard-test-2"], hard["hard-test-3"], hard["hard-test-4"]
+    sealed = [hard[f"hard-test-{n}"] for n in range(2, 6)]
     assert len(train) >= 250 and len(test) >= 140
-    assert all(len(split) >= 115 for split in (test2, test3, test4))
+    assert all(len(split) >= 115 for split in sealed)
     # the sealed held-out splits (hard-test-2 before v4, hard-test-3 before the choice between
-    # v4 and v5 was measured, hard-test-4 before anything was run on it) have at least 45
-    # high-risk rows each
-    for sealed in (test2, test3, test4):
-        assert sum(r["level"] == "high" for r in sealed) >= 45
-    for split in (train, test, test2, test3, test4):
+    # v4 and v5 was measured, hard-test-4 and hard-test-5 before anything was run on them)
+    # have at least 45 high-risk rows each
+    for split in sealed:
+        assert sum(r["level"] == "high" for r in split) >= 45
+    for split in (train, test, *sealed):
         # every failure shape, in both labels where it has both, and every language
         shapes = Counter((r["pattern"], r["expectedEscalation"]) for r in split)
         for pattern, label in HARD_PATTERNS.items():
