@@ -14,6 +14,7 @@ import anyio
 
 from loomc.diagnostics import DiagnosticError
 from loomc.errors import LoomcError
+from loomc.eval.collecting import fewer_collections
 from loomc.eval.grading import grade as grade
 from loomc.eval.grading import (
     grading,
@@ -249,7 +250,7 @@ async def run_matrix(
             finally:
                 running.discard(job.key)
 
-    with journal:
+    with journal, fewer_collections():  # the caller's GC setting is back after, see there
         async with anyio.create_task_group() as tg:
             for _ in range(max(1, min(concurrency, len(jobs)))):
                 tg.start_soon(worker)
