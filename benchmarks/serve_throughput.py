@@ -10,7 +10,11 @@ Ideal = CLIENTS / delay (2560 requests/s at 128 and 50 ms); printed per arm: com
 requests/s, fraction of ideal (goal >= 0.9 for loomc on one process), fraction of the machine's
 own ceiling measured in the same run (``upstream``: the same client straight to the upstream),
 p50/p95 request latency, and the server's CPU time per request (every thread of its process;
-the upstream's and the client's excluded), which holds on a busy machine where rates do not.
+the upstream's and the client's excluded), which holds on a busy machine where rates do not;
+beside it ``one core N req/s (F)``: 1 / that CPU, the rate one core given to the server alone
+could sustain, and its fraction of ideal: the server's capacity, which the measured rate hides
+while the client and the upstream share the machine's cores with it (the goal on one process
+needs F >= 0.9, i.e. <= 0.39 ms of CPU per request at 128 clients and 50 ms).
 ``direct`` is no server at all: CLIENTS tasks running the same ``general@lean`` with
 ``loomc.arun`` in a process of their own (streamed, compiled once), the ceiling of the run
 machinery on one process; its CPU per run is the floor under loomc's CPU per request.
@@ -175,7 +179,13 @@ def row(name: str, got: Got, ideal: float, ceiling: float | None = None) -> str:
     ordered = sorted(lat) or [0.0]
     p95 = ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]
     machine = f"  {rate / ceiling:5.2f} of machine" if ceiling else ""
-    per = f"  CPU {cpu * 1000:6.2f} ms/req" if cpu is not None else ""
+    # what one core could serve at this CPU per request, were the client and the upstream
+    # elsewhere: the server's capacity, which the measured rate on shared cores hides
+    per = (
+        f"  CPU {cpu * 1000:6.2f} ms/req = one core {1 / cpu:6.0f} req/s ({1 / cpu / ideal:4.2f})"
+        if cpu
+        else ""
+    )
     return (
         f"{name:10s} {rate:8.1f} req/s  {rate / ideal:5.2f} of ideal{machine}  p50 "
         f"{statistics.median(ordered) * 1000:7.1f} ms  p95 {p95 * 1000:7.1f} ms{per}"
