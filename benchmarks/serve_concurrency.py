@@ -1,6 +1,7 @@
 """`loomc serve`'s CPU per request as concurrency grows, and how much of it is the collector.
 
-    python benchmarks/serve_concurrency.py [SECONDS] [LEVELS] [DELAY_MS]   # default 5 1,8,32,128 50
+    python benchmarks/serve_concurrency.py [SECONDS] [LEVELS] [DELAY_MS] [--json]
+    # default 5 1,8,32,128 50, streamed
 
 One upstream (``serve_upstream.py``, DELAY_MS before a 12-chunk SSE stream) and one `loomc serve`
 (``general@lean``, a keyed daily budget so leases and write-behind are on the path), started
@@ -11,7 +12,8 @@ steady window (``serve_throughput.drive``: every thread of its process, the clie
 upstream's excluded), the share of it spent collecting and the collections per generation, the
 objects the collector still walks and those frozen out of it; then ``direct``, the same run with
 ``loomc.arun`` in a process of its own (no server), so "server - direct" is what serving adds at
-that concurrency. ``LOOMC_BENCH_TREE`` measures another checkout (e.g. the base commit).
+that concurrency. ``--json``: JSON requests and replies (the upstream answers JSON too), and a
+direct run that does not stream. ``LOOMC_BENCH_TREE`` measures another checkout.
 CPU per request holds on a busy machine where rates do not; the rates are printed for scale.
 """
 
@@ -89,9 +91,10 @@ def collector(pid: int, dump: Path) -> dict[str, list[float]]:
     return found
 
 
-def main(seconds: float, levels: list[int], delay_ms: int) -> None:
+def main(seconds: float, levels: list[int], delay_ms: int, stream: bool = True) -> None:
     dump = Path(tempfile.mkdtemp(prefix="loomc-bench-")) / "gc.json"
-    print(f"tree {TREE}; {delay_ms} ms upstream, {seconds:g} s a level")
+    what = "streamed" if stream else "JSON"
+    print(f"tree {TREE}; {what} requests, {delay_ms} ms upstream, {seconds:g} s a level")
     print(
         "clients   req/s  server CPU ms/req  of which GC  collections/1000 req (gen 0/1/2)"
         "  walked  frozen  |  direct CPU ms/run  server - direct"
@@ -100,7 +103,7 @@ def main(seconds: float, levels: list[int], delay_ms: int) -> None:
         for clients in levels:
             before, cpu_before = collector(pid, dump), cpu_seconds(pid)
             rate, _, errors, cpu = asyncio.run(
-                st.drive(url, "general@lean", st.KEY, clients, seconds, pid)
+                st.drive(url, "general@lean", st.KEY, clients, seconds, pid, stream)
             )
             after, cpu_after = collector(pid, dump), cpu_seconds(pid)
             # the collector's share of the server's CPU over the whole drive (warm-up included)
@@ -110,7 +113,7 @@ def main(seconds: float, levels: list[int], delay_ms: int) -> None:
                 1000 * (a - b) / max(1, served)
                 for a, b in zip(after["n"], before["n"], strict=True)
             ]
-            direct = st.direct_arm(up, clients, seconds, TREE)[3]
+            direct = st.direct_arm(up, clients, seconds, TREE, stream)[3]
             assert cpu is not None
             print(
                 f"{clients:7d} {rate:7.1f} {cpu * 1000:18.3f} {share * cpu * 1000:8.3f} ms"
@@ -122,8 +125,10 @@ def main(seconds: float, levels: list[int], delay_ms: int) -> None:
 
 
 if __name__ == "__main__":
+    args = [a for a in sys.argv[1:] if a != "--json"]
     main(
-        float(sys.argv[1]) if len(sys.argv) > 1 else 5,
-        [int(n) for n in (sys.argv[2] if len(sys.argv) > 2 else "1,8,32,128").split(",")],
-        int(sys.argv[3]) if len(sys.argv) > 3 else 50,
+        float(args[0]) if args else 5,
+        [int(n) for n in (args[1] if len(args) > 1 else "1,8,32,128").split(",")],
+        int(args[2]) if len(args) > 2 else 50,
+        stream="--json" not in sys.argv,
     )
