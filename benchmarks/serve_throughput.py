@@ -10,7 +10,11 @@ Ideal = CLIENTS / delay (2560 requests/s at 128 and 50 ms); printed per arm: com
 requests/s, fraction of ideal (goal >= 0.9 for loomc on one process), fraction of the machine's
 own ceiling measured in the same run (``upstream``: the same client straight to the upstream),
 p50/p95 request latency, and the server's CPU time per request (every thread of its process;
-the upstream's and the client's excluded), which holds on a busy machine where rates do not.
+the upstream's and the client's excluded), which holds on a busy machine where rates do not;
+beside it ``one core N req/s (F)``: 1 / that CPU, the rate one core given to the server alone
+could sustain, and its fraction of ideal: the server's capacity, which the measured rate hides
+while the client and the upstream share the machine's cores with it (the goal on one process
+needs F >= 0.9, i.e. <= 0.39 ms of CPU per request at 128 clients and 50 ms).
 ``direct`` is no server at all: CLIENTS tasks running the same ``general@lean`` with
 ``loomc.arun`` in a process of their own (streamed, compiled once), the ceiling of the run
 machinery on one process; its CPU per run is the floor under loomc's CPU per request.
@@ -67,8 +71,8 @@ class Conn:
     request and read a (chunked or sized) reply: a client this cheap is not the bottleneck at
     thousands of requests a second, where httpx would be."""
 
-    def __init__(self, host: str, port: int, request: bytes) -> None:
-        self.host, self.port, self.request = host, port, request
+    def __init__(self, host: str, port: int, request: bytes, stream: bool = True) -> None:
+        self.host, self.port, self.request, self.stream = host, port, request, stream
         self.reader: asyncio.StreamReader | None = None
         self.writer: asyncio.StreamWriter | None = None
 
@@ -94,21 +98,28 @@ class Conn:
             writer.close()
             self.reader = self.writer = None
         # an upstream failure still ends its stream with [DONE], after an error event
-        ok = status == 200 and b"[DONE]" in body and b'data: {"error"' not in body
+        whole = b"[DONE]" in body if self.stream else b'"chat.completion"' in body
+        ok = status == 200 and whole and b'data: {"error"' not in body
         if not ok:
             FAILURES.append(f"HTTP {status}: {body[-300:]!r}")
         return ok
 
 
 async def drive(
-    base: str, model: str, key: str | None, clients: int, seconds: float, pid: int | None = None
+    base: str,
+    model: str,
+    key: str | None,
+    clients: int,
+    seconds: float,
+    pid: int | None = None,
+    stream: bool = True,
 ) -> tuple[float, list[float], int, float | None]:
     """(requests/s, latencies, errors, server CPU seconds per request) of ``clients``
-    back-to-back streaming loops over a steady-state window (see the module's docstring)."""
+    back-to-back streaming loops (JSON requests when not ``stream``) over a steady-state window
+    (see the module's docstring)."""
     url = httpx.URL(base)
-    body = json.dumps(
-        {**BODY, "model": model, "stream": True, "stream_options": {"include_usage": True}}
-    ).encode()
+    streamed = {"stream": True, "stream_options": {"include_usage": True}} if stream else {}
+    body = json.dumps({**BODY, "model": model, **streamed}).encode()
     auth = f"authorization: Bearer {key}\r\n" if key else ""
     request = (
         f"POST {url.path.rstrip('/')}/chat/completions HTTP/1.1\r\nhost: {url.host}\r\n"
@@ -116,7 +127,7 @@ async def drive(
     ).encode() + body
     latencies: list[float] = []
     errors = 0
-    conns = [Conn(url.host, url.port or 80, request) for _ in range(clients)]
+    conns = [Conn(url.host, url.port or 80, request, stream) for _ in range(clients)]
     warm = [False] * clients
     opened = asyncio.Event()  # the window is open
     closed = asyncio.Event()
@@ -175,7 +186,13 @@ def row(name: str, got: Got, ideal: float, ceiling: float | None = None) -> str:
     ordered = sorted(lat) or [0.0]
     p95 = ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]
     machine = f"  {rate / ceiling:5.2f} of machine" if ceiling else ""
-    per = f"  CPU {cpu * 1000:6.2f} ms/req" if cpu is not None else ""
+    # what one core could serve at this CPU per request, were the client and the upstream
+    # elsewhere: the server's capacity, which the measured rate on shared cores hides
+    per = (
+        f"  CPU {cpu * 1000:6.2f} ms/req = one core {1 / cpu:6.0f} req/s ({1 / cpu / ideal:4.2f})"
+        if cpu
+        else ""
+    )
     return (
         f"{name:10s} {rate:8.1f} req/s  {rate / ideal:5.2f} of ideal{machine}  p50 "
         f"{statistics.median(ordered) * 1000:7.1f} ms  p95 {p95 * 1000:7.1f} ms{per}"
@@ -183,7 +200,9 @@ def row(name: str, got: Got, ideal: float, ceiling: float | None = None) -> str:
     )
 
 
-def direct_arm(base: str, clients: int, seconds: float, tree: Path = TREE) -> Got:
+def direct_arm(
+    base: str, clients: int, seconds: float, tree: Path = TREE, stream: bool = True
+) -> Got:
     """The run machinery alone, as the server's ceiling: ``clients`` tasks running
     ``general@lean`` back to back with ``loomc.arun`` (streamed, compiled once, one profiler,
     one provider pool) in a child process of its own; its CPU per run is what a server could
@@ -206,7 +225,7 @@ async def main():
             while not state["closed"]:
                 t = time.perf_counter()
                 await loomc.arun("Explain DNS briefly.", project=project, pipeline=pipeline,
-                                 providers=pool, profiler=profiler, stream=True)
+                                 providers=pool, profiler=profiler, stream={stream!r})
                 if state["open"] and not state["closed"]:
                     lat.append(time.perf_counter() - t)
         async with anyio.create_task_group() as tg:

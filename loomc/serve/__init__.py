@@ -82,7 +82,7 @@ def serve(
     url = f"http://{host if family == socket.AF_INET else f'[{host}]'}:{bound}"
 
     def run(store_now: Store, telemetry_now: OtelExporter | None) -> None:
-        app = build(project, store_now, keys=keys, telemetry=telemetry_now)
+        app = build(project, store_now, keys=keys, telemetry=telemetry_now, own_process=True)
         config = uvicorn.Config(app, log_level=log_level, access_log=False, lifespan="on")
         uvicorn.Server(config).run(sockets=[sock])
 

@@ -25,6 +25,8 @@ from loomc.providers.base import Provider, redact
 from loomc.providers.registry import ProviderPool
 from loomc.serve.auth import Keys
 from loomc.serve.chat import ChatCompletions
+from loomc.serve.heap import Heap
+from loomc.serve.heap import render as heap_metrics
 from loomc.serve.metrics import Metrics
 from loomc.serve.service import Service
 from loomc.serve.wire import ApiError
@@ -43,11 +45,13 @@ def create_app(
     keys: Keys | None = None,
     env: Mapping[str, str] | None = None,
     telemetry: OtelExporter | None = None,
+    own_process: bool = False,
 ) -> ServeApp:
     """The server for ``project``; budgets and traces go to ``store``. ``providers`` replace the
     policy's by name (tests inject counting or faulty ones); ``keys`` defaults to the policy's
     ``serve.keys`` resolved from ``env`` (the process environment); ``telemetry`` exports every
-    run as OpenTelemetry spans (shut down with the server)."""
+    run as OpenTelemetry spans (shut down with the server). ``own_process``: the process is
+    this server's alone (``loomc serve``), so its garbage collector is set for it (``heap``)."""
     settings = project.policy.serve
     metrics = Metrics()
     resolved_keys = keys or Keys(settings, env)
@@ -58,6 +62,9 @@ def create_app(
             for name, provider in (providers or {}).items():
                 pool.put(name, provider)
             app.state.service = svc = Service(project, store, pool, settings, metrics, telemetry)
+            if own_process:
+                svc.heap = Heap()
+                svc.heap.settle()
             try:
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(svc.background)
@@ -87,7 +94,7 @@ def create_app(
         return JSONResponse({"status": "ok", "models": len(service(request).models)})
 
     async def metrics_page(request: Request) -> Response:
-        text = metrics.render() + service(request).store_metrics()
+        text = metrics.render() + service(request).store_metrics() + heap_metrics()
         return PlainTextResponse(text, media_type="text/plain; version=0.0.4")
 
     async def api_error(request: Request, exc: Exception) -> Response:

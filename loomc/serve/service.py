@@ -37,6 +37,7 @@ from loomc.serve.auth import Client
 from loomc.serve.behind import WriteBehind
 from loomc.serve.catalog import AUTO, ServedModel, auto_tier, catalog
 from loomc.serve.commits import Ledger
+from loomc.serve.heap import Heap
 from loomc.serve.leases import Budgets, Ticket
 from loomc.serve.metrics import Metrics
 from loomc.serve.wire import ApiError, ChatRequest
@@ -83,6 +84,7 @@ class Service:
         self.behind = WriteBehind(store)
         self.budgets = Budgets(self.ledger, self.behind)
         self.admission = Admission(project, settings, self.budgets)
+        self.heap: Heap | None = None  # the collector's setting, in a process of its own
 
     async def background(self) -> None:
         """The server's background tasks: the trace writer and the idle leases' return."""
@@ -198,6 +200,8 @@ class Service:
         if answer is not None:
             answer.rest(result.answer)
         self.metrics.run(result)
+        if self.heap is not None:
+            self.heap.after_run()
         ext: dict[str, Any] = {"run_id": _run_id(memory, result)}
         if ignored:
             ext["ignored"] = ignored
