@@ -17,7 +17,6 @@ from typing import Any
 from needs import need
 
 from loomc.policy.models import RiskSettings
-from loomc.risk.cues import CUE_NAMES
 from loomc.risk.evaluate import load_rows
 from loomc.risk.factory import describe, make_profiler
 
