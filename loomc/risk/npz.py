@@ -71,11 +71,14 @@ class Member:
         return view
 
     def floats(self) -> Sequence[float]:
-        """The items, flat, as Python floats (float16 too, which a memoryview cannot hold)."""
+        """The items, flat, as Python floats. Float16 items come as a float32 memoryview (each
+        float16 is a float32 exactly; a float is made only when an item is read)."""
         if self.descr == "<f2":
+            if sys.byteorder != "little":
+                raise NpzFormatError("float16 is not read without numpy on this machine")
             if len(self.data) != 2 * self.size:
                 raise NpzFormatError("member shorter than its header says")
-            return cast("tuple[float, ...]", struct.unpack(f"<{self.size}e", self.data))
+            return half_as_single(self.data)
         return cast("list[float]", self.view().tolist())
 
     def scalar(self) -> float:
@@ -128,6 +131,73 @@ def _parse(raw: bytes | memoryview) -> tuple[str, tuple[int, ...], int]:
         raise NpzFormatError("an .npy header this reader does not handle")
     shape = tuple(int(d) for d in m.group("shape").replace(" ", "").split(",") if d)
     return m.group("descr"), shape, start + length
+
+
+def _half_tables() -> tuple[bytes, ...]:
+    """Byte tables from a float16's high / low byte to bytes of the same float32, right for
+    normal numbers and zeros; and flags of the high bytes of the others (see below)."""
+    top, mid_hi, mid_lo, low, special, maybe, nonzero = [], [], [], [], [], [], []
+    for b in range(256):
+        exponent = (b >> 2) & 0x1F  # for b as a high byte: sign, 5 exponent bits, 2 mantissa
+        e32 = exponent + 112 if exponent else 0
+        top.append((b & 0x80) | e32 >> 1)
+        mid_hi.append((e32 & 1) << 7 | (b & 3) << 5)
+        special.append(exponent == 31 or (exponent == 0 and b & 3 != 0))  # inf, NaN, subnormal
+        maybe.append(exponent == 0 and b & 3 == 0)  # zero, or a subnormal if the low byte is not
+        mid_lo.append(b >> 3)  # for b as a low byte: the mantissa's low 8 bits
+        low.append((b & 7) << 5)
+        nonzero.append(b != 0)
+    return (
+        bytes(top),
+        bytes(mid_hi),
+        bytes(mid_lo),
+        bytes(low),
+        *map(bytes, (special, maybe, nonzero)),
+    )
+
+
+_HALF: list[tuple[bytes, ...]] = []
+
+
+def _int(b: bytes) -> int:
+    return int.from_bytes(b, "little")
+
+
+def half_as_single(data: memoryview) -> memoryview[Any]:
+    """Little-endian float16 bytes as a memoryview of the same numbers in float32.
+
+    Why: ``struct`` is Python 3.11's only float16 reader, and unpacking the 650×384 train
+    embeddings with it cost ~7 ms of a cold run (Python 3.12 casts a memoryview to ``e``, used
+    where it can). A float16 ``s eeeee mmmmmmmmmm`` is the float32 ``s (e+112) m<<13``: its
+    four bytes come from byte tables over the float16's two bytes (the one byte fed by both
+    is two tables' disjoint bits, or-ed as one big integer) and are interleaved by slicing.
+    Subnormals (exponent 0, mantissa not 0), infinities and NaNs (exponent 31), ~0.1 % of the
+    embeddings, are written one by one with ``struct``."""
+    raw: Any = data
+    try:
+        view: memoryview[Any] = raw.cast("e")
+        return view
+    except (ValueError, TypeError):  # Python < 3.12
+        pass
+    if not _HALF:
+        _HALF.append(_half_tables())
+    top, mid_hi, mid_lo, low, special, maybe, nonzero = _HALF[0]
+    whole = bytes(data)
+    lo, hi = whole[0::2], whole[1::2]
+    n = len(hi)
+    out = bytearray(4 * n)
+    out[3::4] = hi.translate(top)
+    out[2::4] = (_int(hi.translate(mid_hi)) | _int(lo.translate(mid_lo))).to_bytes(n, "little")
+    out[1::4] = lo.translate(low)
+    odd = _int(hi.translate(special)) | _int(hi.translate(maybe)) & _int(lo.translate(nonzero))
+    if odd:
+        flags = odd.to_bytes(n, "little")
+        i = flags.find(1)
+        while i >= 0:
+            struct.pack_into("<f", out, 4 * i, struct.unpack_from("<e", whole, 2 * i)[0])
+            i = flags.find(1, i + 1)
+    single: memoryview[Any] = memoryview(out).cast("f")
+    return single
 
 
 class _Entry(NamedTuple):
