@@ -22,6 +22,7 @@ from loomc.risk.keywords import (
 )
 from loomc.risk.literals import LITERALS
 from loomc.risk.prescan import FOLD, LETTERS, Prescanned, derive, fixed_patterns, fold
+from loomc.risk.reference import _RESEARCH_RE, _RESEARCH_WORDS, _SIGNAL_RES, REFERENCE_SIGNALS
 
 KEPT = [chr(i) for i in range(128)] + list(LETTERS)
 
@@ -155,3 +156,23 @@ def test_a_rule_is_skipped_only_where_its_terms_cannot_match(terms: list[str], t
         assert [m.group(0) for m in pre.compiled.finditer(lowered)] == [
             m.group(0) for m in rx.finditer(lowered)
         ]
+
+
+_REFERENCE_TEXT = st.lists(
+    st.one_of(
+        st.sampled_from([w for _, ws in REFERENCE_SIGNALS for w in ws] + list(_RESEARCH_WORDS)),
+        st.sampled_from([" ", "x", "_", "-", "é", "S", "\n"]),
+        st.text(max_size=5),
+    ),
+    max_size=8,
+).map("".join)
+
+
+@settings(max_examples=300)
+@given(_REFERENCE_TEXT)
+def test_the_reference_rules_find_what_their_patterns_find(text: str) -> None:
+    """The reference profiler's patterns, compiled late behind their words' prescan."""
+    lowered = text.lower()
+    for _, pattern in (*_SIGNAL_RES, ("research", _RESEARCH_RE)):
+        plain = re.compile(pattern.source, pattern.flags)
+        assert (pattern.search(lowered) is None) == (plain.search(lowered) is None)
