@@ -171,7 +171,7 @@ _CUE_SOURCES: dict[str, str] = {
         r"\bohne jemanden\b|\btoday\b|\bhoy mismo\b|\baujourd'hui\b|\bheute\b|\burgent\w*|\bright now\b",
     ),
 }
-CUES: Mapping[str, re.Pattern[str]] = LazyPatterns(_CUE_SOURCES)
+CUES = LazyPatterns(_CUE_SOURCES)
 CUE_NAMES: tuple[str, ...] = tuple(CUES)
 
 
@@ -220,7 +220,7 @@ _FLOOR_SOURCES: dict[str, str] = {
         rf"\b{_PROD}[^.?!\n]{{0,25}}\b{_CHANGE}\b",
     ),
 }
-FLOORS: Mapping[str, re.Pattern[str]] = LazyPatterns(_FLOOR_SOURCES)
+FLOORS = LazyPatterns(_FLOOR_SOURCES)
 FLOOR_NAMES: tuple[str, ...] = tuple(FLOORS)
 
 

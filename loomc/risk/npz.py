@@ -267,7 +267,7 @@ def _data_offset(fh: IO[bytes], entry: _Entry, name: str) -> int:
     n, extra = struct.unpack_from("<HH", local, 26)
     if fh.read(n) != entry.name:
         raise NpzFormatError(f"{name}: a local header names another member")
-    return entry.local + 30 + n + extra
+    return int(entry.local + 30 + n + extra)
 
 
 def _read(fh: IO[bytes], entry: _Entry, name: str) -> bytes:

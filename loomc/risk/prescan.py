@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import Any
 
 LETTERS = "àáâäçèéêëìíîïñòóôöùúûüß"
 """The non-ASCII letters a case-insensitive pattern's literals keep (others end a literal)."""
@@ -96,18 +97,18 @@ class Prescanned:
 def derive(source: str, flags: int = 0) -> tuple[str, ...] | None:
     """Literals one of which every match of the pattern holds (as :class:`Prescanned` looks for
     them), or None where this cannot tell (an alternative with no literal run)."""
-    from re import _parser  # type: ignore[attr-defined]
+    from re import _parser
 
-    parsed = _parser.parse(source, flags)
+    parsed: Any = _parser.parse(source, flags)
     if parsed.state.flags & re.LOCALE:
         return None
     need = _need(parsed.data, bool(parsed.state.flags & re.IGNORECASE))
     return None if need is None else tuple(sorted(need))
 
 
-def _need(items: list[tuple[object, object]], icase: bool) -> frozenset[str] | None:
+def _need(items: list[tuple[Any, Any]], icase: bool) -> frozenset[str] | None:
     """For one sequence of parsed items: the most selective set of literals a match holds."""
-    from re import _constants as c  # type: ignore[attr-defined]
+    from re import _constants as c
 
     candidates: list[frozenset[str]] = []
     run: list[str] = []
@@ -126,17 +127,17 @@ def _need(items: list[tuple[object, object]], icase: bool) -> frozenset[str] | N
         close()
         found: frozenset[str] | None = None
         if op is c.SUBPATTERN:
-            _group, add, delete, body = av  # type: ignore[misc]
+            _group, add, delete, body = av
             if not add and not delete:  # scoped flags: another case rule inside, skipped
                 found = _need(body.data, icase)
         elif op is c.ATOMIC_GROUP:
-            found = _need(av.data, icase)  # type: ignore[attr-defined]
+            found = _need(av.data, icase)
         elif op is c.BRANCH:
-            sets = [_need(b.data, icase) for b in av[1]]  # type: ignore[index]
+            sets = [_need(b.data, icase) for b in av[1]]
             if all(s is not None for s in sets):
                 found = frozenset().union(*(s for s in sets if s is not None))
         elif op in (c.MAX_REPEAT, c.MIN_REPEAT, c.POSSESSIVE_REPEAT):
-            low, _high, body = av  # type: ignore[misc]
+            low, _high, body = av
             if low >= 1:
                 found = _need(body.data, icase)
         if found is not None:
