@@ -60,7 +60,8 @@ class Prescanned:
 
     def __init__(self, source: str, flags: int = 0, literals: Iterable[str] | None = None) -> None:
         self.source, self.flags = source, flags
-        self.literals = _literals_for(flags, source) if literals is None else tuple(literals)
+        found = _literals_for(flags, source) if literals is None else tuple(literals)
+        self.literals = found or None  # none at all would skip every text: unknown instead
         self._rx: re.Pattern[str] | None = None
 
     @property

@@ -68,6 +68,7 @@ def test_an_edited_pattern_is_compiled_for_every_text() -> None:
     assert edited.literals is None
     assert edited.may_match("anything") and not edited.is_compiled
     assert edited.search("Not In The Table") is not None
+    assert Prescanned("x*", 0, ()).literals is None  # no literal given: always compiled
 
 
 def test_derive() -> None:
