@@ -24,6 +24,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping
 
+from loomc.risk.prescan import Prescanned, fold
+
 _F = re.IGNORECASE | re.UNICODE
 
 
@@ -32,28 +34,43 @@ def _rx(*alts: str) -> str:
 
 
 class LazyPatterns(Mapping[str, "re.Pattern[str]"]):
-    """Named patterns, each compiled on first use (then kept).
+    """Named patterns, each compiled on first use (then kept), each with a literal prescan.
 
-    Why: compiling all of them costs ~25-65 ms of one core (case-insensitive Unicode
+    Why: compiling all of them costs ~7-25 ms of one core (case-insensitive Unicode
     alternations are slow to compile), which ``import loomc.risk.semantic`` paid even in
     processes that never profile a prompt (``loomc doctor``, a run whose guards never read
-    the risk). Two threads compiling one pattern at once is harmless: the same pattern results."""
+    the risk), and a cold run that profiles one prompt needs few of them: ``may_match`` says
+    which a prompt can match at all (``loomc.risk.prescan``) before any is compiled."""
 
     def __init__(self, sources: Mapping[str, str]) -> None:
-        self._sources = dict(sources)
-        self._compiled: dict[str, re.Pattern[str]] = {}
+        self.patterns = {name: Prescanned(src, _F) for name, src in sources.items()}
 
     def __getitem__(self, name: str) -> re.Pattern[str]:
-        rx = self._compiled.get(name)
-        if rx is None:
-            rx = self._compiled[name] = re.compile(self._sources[name], _F)
-        return rx
+        return self.patterns[name].compiled
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._sources)
+        return iter(self.patterns)
 
     def __len__(self) -> int:
-        return len(self._sources)
+        return len(self.patterns)
+
+    def may_match(self, name: str, folded: str) -> bool:
+        """False only when pattern ``name`` cannot match the text whose :func:`fold` is
+        ``folded``; then it need not be compiled."""
+        return self.patterns[name].may_match(folded)
+
+    def matching(self, text: str, folded: str | None = None) -> tuple[str, ...]:
+        """The names of the patterns that match ``text``, in order."""
+        folded = fold(text) if folded is None else folded
+        return tuple(
+            name
+            for name, p in self.patterns.items()
+            if p.may_match(folded) and p.compiled.search(text)
+        )
+
+    def compiled_names(self) -> list[str]:
+        """The patterns compiled so far (the others were never needed)."""
+        return [name for name, p in self.patterns.items() if p.is_compiled]
 
 
 _CUE_SOURCES: dict[str, str] = {
@@ -154,13 +171,13 @@ _CUE_SOURCES: dict[str, str] = {
         r"\bohne jemanden\b|\btoday\b|\bhoy mismo\b|\baujourd'hui\b|\bheute\b|\burgent\w*|\bright now\b",
     ),
 }
-CUES: Mapping[str, re.Pattern[str]] = LazyPatterns(_CUE_SOURCES)
+CUES = LazyPatterns(_CUE_SOURCES)
 CUE_NAMES: tuple[str, ...] = tuple(CUES)
 
 
 def cues_of(prompt: str) -> tuple[str, ...]:
     """Names of the cue families that match ``prompt``, in ``CUE_NAMES`` order."""
-    return tuple(name for name, rx in CUES.items() if rx.search(prompt))
+    return CUES.matching(prompt)
 
 
 def cue_vector(prompt: str) -> list[float]:
@@ -203,12 +220,13 @@ _FLOOR_SOURCES: dict[str, str] = {
         rf"\b{_PROD}[^.?!\n]{{0,25}}\b{_CHANGE}\b",
     ),
 }
-FLOORS: Mapping[str, re.Pattern[str]] = LazyPatterns(_FLOOR_SOURCES)
+FLOORS = LazyPatterns(_FLOOR_SOURCES)
 FLOOR_NAMES: tuple[str, ...] = tuple(FLOORS)
 
 
 def floors_of(prompt: str) -> tuple[str, ...]:
     """Floors that fire on ``prompt``: situations escalated whatever the probability."""
-    if CUES["task:transform"].search(prompt):
+    folded = fold(prompt)
+    if CUES.may_match("task:transform", folded) and CUES["task:transform"].search(prompt):
         return ()
-    return tuple(name for name, rx in FLOORS.items() if rx.search(prompt))
+    return FLOORS.matching(prompt, folded)

@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterable, Mapping
 
 from loomc.risk.base import Kind, Level, RiskProfile
+from loomc.risk.prescan import Prescanned
 from loomc.risk.reference import KNOWN_PIPELINES, js_length
 
 DEFAULT_SIGNALS: dict[str, list[str]] = {
@@ -206,19 +207,20 @@ DEFAULT_RESEARCH_TERMS = [
 DEFAULT_ESCALATE_TERMS = ["review*", "audit*", "threat model*", "pen test*", "pentest*"]
 
 _INFLECT = r"(?:s|es|ed|d|ing|er|ers)?"
-_NEGATION = re.compile(
+# Compiled when a text first holds one of their literals (``loomc.risk.prescan``).
+_NEGATION = Prescanned(
     r"\b(?:not|no|nothing|never|without|isn't|is not|unrelated to|aside from|nothing to do with)\b"
     r"[^.;!?]{0,30}$"
 )
-_TRIVIA = re.compile(
+_TRIVIA = Prescanned(
     r"^\s*(?:what\s+(?:does|do)\s+[\w.\- ]{1,30}\s+(?:stand\s+for|mean)"
     r"|what\s+(?:is|are|was)\s+(?:a\s+|an\s+|the\s+)?[\w.\- ]{1,30}\??\s*$"
     r"|what's\s+(?:a\s+|an\s+)?[\w.\- ]{1,30}\??\s*$"
     r"|define\s+|who\s+(?:invented|coined|created)\s+|spell\s+out\s+"
     r"|(?:expand|explain)\s+the\s+(?:acronym|abbreviation)\s+)"
 )
-_CONTEXTUAL = re.compile(r"\b(?:our|my|we|us|this|these|here|below|i|should|how)\b")
-_ONE_LINER = re.compile(r"\b(?:in one (?:short |concise )?sentence|one word|briefly|acronym)\b")
+_CONTEXTUAL = Prescanned(r"\b(?:our|my|we|us|this|these|here|below|i|should|how)\b")
+_ONE_LINER = Prescanned(r"\b(?:in one (?:short |concise )?sentence|one word|briefly|acronym)\b")
 
 
 UNION_AFTER = 32
@@ -232,11 +234,30 @@ def _term_pattern(term: str) -> str:
     return re.escape(t) + _INFLECT
 
 
-def compile_terms(terms: Iterable[str]) -> re.Pattern[str] | None:
+def terms_source(terms: Iterable[str]) -> str | None:
+    """The pattern of a rule's terms (None: no term), matched against lowercased text."""
     alts = [_term_pattern(t) for t in terms if t.strip()]
     if not alts:
         return None
-    return re.compile(r"(?<![\w])(?:" + "|".join(alts) + r")(?![\w])")
+    return r"(?<![\w])(?:" + "|".join(alts) + r")(?![\w])"
+
+
+def compile_terms(terms: Iterable[str]) -> re.Pattern[str] | None:
+    source = terms_source(terms)
+    return None if source is None else re.compile(source)
+
+
+def prescanned_terms(terms: Iterable[str]) -> Prescanned | None:
+    """A rule's pattern, compiled for the first text that holds one of its terms as written
+    (lowercased, the ``*`` cut): every match of a term's alternative starts with exactly that
+    text, so a lowercased prompt holding none of them has no match (most prompts hold a
+    rule's term for few rules, and compiling all ten cost ~5 ms of a cold run)."""
+    kept = [t for t in terms if t.strip()]
+    source = terms_source(kept)
+    if source is None:
+        return None
+    literals = {t.strip().lower().removesuffix("*") for t in kept}
+    return Prescanned(source, 0, literals)
 
 
 class KeywordProfiler:
@@ -259,9 +280,9 @@ class KeywordProfiler:
     ) -> None:
         merged = dict(DEFAULT_SIGNALS)
         merged.update(signals or {})
-        self._signals = [(n, rx) for n, ts in merged.items() if (rx := compile_terms(ts))]
-        self._research = compile_terms(research_terms or DEFAULT_RESEARCH_TERMS)
-        self._escalate = compile_terms(escalate_terms or DEFAULT_ESCALATE_TERMS)
+        self._signals = [(n, rx) for n, ts in merged.items() if (rx := prescanned_terms(ts))]
+        self._research = prescanned_terms(research_terms or DEFAULT_RESEARCH_TERMS)
+        self._escalate = prescanned_terms(escalate_terms or DEFAULT_ESCALATE_TERMS)
         # Every term of every rule in one pattern: a match of any rule's pattern at a position
         # is a match of this one there and back (the same alternatives, the same word bounds),
         # so a prompt it does not match has no signal, no research and no escalation term. One
@@ -281,11 +302,11 @@ class KeywordProfiler:
         self.negation = negation
         self.trivia = trivia
 
-    def _hits(self, rx: re.Pattern[str] | None, text: str) -> list[str]:
-        if rx is None:
+    def _hits(self, rx: Prescanned | None, text: str) -> list[str]:
+        if rx is None or not rx.may_match(text):
             return []
         out = []
-        for m in rx.finditer(text):
+        for m in rx.compiled.finditer(text):
             if self.negation and _NEGATION.search(text[max(0, m.start() - 60) : m.start()]):
                 continue
             out.append(m.group(0))

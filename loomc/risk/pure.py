@@ -67,7 +67,9 @@ class PureRouter:
         self.train_levels = tuple(z["train_levels"].texts())
         emb = z["train_emb"]
         self.rows, self.dim = emb.shape
-        self.train_flat = emb.floats()  # float16 -> exact Python floats, as numpy's -> float64
+        # float16 -> float32 (exactly: a float is made as each is read), as numpy -> float64
+        self.train_flat: Sequence[float] = emb.floats()
+        self._seen = 0  # prompts whose similarities were read from a memoryview
         self.encoder = "static" if meta.get("encoder_kind") == "static" else "minilm"
         self.cascade: str | None = meta.get("cascade") if "cascade_low" in z else None
         self.cascade_low = z["cascade_low"].scalar() if "cascade_low" in z else 0.0
@@ -80,7 +82,15 @@ class PureRouter:
         # One iterator over the flat rows: each ``map`` stops after ``dim`` items, when
         # ``emb`` ends, so it takes the next row without a slice of it ever being made.
         flat = iter(self.train_flat)
-        return [sum(map(mul, emb, flat)) for _ in range(self.rows)]
+        sims = [sum(map(mul, emb, flat)) for _ in range(self.rows)]
+        if isinstance(self.train_flat, memoryview):
+            # Read from the float32 view (floats made as read) for the first prompt, ~5 ms less
+            # than a list of ~250,000 floats first; a second prompt makes that list (~3 ms),
+            # each later one reads it ~1 ms faster than the view.
+            self._seen += 1
+            if self._seen > 1:
+                self.train_flat = self.train_flat.tolist()
+        return sims
 
     def nearest32(self, emb: Sequence[float], sims: Sequence[float], k: int = 3) -> list[float]:
         """The explanation's similarities (numpy's are float32, from the float32 embedding): each

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 from loomc.risk.base import Kind, Level, RiskProfile
+from loomc.risk.prescan import Prescanned
 
 REFERENCE_SIGNALS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
@@ -42,12 +43,15 @@ REFERENCE_SIGNALS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ),
 )
 
-# re.ASCII makes \b an ASCII word boundary, matching JS regex semantics.
+# re.ASCII makes \b an ASCII word boundary, matching JS regex semantics. Each is compiled for
+# the first text holding one of its words (every run imports this module: the keyword rules use
+# its helpers, and few runs use these patterns).
 _SIGNAL_RES = tuple(
-    (name, re.compile(r"\b(" + "|".join(alts) + r")\b", re.ASCII))
+    (name, Prescanned(r"\b(" + "|".join(alts) + r")\b", re.ASCII, alts))
     for name, alts in REFERENCE_SIGNALS
 )
-_RESEARCH_RE = re.compile(r"\b(research|paper|benchmark|evidence|study|compare)\b", re.ASCII)
+_RESEARCH_WORDS = ("research", "paper", "benchmark", "evidence", "study", "compare")
+_RESEARCH_RE = Prescanned(r"\b(" + "|".join(_RESEARCH_WORDS) + r")\b", re.ASCII, _RESEARCH_WORDS)
 KNOWN_PIPELINES = ("general", "research", "code-review")
 LONG_PROMPT_UNITS = 180
 

@@ -17,7 +17,6 @@ from typing import Any
 from needs import need
 
 from loomc.policy.models import RiskSettings
-from loomc.risk.cues import CUE_NAMES
 from loomc.risk.evaluate import load_rows
 from loomc.risk.factory import describe, make_profiler
 
@@ -156,14 +155,19 @@ def test_the_shipped_vocabulary_is_minilm_s_and_is_built_once() -> None:
 
 
 def test_cues_compile_on_first_use() -> None:
+    """Importing compiles no cue; a prompt compiles only the cues its text can match (the
+    literal prescan of ``loomc.risk.prescan``): here the two that fire and the floor that
+    looks at production (and ``situation:body``, whose ``ate`` is in "translate"), not the
+    15 others."""
     got = _fresh(
         "import json\n"
         "import loomc.risk.semantic\n"
         "from loomc.risk import cues\n"
-        "before = len(cues.CUES._compiled) + len(cues.FLOORS._compiled)\n"
+        "before = cues.CUES.compiled_names() + cues.FLOORS.compiled_names()\n"
         "hits = cues.cues_of('translate: rm -rf /') + cues.floors_of('turn off the firewall on prod')\n"
-        "print(json.dumps({'before': before, 'after': len(cues.CUES._compiled), 'hits': hits}))\n"
+        "after = cues.CUES.compiled_names() + cues.FLOORS.compiled_names()\n"
+        "print(json.dumps({'before': before, 'after': after, 'hits': hits}))\n"
     )
-    assert got["before"] == 0
-    assert got["after"] == len(CUE_NAMES)
-    assert "task:transform" in got["hits"] and "code:destroy" in got["hits"]
+    assert got["before"] == []
+    assert got["hits"] == ["task:transform", "code:destroy", "floor:prod-change"]
+    assert set(got["after"]) == {*got["hits"], "situation:body"}
