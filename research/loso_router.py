@@ -51,8 +51,9 @@ FILES = (
     "hard-test",
     "hard-test-2",
     "hard-test-3",
+    "hard-test-4",
 )
-HELD_OUT = ("hard-test", "hard-test-2", "hard-test-3")  # the LOSO folds
+HELD_OUT = ("hard-test", "hard-test-2", "hard-test-3", "hard-test-4")  # the LOSO folds
 COSTS = (6.0, 12.0, 24.0)
 MODES = ("cascade", "cascade-or", "static")
 DELTAS = np.round(np.arange(0.0, 0.3001, 0.01), 2)
