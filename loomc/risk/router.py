@@ -118,6 +118,9 @@ class RouterWeights:
     cascade: str | None = None
     cascade_low: float = 0.0
     cascade_high: float = 0.0
+    # "decide": in the band MiniLM's decision stands; "or" (a v6/v7 candidate mode): a prompt in
+    # the band escalates when either stage escalates it.
+    cascade_mode: str = "decide"
 
     @classmethod
     def load(cls, path: Path) -> RouterWeights:
@@ -151,6 +154,7 @@ class RouterWeights:
             cascade=meta.get("cascade") if "cascade_low" in z else None,
             cascade_low=float(z["cascade_low"]) if "cascade_low" in z else 0.0,
             cascade_high=float(z["cascade_high"]) if "cascade_high" in z else 0.0,
+            cascade_mode=str(meta.get("cascade_mode", "decide")),
         )
 
     @cached_property

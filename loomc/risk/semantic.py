@@ -247,6 +247,12 @@ class SemanticProfiler:
                 self._second_encoder = shared_encoder(dir_, self._dtype, self._threads)
             return self._second_encoder
 
+    def _escalates(self, prompt: str, prob: float, router: RouterHead) -> bool:
+        """Whether ``prob`` reaches ``router``'s threshold for ``prompt`` (no floors, no rules)."""
+        kw = self.keywords.profile(prompt)
+        t, ts = self._limits(router)
+        return prob >= (ts if self.keywords.signals_of(prompt) and kw.level == "high" else t)
+
     def _limits(self, router: RouterHead) -> tuple[float, float]:
         t = self._fixed.get("threshold", router.threshold)
         return t, min(t, self._fixed.get("signal_threshold", router.signal_threshold))
@@ -360,11 +366,12 @@ class SemanticProfiler:
                 texts = [prompts[i] for i in sent]
                 probs2 = second.probability(self._assemble(second, emb2, kw[sent], texts))
                 for i, p2 in zip(sent, probs2, strict=True):
-                    note = (
-                        f"static P(escalate)={probs[i]:.2f} in ({r.cascade_low:.2f}, "
-                        f"{r.cascade_high:.2f}): decided by MiniLM"
-                    )
-                    stage[i] = (float(p2), second, note)
+                    band = f"static P(escalate)={probs[i]:.2f} in ({r.cascade_low:.2f}, "
+                    band += f"{r.cascade_high:.2f})"
+                    if r.cascade_mode == "or" and self._escalates(prompts[i], probs[i], r):
+                        stage[i] = (float(probs[i]), r, f"{band}: escalated by the static stage")
+                    else:
+                        stage[i] = (float(p2), second, f"{band}: decided by MiniLM")
         return [
             self._decide(p, h, pr, self.nearest(s), router, note)
             for p, h, (pr, router, note), s in zip(prompts, hints, stage, sims, strict=True)
