@@ -15,7 +15,8 @@ so that the standard balanced guard does not escalate. Pipeline hints keep their
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections.abc import Sequence
+from typing import NamedTuple, Protocol
 
 from loomc.risk.base import Kind, Level, RiskProfile
 from loomc.risk.cues import cues_of, floors_of
@@ -23,6 +24,24 @@ from loomc.risk.evaluate import VERBS
 from loomc.risk.keywords import KeywordProfiler
 from loomc.risk.reference import KNOWN_PIPELINES
 from loomc.risk.signals import apply_rules
+
+
+class Labelled(Protocol):
+    """What an explanation reads of a router: its train prompts' ids, labels and levels."""
+
+    train_ids: tuple[str, ...]
+    train_labels: tuple[bool, ...]
+    train_levels: tuple[str, ...]
+
+
+def nearest_lines(router: Labelled, idx: Sequence[int], sims: Sequence[float]) -> list[str]:
+    """The reasons' lines for the nearest train prompts ``idx`` at similarities ``sims``."""
+    return [
+        f"nearest: {router.train_ids[i]} "
+        f"({'escalate' if router.train_labels[i] else 'direct'}/{router.train_levels[i]}, "
+        f"sim {s:.2f})"
+        for i, s in zip(idx, sims, strict=True)
+    ]
 
 
 class Limits(NamedTuple):

@@ -20,17 +20,11 @@ adds a ``notice``). Features: the embedding, the keyword rules' view, the situat
 the neighbours: older files are cut before them).
 
 Plain Python first: while a process has not imported numpy, its first few single prompts
-(``loomc.risk.pure.PURE_PROMPTS``; none in an eval) go through ``loomc.risk.pure``, the static
-stage in plain Python over the same files (a cold ``loomc run`` never pays numpy's ~120 ms
-import); a prompt in the cascade's band, a batch, or any later prompt goes through numpy. The
-two agree to ~1e-15 in probability, with the same decisions and reasons (but for a float32 tie
-among the nearest prompts).
-
-Serving: one encoder of each kind per process, shared by every profiler, MiniLM's encoding
-serialised by a lock (BLAS is capped per call), and a per-prompt embedding cache per encoder.
-``blocking`` tells the executor to call ``profile`` in a worker thread, off the event loop.
-Decision: ``loomc.risk.decision`` (thresholds, floor cues, the release's rules, the level the
-balanced guard reads, the reasons).
+(``loomc.risk.pure.PURE_PROMPTS``) go through ``loomc.risk.pure`` (a cold ``loomc run`` never
+pays numpy's ~120 ms import); the band, a batch or a later prompt go through numpy, with the
+same decisions and reasons. Serving: one encoder of each kind per process, MiniLM serialised by
+a lock, a per-prompt embedding cache; ``blocking``: ``profile`` runs off the event loop.
+Decision: ``loomc.risk.decision`` (thresholds, floor cues, the release's rules, the reasons).
 
 Options (``risk.options``): ``threshold``, ``signal_threshold``, ``medium_threshold`` (floats;
 given, they apply to both stages: both are calibrated probabilities of the same event),
@@ -52,7 +46,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from loomc.policy.models import RiskSettings
 from loomc.risk.base import RiskProfile
-from loomc.risk.decision import Limits, decide
+from loomc.risk.decision import Limits, decide, nearest_lines
 from loomc.risk.embeddings import EmbeddingCache
 from loomc.risk.features import router_features
 from loomc.risk.files import TABLE_FILE, VOCAB_FILE, installed_dir
@@ -381,21 +375,12 @@ class SemanticProfiler:
         import numpy as np
 
         idx = np.argsort(-sims, kind="stable")[: min(k, sims.shape[0])]
-        return self._nearest_lines([int(i) for i in idx], [float(s) for s in sims[idx]])
+        return nearest_lines(self._head, [int(i) for i in idx], [float(s) for s in sims[idx]])
 
     def _nearest(self, sims: Sequence[float], k: int = 3) -> list[str]:
         """``nearest`` over a list: the same order (ties in train order, as a stable argsort)."""
         idx = sorted(range(len(sims)), key=lambda i: -sims[i])[: min(k, len(sims))]
-        return self._nearest_lines(idx, [sims[i] for i in idx])
-
-    def _nearest_lines(self, idx: list[int], sims: list[float]) -> list[str]:
-        r = self._head
-        return [
-            f"nearest: {r.train_ids[i]} "
-            f"({'escalate' if r.train_labels[i] else 'direct'}/{r.train_levels[i]}, "
-            f"sim {s:.2f})"
-            for i, s in zip(idx, sims, strict=True)
-        ]
+        return nearest_lines(self._head, idx, [sims[i] for i in idx])
 
     def _decide(
         self,
