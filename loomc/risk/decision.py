@@ -29,9 +29,12 @@ from loomc.risk.signals import apply_rules
 class Labelled(Protocol):
     """What an explanation reads of a router: its train prompts' ids, labels and levels."""
 
-    train_ids: tuple[str, ...]
-    train_labels: tuple[bool, ...]
-    train_levels: tuple[str, ...]
+    @property
+    def train_ids(self) -> tuple[str, ...]: ...
+    @property
+    def train_labels(self) -> tuple[bool, ...]: ...
+    @property
+    def train_levels(self) -> tuple[str, ...]: ...
 
 
 def nearest_lines(router: Labelled, idx: Sequence[int], sims: Sequence[float]) -> list[str]:
