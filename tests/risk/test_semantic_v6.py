@@ -107,6 +107,8 @@ def test_eval_routers_prints_every_router(
         "| semantic v4 static stage",
         "| semantic v6 cascade (candidate)",
         "| semantic v6 static stage",
+        "| semantic v7 cascade (candidate)",
+        "| semantic v7 static stage",
     ]
     for ln in table:
         cells = ln.split(" | ")

