@@ -131,7 +131,7 @@ def steady(rows: list[dict[str, float]]) -> dict[str, float]:
     }
 
 
-def child_memory(runs: int) -> dict[str, float]:
+def child_memory(runs: int, profiler: str = "policy") -> dict[str, float]:
     """Plan, run and write the JSON receipt of a ``runs``-run eval; peak RSS in MiB."""
     import loomc
 
@@ -142,7 +142,7 @@ def child_memory(runs: int) -> dict[str, float]:
             _dataset(tmp, CASES),
             "baseline,lean",
             project=ROOT,
-            policy=_policy(tmp, 0),
+            policy=_policy(tmp, 0, profiler),
             iterations=iterations,
             concurrency=CONCURRENCY,
         )
@@ -251,7 +251,7 @@ def main() -> None:
         if kind == "throughput":
             print(json.dumps(child_throughput([int(n) for n in runs.split(",")], profilers[0])))
         else:
-            print(json.dumps(child_memory(int(runs))))
+            print(json.dumps(child_memory(int(runs), profilers[0])))
         return
     steps = (1, 20) if args.quick else (1, 20, 100)  # waves of 128: one, the default, a larger
     sizes = ",".join(str(CONCURRENCY * n) for n in steps)
