@@ -164,7 +164,7 @@ class Ledger:
         "_budget",
         "_c",
         "_ceilings_of",
-        "_chain",
+        "_above",
         "_o",
         "_p",
         "_settled",
@@ -205,8 +205,10 @@ class Ledger:
             _axes(outstanding) if outstanding is not None else [0, 0, zero, zero, 0]
         )
         self._settled: _Settled = parent._settled if parent is not None else _Settled()
-        # this ledger and every ledger above it: a chain never changes once built
-        self._chain: list[Ledger] = [self] if parent is None else [self, *parent._chain]
+        # every ledger above this one (a chain never changes once built); not this one itself,
+        # which would make each run's ledger a reference cycle that only the cyclic collector
+        # frees: an eval's RSS grew with its runs until a full collection came
+        self._above: tuple[Ledger, ...] = () if parent is None else (parent, *parent._above)
 
     def __repr__(self) -> str:
         return (
@@ -271,7 +273,7 @@ class Ledger:
                 p[i] = max(p[i], v)
 
     def chain(self) -> list[Ledger]:
-        return list(self._chain)
+        return [self, *self._above]
 
     def child(self, budget: Budget, name: str = "run", hook: LedgerHook | None = None) -> Ledger:
         return Ledger(budget=budget, parent=self, name=name, hook=hook)
@@ -307,7 +309,7 @@ class Ledger:
 
     def chain_overshoot(self) -> Overshoot | None:
         """The first overshoot on this ledger or any ledger above it."""
-        for ledger in self._chain:
+        for ledger in (self, *self._above):
             if ledger._ceilings_of:  # a ledger without a ceiling is never over
                 over = ledger.overshoot()
                 if over is not None:
@@ -345,7 +347,7 @@ class Ledger:
             add = _axes(clean)
             _LAST = (amount, clean, add)  # one assignment: another thread sees all or nothing
             amount = clean
-        ledgers = self._chain
+        ledgers = (self, *self._above)
         await checkpoint_if_cancelled()  # a cancelled caller reserves nothing
         while True:
             # From here to a return or the wait: no await, so no other task interleaves.

@@ -4,6 +4,7 @@ refused only because other runs' reservations are in flight waits for them and r
 
 from __future__ import annotations
 
+import gc
 from decimal import Decimal
 
 import anyio
@@ -218,3 +219,32 @@ def test_ledgers_built_in_turn_under_different_budgets_keep_their_own_ceilings()
     assert anyio.run(go) == [False, True, True, False, False, True]
     assert Budget(tokens=7).get(Dimension.TOKENS) == 7 and two.get(Dimension.LATENCY) is None
     assert two.get("calls") == 2  # type: ignore[arg-type]  # a dimension's name, as before
+
+
+def test_a_run_ledger_is_freed_by_reference_counting_alone() -> None:
+    """A run's ledger holds no reference to itself, so it is freed when its run drops it: a
+    cycle left each run's ledger (and its hook, and the journal's cell) to the cyclic collector,
+    and an eval's memory grew with its runs until a full collection came (issue 16)."""
+    parent = Ledger(Budget(credits=Decimal(100)), name="eval")
+
+    async def one() -> None:
+        run = parent.child(Budget(calls=5), name="run")
+        got = await run.reserve(Usage(calls=1, credits=Decimal(1)))
+        assert isinstance(got, Reservation)
+        await run.reconcile(got, Usage(calls=1, credits=Decimal(1)))
+        assert run.chain() == [run, parent]
+
+    gc.collect()
+    gc.disable()
+    gc.set_debug(gc.DEBUG_SAVEALL)  # what the collector finds unreachable is kept to look at
+    try:
+        for _ in range(3):
+            anyio.run(one)
+        gc.collect()
+        left = [o for o in gc.garbage if isinstance(o, Ledger)]
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.enable()
+    assert left == []
+    assert parent.committed.calls == 3 and parent.chain() == [parent]
