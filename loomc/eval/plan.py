@@ -23,7 +23,7 @@ from loomc.ir.model import Pipeline
 from loomc.project import Project
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # an eval plans every run up front: 100,000 of these
 class Job:
     case: Case
     strategy: Strategy
