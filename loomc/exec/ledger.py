@@ -161,10 +161,10 @@ class Ledger:
 
     __slots__ = (
         "_a",
+        "_above",
         "_budget",
         "_c",
         "_ceilings_of",
-        "_above",
         "_o",
         "_p",
         "_settled",
