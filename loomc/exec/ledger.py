@@ -347,7 +347,7 @@ class Ledger:
             add = _axes(clean)
             _LAST = (amount, clean, add)  # one assignment: another thread sees all or nothing
             amount = clean
-        ledgers = (self, *self._above)
+        ledgers = [self, *self._above]
         await checkpoint_if_cancelled()  # a cancelled caller reserves nothing
         while True:
             # From here to a return or the wait: no await, so no other task interleaves.
