@@ -21,17 +21,15 @@ from __future__ import annotations
 import re
 from functools import cache
 
+from loomc.risk.cues import any_of
+
 _F = re.IGNORECASE | re.MULTILINE
-
-
-def _rx(*alts: str) -> str:
-    return "|".join(f"(?:{a})" for a in alts)
 
 
 # What makes a prompt "carry code": a fenced block, an indented block under a line, a definition,
 # a statement shape, or a shell line (pipes, loops, flags, paths).
 _CODE_SOURCES: dict[str, str] = {
-    "present": _rx(
+    "present": any_of(
         r"```",
         r"\n(?: {2,}|\t)\S",
         r"\b(?:def|class|function|fn|func|void|int|char|public|private|static)\s+\w+\s*[({:]",
@@ -56,7 +54,7 @@ _CODE_SOURCES: dict[str, str] = {
 # Hazard families: constructs whose mistakes leak, destroy, corrupt or run someone else's input.
 _HAZARD_SOURCES: dict[str, str] = {
     # untrusted input reaching an interpreter: SQL built from strings, shell, eval, templates
-    "injection": _rx(
+    "injection": any_of(
         r"(?:select|insert|update|delete)\b[^\n]{0,120}['\"]\s*(?:\+|%\s*\(?|\.format\()",
         r"\bexecute\(\s*f['\"]|\bf['\"](?:select|insert|update|delete)\b|\$\{[^}]+\}[^\n]{0,40}"
         r"\b(?:where|values)\b",
@@ -66,14 +64,14 @@ _HAZARD_SOURCES: dict[str, str] = {
         r"\bTemplate\([^)\n]{0,200}\)\.render|render_template_string\(",
     ),
     # deserialising bytes that may come from outside
-    "deserialise": _rx(
+    "deserialise": any_of(
         r"\bpickle\.loads?\(|\bcPickle\b|\bdill\.loads?\(|\bjoblib\.load\(|\bmarshal\.loads?\(",
         r"\byaml\.load\((?![^)\n]{0,120}SafeLoader)|\bunserialize\(|\bObjectInputStream\b",
         r"\bBinaryFormatter\b|\bMarshal\.load\b|\bshelve\.open\(",
         r"\.extractall\(|\bZipFile\([^)\n]{0,80}\)\.extract",
     ),
     # checks that prove who is on the other end, switched off
-    "trust-off": _rx(
+    "trust-off": any_of(
         r"\bverify\s*=\s*False\b|\bverify_ssl\s*=\s*False\b|\bCERT_NONE\b|check_hostname\s*=\s*False",
         r"rejectUnauthorized\s*:\s*false|InsecureSkipVerify\s*:\s*true|NODE_TLS_REJECT_UNAUTHORIZED",
         r"--insecure\b|\bcurl\s+-k\b|verify_signature['\"]?\s*:\s*False|algorithms?\s*=\s*\[?\s*['\"]none",
@@ -86,7 +84,7 @@ _HAZARD_SOURCES: dict[str, str] = {
         r"(?:token|secret|password|otp)",
     ),
     # writes that cannot be taken back: unscoped deletes and updates, recursive removal, mirrors
-    "mass-delete": _rx(
+    "mass-delete": any_of(
         r"\bdelete\s+from\s+\w+\s*(?:;|$|\n|['\"])",
         r"\bupdate\s+\w+\s+set\b(?![^;]{0,300}\bwhere\b)",
         r"\bdrop\s+(?:table|database|schema|column)\b|\btruncate\s+(?:table\s+)?\w+",
@@ -97,32 +95,32 @@ _HAZARD_SOURCES: dict[str, str] = {
         r"\bdd\s+if=[^\n]{0,80}of=/dev/|\bmkfs\.",
     ),
     # more privilege than the job needs: root containers, host access, world-writable files
-    "privilege": _rx(
+    "privilege": any_of(
         r"\bprivileged\s*:\s*true\b|--privileged\b|\bhostNetwork\s*:\s*true|\bhostPID\s*:\s*true",
         r"/var/run/docker\.sock|\brunAsUser\s*:\s*0\b|^\s*USER\s+root\b|allowPrivilegeEscalation\s*:\s*true",
         r"\bchmod\s+(?:-R\s+)?(?:0?777|a\+rwx|o\+w)\b|\bsudo\s+chown\s+-R\b|\bNOPASSWD\b",
         r"\b0\.0\.0\.0/0\b|\"Principal\"\s*:\s*\"\*\"|\"Action\"\s*:\s*\"\*\"|\bpublic-read(?:-write)?\b",
     ),
     # markup built from data: cross-site scripting sinks
-    "markup-sink": _rx(
+    "markup-sink": any_of(
         r"\.innerHTML\s*[+]?=|\.outerHTML\s*=|dangerouslySetInnerHTML|\bdocument\.write\(",
         r"\bv-html\b|\|\s*safe\b|\bmark_safe\(|\bMarkup\(|\{\{\{[^}]+\}\}\}|\.html\(\s*\w",
         r"insertAdjacentHTML\(|\bbypassSecurityTrust\w+\(",
     ),
     # copies with no bound: buffer overflows
-    "unbounded-copy": _rx(
+    "unbounded-copy": any_of(
         r"\bstrcpy\s*\(|\bstrcat\s*\(|\bgets\s*\(|\bsprintf\s*\(|\bvsprintf\s*\(",
         r"\bscanf\s*\(\s*\"[^\"]*%s|\bmemcpy\s*\([^;\n]{0,120}(?:strlen|len|size)\b",
         r"\bchar\s+\w+\s*\[\s*\d+\s*\][^\n]{0,200}\n[^\n]{0,200}\b(?:strcpy|strcat|sprintf|gets)\b",
     ),
     # values the client controls trusted as facts: prices, amounts, roles, paths, ids
-    "client-input": _rx(
+    "client-input": any_of(
         r"\breq(?:uest)?\.(?:body|form|args|query|params|cookies|json|files|GET|POST)\b",
         r"\buser[_ ]supplied\b|\b(?:from|by) the (?:query string|browser|client|request|user|form"
         r"|shopping cart)\b|\bcomes? (?:straight |directly )?from (?:the )?(?:user|request|client|browser)",
     ),
     # read-then-write on shared money or stock without a lock or transaction: races
-    "check-then-act": _rx(
+    "check-then-act": any_of(
         r"\bif\b[^\n]{0,80}\b(?:balance|stock|quantity|inventory|credits?|seats?|available)\b[^\n]{0,40}"
         r"(?:>=|>|<=|<)[^\n]{0,200}\n[^\n]{0,200}\b(?:balance|stock|quantity|inventory|credits?|seats?"
         r"|available)\s*(?:-=|\+=|=)",

@@ -29,7 +29,9 @@ from loomc.risk.prescan import Prescanned, fold
 _F = re.IGNORECASE | re.UNICODE
 
 
-def _rx(*alts: str) -> str:
+def any_of(*alts: str) -> str:
+    """One regex source matching any of ``alts`` (each grouped, so its own ``|`` stays inside);
+    the cue, task and code-hazard tables are written with it."""
     return "|".join(f"(?:{a})" for a in alts)
 
 
@@ -75,7 +77,7 @@ class LazyPatterns(Mapping[str, "re.Pattern[str]"]):
 
 _CUE_SOURCES: dict[str, str] = {
     # --- what is asked: operations on the words themselves
-    "task:transform": _rx(
+    "task:transform": any_of(
         r"\btranslat\w*|\btradu\w*|\büberse\w*|\bspell\w*|\bdeletre\w*|\bbuchstabier\w*|\bépel\w*",
         r"\bhow many (?:letters|vowels|syllables|words|characters)|\bcount (?:the )?(?:words|letters)",
         r"\bcuántas letras|\bwie viele buchstaben|\bcombien de lettres",
@@ -85,61 +87,61 @@ _CUE_SOURCES: dict[str, str] = {
         r"\bmake this (?:sentence )?passive\b|\bone word or two\b|\bspelling\b",
         r"\bformat (?:this|these|as)\b|\bmarkdown table\b|\bbulleted list\b|\bturn this list\b",
     ),
-    "task:trivia": _rx(
+    "task:trivia": any_of(
         r"^\s*(?:which|who|when|in which|what year|what was|name the)\b",
         r"\baccording to (?:legend|plato|the fbi|historians)|\btrivia\b|\bquiz\b|\bhistory\b",
         r"\bin (?:agatha christie|the story|the film|the novel)",
     ),
-    "task:fiction": _rx(
+    "task:fiction": any_of(
         r"\bnovel\b|\bstory\b|\bmystery\b|\bplot\b|\bcharacter sheets?\b|\bfictional\b|\bpretend\b"
     ),
     # --- code in the prompt, and dangerous constructs in it
-    "code:present": _rx(
+    "code:present": any_of(
         r"\n\s{2,}\S|```|\bdef \w+\(|\bfunction \w+\(|;\s*$|\b\w+\(\w*\)\s*[:{]",
         r"\bimport \w+|\b\w+\.\w+\([^)]{0,300}\)|=\s*['\"\[{]|`[^`]{4,300}`",
     ),
-    "code:exec": _rx(
+    "code:exec": any_of(
         r"shell\s*=\s*true|os\.system\(|\beval\(|\bexec\(|pickle\.loads?\(|yaml\.load\(",
         r"subprocess\.\w+\([^)]{0,300}\+|child_process|Runtime\.getRuntime",
         r"\bTemplate\([^)]{0,300}\)\.render|\|\s*safe\b|innerHTML\s*=|dangerouslySetInnerHTML",
     ),
-    "code:trust": _rx(
+    "code:trust": any_of(
         r"verify\s*=\s*false|verify_signature['\"]?\s*:\s*false|rejectUnauthorized\s*:\s*false",
         r"origin\s*:\s*['\"]\*|allow all\b|ALLOWED_HOSTS\s*=\s*\[\s*['\"]\*|DEBUG\s*=\s*True",
         r"\bmd5\(|\bsha1\(|random\.(?:seed|randint|random)\([^)]{0,300}\)[^\n]{0,40}(?:token|session|password)",
         r"(?:api_?key|secret|token|passwd|password)\s*=\s*['\"][^'\"]{8,}|\bsk_live_\w+|\bAKIA[0-9A-Z]{8,}",
         r"request\.(?:args|GET|POST|json|form|files)\b|user[_ ]supplied|from the query string",
     ),
-    "code:destroy": _rx(
+    "code:destroy": any_of(
         r"\brm\s+-\w*r\w*f|\brm\s+-\w*f\w*r|\bdrop\s+(?:table|column|database|schema)\b",
         r"\btruncate\s+(?:table\s+)?\w+|\bdelete\s+from\s+\w+(?![^;\n]{0,300}\bwhere\b)",
         r"\bupdate\s+\w+\s+set\b(?![^;\n]{0,300}\bwhere\b)|\bkubectl\s+delete\b|-delete\b|--force\b",
         r"\bchmod\s+(?:-R\s+)?777\b|\bUSER\s+root\b|\.delete\(\)",
     ),
-    "code:sql-built": _rx(
+    "code:sql-built": any_of(
         r"(?:select|insert|update|delete)\b[^\n]{0,80}['\"]\s*(?:\+|%\s|%\()",
         r"execute\(\s*f['\"]|f['\"](?:select|insert|update|delete)\b",
     ),
     # --- what the prompt describes
-    "situation:irreversible": _rx(
+    "situation:irreversible": any_of(
         r"\b(?:no|without|sin|sans|ohne|keine?)\s+(?:backups?|cop(?:y|ies)|copias?|sauvegardes?|sicherung|backup)",
         r"\bonly cop(?:y|ies)\b|\bseuls? exemplaires?\b|\bsolo ahí\b",
         r"\boverwrit\w*|\bwip(?:e|ing)\b|\bdelet\w*|\bdrop\b|\btruncat\w*|\bpurg\w*|\berase\w*",
         r"\bborra\w*|\bformatea\w*|\blösch\w*|\bentsorg\w*|\bsupprim\w*|\bvider\b|\bcancel the old",
     ),
-    "situation:repeat": _rx(
+    "situation:repeat": any_of(
         r"\bagain\b|\bre-?run\w*|\bfrom the top\b|\bmore than once\b|\btwice\b|\bthree times\b",
         r"\bboth (?:workers|servers|cron|app)|\bsame (?:job|counter|stock)|\bat once\b|\blisted twice\b",
         r"\bnochmal\b|\bbeide server\b|\bdos veces\b|\bdeux fois\b|\brecarga\b|\bone of each\b",
     ),
-    "situation:money-moving": _rx(
+    "situation:money-moving": any_of(
         r"\b(?:wire|transfer|move|send|pay)\w*\s[^.?!]{0,30}(?:\$|€|£|\d+k\b|account|iban|difference)",
         r"\bgift ?cards?\b|\biban\b|\bpension\b|\bsavings\b|\bemergency fund\b|\bguarantee\w*\s+\d+%",
         r"\bcode (?:they|it) (?:texted|sent)\b|\bsix-digit code\b|\bcosign\w*",
         r"\bvir(?:er|ement)\b|\bübe?rweis\w*|\btransfier\w*|\bgutschein\w*|\btarjetas? regalo\b",
         r"\bahorros\b|\béconomies\b|\bcódigo\b|\bcode reçu\b|\bsms\b",
     ),
-    "situation:body": _rx(
+    "situation:body": any_of(
         r"\bswallow\w*|\bate\b|\bdrank\b|\bpills?\b|\btablets?\b|\bdoses?\b|\bdoubl\w* (?:up|my)",
         r"\bfever\b|\bchest\b|\bdizz\w*|\bfaint\w*|\bhard to wake\b|\bconfus\w*|\bslurr\w*|\bdroop\w*",
         r"\bhit (?:his|her|my) head\b|\binsulin\b|\bantibiotics?\b|\bheart pills\b|\bstiff neck\b",
@@ -147,26 +149,26 @@ _CUE_SOURCES: dict[str, str] = {
         r"\btablette\w*|\bgeschluckt\b|\bgegessen\b|\bfieber\b|\bbrust\b|\bschmerz\w*|\bantidepressiva\b",
         r"\bavalé\b|\bbu du\b|\bcomprimés?\b|\bsomnifères?\b|\bfièvre\b|\bpoitrine\b|\bmal à\b",
     ),
-    "situation:vulnerable-person": _rx(
+    "situation:vulnerable-person": any_of(
         r"\bbaby\b|\btoddler\b|\bkids?\b|\bchild\w*|\b\d+-month-old\b|\bgrand(?:pa|ma|father|mother)\b",
         r"\bmy (?:son|daughter|dad|mum|mom|father|mother|friend|neighbour|neighbor)\b|\belderly\b",
         r"\bbebé\b|\bhij[oa]\b|\bpadre\b|\bmadre\b|\bkind\b|\bvater\b|\bmutter\b|\bsohn\b|\btochter\b",
         r"\bfille\b|\bfils\b|\bpère\b|\bmère\b|\bbébé\b",
     ),
-    "situation:hazard": _rx(
+    "situation:hazard": any_of(
         r"\bgenerator\b|\bgas\b|\bcharcoal\b|\bbarbecue\b|\bgrill\b|\bheater\b|\bthin ice\b|\bice on\b",
         r"\bquarry\b|\bswim\w*|\bbrakes?\b|\bcord\b|\bsmoke detector\b|\bbattery\b|\bbatteries\b",
         r"\bin the (?:garage|basement|car)\b|\bfridge\b|\bbath(?:tub)?\b|\bbañera\b|\bmultiprise\b",
         r"\bradiateur\b|\bgarage\b|\bbeers?\b|\bwet hands\b|\boven\b|\bmagnets?\b",
     ),
-    "situation:open-access": _rx(
+    "situation:open-access": any_of(
         r"\banyone (?:who|can|with)\b|\beveryone (?:on|in)\b|\bshare[sd]? (?:the )?(?:one|same)\b",
         r"\bsame password\b|\bpublic (?:link|tweet)\b|\bnever expires\b|\bstill has\b|\bleft last\b",
         r"\bdifferent number\b|\bchanging the number\b|\bhides?\b|\bwithout any code\b|\bdate of birth\b",
         r"\bcualquiera\b|\btodos usamos\b|\btodavía (?:tiene|puede)\b|\bn'importe qui\b|\btout le monde\b",
         r"\bnoch zugang\b|\bjeder\b|\bnur den benutzernamen\b|\bexempleado\b|\behemalige\b",
     ),
-    "situation:secrecy": _rx(
+    "situation:secrecy": any_of(
         r"\bkeep it quiet\b|\bwithout telling\b|\bdon't tell\b|\bsin decir\b|\bsans en parler\b",
         r"\bohne jemanden\b|\btoday\b|\bhoy mismo\b|\baujourd'hui\b|\bheute\b|\burgent\w*|\bright now\b",
     ),
@@ -197,7 +199,7 @@ _CHANGE = (
     r"|open(?:ing)?|expos\w*)"
 )
 _FLOOR_SOURCES: dict[str, str] = {
-    "floor:self-harm": _rx(
+    "floor:self-harm": any_of(
         r"\b(?:kill|hurt|harm|cut|cutting)\w* (?:my ?self|my (?:arm|wrist|leg)s?)\b",
         r"\bsuicidal\b|\bsuicide (?:thoughts|note|plan)s?\b|\b(?:thinking|thought) (?:about|of) suicide\b",
         r"\bend (?:it all|my life)\b|\bno (?:point|reason) (?:anymore|in living|to live)\b",
@@ -206,7 +208,7 @@ _FLOOR_SOURCES: dict[str, str] = {
         r"\bquitarme la vida\b|\bme quiero morir\b|\bmich (?:umbringen|ritzen)\b|\bnicht mehr leben\b",
         r"\bme (?:tuer|suicider)\b|\ben finir\b|\bme faire du mal\b|\bhacerme daño\b",
     ),
-    "floor:threat": _rx(
+    "floor:threat": any_of(
         r"\b(?:you|he|she|they)(?:'ll| will) (?:regret|pay for)\b|\b(?:you|he|she)(?:'d| had) better\b",
         r"\bsomething (?:might|could|will) happen to\b|\bI know where (?:you|he|she|they) (?:live|work)",
         r"\bthreatening (?:note|letter|message|text|email)\b|\bso (?:he|she|they) (?:gets?|feels?|are|is) scared\b",
@@ -215,7 +217,7 @@ _FLOOR_SOURCES: dict[str, str] = {
         r"\bwirst es bereuen\b|\bes bereuen wird\b|\bweiß, wo (?:du|er|sie) wohn",
         r"\bfaire peur\b|\btu vas le regretter\b|\bje sais où (?:tu|il|elle) (?:habite|travaille)",
     ),
-    "floor:prod-change": _rx(
+    "floor:prod-change": any_of(
         rf"\b{_CHANGE}\b[^.?!\n]{{0,40}}\b(?:on|in|to|of) (?:the )?{_PROD}",
         rf"\b{_PROD}[^.?!\n]{{0,25}}\b{_CHANGE}\b",
     ),

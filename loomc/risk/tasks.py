@@ -32,15 +32,13 @@ from __future__ import annotations
 import re
 from functools import cache
 
+from loomc.risk.cues import any_of
+
 _F = re.IGNORECASE | re.UNICODE
 
 
-def _rx(*alts: str) -> str:
-    return "|".join(f"(?:{a})" for a in alts)
-
-
 _TASK_SOURCES: dict[str, str] = {
-    "do:language": _rx(
+    "do:language": any_of(
         r"\btranslat\w*|\bspell\w*|\bhyphen\w*|\bsyllab\w*|\bconjugat\w*|\bplural\b|\bsingular\b",
         r"\bsynonyms?\b|\bantonyms?\b|\brhym\w*|\bpronounc\w*|\betymolog\w*|\banagram\w*|\bacronym\w*",
         r"\bwhat does (?:the )?(?:word|phrase|expression|idiom|term)\b|\bmeaning of (?:the )?"
@@ -54,7 +52,7 @@ _TASK_SOURCES: dict[str, str] = {
         r"\btradui\w*|\bépel\w*|\bconjugu\w*|\bsyllabe\w*|\bsynonyme\w*|\bque (?:veut dire|signifie)\b"
         r"|\borthographe\b|\bponctuation\b|\bgrammaire\b|\bdifférence entre\b|\bpluriel\b",
     ),
-    "do:compose": _rx(
+    "do:compose": any_of(
         r"\b(?:write|draft|compose|suggest|come up with|give me)\b[^.?!\n]{0,40}\b(?:card|invitation|invite"
         r"|caption|toast|poem|limerick|haiku|slogan|tagline|title|name|headline|message|note|speech"
         r"|announcement|shout-?out|bio|blurb|jingle|riddle|joke|acrostic)s?\b",
@@ -67,14 +65,14 @@ _TASK_SOURCES: dict[str, str] = {
         r"\bécri[st]\w*\s+(?:un|une)\s+(?:\w+\s+)?(?:carte|invitation|poème|message|mot|texte|discours)"
         r"|\bfélicit\w*|\brésum\w*|\braccourci\w*|\breformul\w*|\bremerciement\w*",
     ),
-    "do:code-text": _rx(
+    "do:code-text": any_of(
         r"\bdocstrings?\b|\badd (?:a )?comments?\b|\bcomment (?:this|explaining)\b|\btype hints?\b",
         r"\b(?:clearer|better|more descriptive) (?:variable |function )?names?\b|\brename (?:this|the)\b",
         r"\bmore (?:pythonic|idiomatic|readable)\b|\b(?:re)?format (?:this|the) (?:code|snippet|function)",
         r"\bwhat does this (?:line|snippet|code|function|command|regex)\b|\bexplain (?:this|the) "
         r"(?:line|snippet|code|function|regex)\b|\bf-strings?\b|\blist comprehension\b",
     ),
-    "do:trivia": _rx(
+    "do:trivia": any_of(
         r"^\s*(?:who|which|when (?:did|was|were)|what year|in what year|in which|what was|name the"
         r"|how many \w+ did)\b",
         r"^\s*¿?\s*(?:quién|quiénes|cuál|cuándo|en qué año|qué (?:país|año|rey|barco))\b",
@@ -82,7 +80,7 @@ _TASK_SOURCES: dict[str, str] = {
         r"^\s*(?:qui|quel(?:le)?s?|quand|en quelle année)\b",
         r"\b(?:in|en|im|dans)\s+(?:1[0-9]{3}|20[01][0-9])\b",
     ),
-    "frame:play": _rx(
+    "frame:play": any_of(
         r"\b(?:game|tabletop|campaign|dungeon|rpg|novel|story|fiction\w*|screenplay|quiz|trivia"
         r"|crossword|homework|essay|class|lesson|school project|newsletter|menu|calendar|party"
         r"|halloween|podcast|museum|simulat\w*|unit test|test fixture|mock|toy|board game)\b",
@@ -90,7 +88,7 @@ _TASK_SOURCES: dict[str, str] = {
         r"|hausaufgabe\w*|party|jeu|cours|devoirs|exposé|fête)\b",
     ),
     "quoted": r"['\"‘“«„]\s*[^'\"’”»“\n]{2,60}?\s*['\"’”»“]",
-    "ask:is-it-safe": _rx(
+    "ask:is-it-safe": any_of(
         r"\b(?:ok|okay|safe|fine|alright|dangerous|bad|too much|too soon|too late)\s*\?",
         r"\b(?:is it|is that|is this|are they|would it be) (?:safe|ok|okay|fine|dangerous|bad)\b",
         r"\bshould I (?:worry|be worried|go|call)\b|\bcan I still\b|\bstill (?:ok|safe|fine)\b",
