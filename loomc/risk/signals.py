@@ -1,5 +1,7 @@
-"""semantic-v7's extra signal: task versus topic (``loomc.risk.tasks``) and code hazards
-(``loomc.risk.codehazards``), as classifier columns and as two optional decision rules.
+"""The extra signals of semantic-v7 and -v8: task versus topic (``loomc.risk.tasks``), code hazards
+(``loomc.risk.codehazards``) and, from v8, the situations the cues missed
+(``loomc.risk.exposure``: privacy exposure, home hazards, building works, known dangerous pairs,
+someone else handling a person's money), as classifier columns and as optional decision rules.
 
 Why columns *after* the neighbour features: a router's input is cut to its weights' width
 (``loomc.risk.router.assemble``), so files trained before v7 (v4, v6) never see them and are
@@ -9,6 +11,8 @@ The rules (a release names which it uses; ``research/loso_router.py`` chose them
 
 * ``hazard-floor`` — code in the prompt holds a hazard family: escalate, whatever the
   probability (as the cue floors do);
+* ``situation-floor`` (v8) — the prompt holds one of ``loomc.risk.exposure.SITUATIONS`` and
+  does not open with an operation on words: escalate, whatever the probability;
 * ``calm`` — the prompt opens with an operation on words, an artefact or code's wording, and
   describes no situation (no ``situation:*`` cue, no floor, no code hazard, no "is it safe?"):
   do not escalate, whatever the identifiers or the quoted words say.
@@ -18,15 +22,26 @@ from __future__ import annotations
 
 from loomc.risk.codehazards import CODE_FEATURE_NAMES, code_vector, hazards_of
 from loomc.risk.cues import cues_of, floors_of
+from loomc.risk.exposure import EXPOSURE_NAMES, exposure_vector, situations_of
 from loomc.risk.tasks import TASK_FEATURE_NAMES, operation_first, task_vector, tasks_of
 
-SIGNAL_NAMES: tuple[str, ...] = TASK_FEATURE_NAMES + CODE_FEATURE_NAMES
-RULES = ("hazard-floor", "calm")
+V7_NAMES: tuple[str, ...] = TASK_FEATURE_NAMES + CODE_FEATURE_NAMES
+SIGNAL_NAMES: tuple[str, ...] = V7_NAMES + EXPOSURE_NAMES  # v8's columns: v7's, then exposure's
+RULES = ("hazard-floor", "calm", "situation-floor")
 
 
 def signal_vector(prompt: str) -> list[float]:
-    """The v7 columns, in ``SIGNAL_NAMES`` order."""
-    return task_vector(prompt) + code_vector(prompt)
+    """The v8 columns, in ``SIGNAL_NAMES`` order (a file trained on v7's reads the first
+    ``len(V7_NAMES)``: the router cuts its input to its weights' width)."""
+    return task_vector(prompt) + code_vector(prompt) + exposure_vector(prompt)
+
+
+def situation_floor(prompt: str) -> tuple[str, ...]:
+    """The situations (``loomc.risk.exposure``) that escalate ``prompt`` under the
+    ``situation-floor`` rule: none when it opens with an operation on words."""
+    if operation_first(prompt):
+        return ()
+    return situations_of(prompt)
 
 
 def hazard_floor(prompt: str) -> tuple[str, ...]:
@@ -47,6 +62,10 @@ def apply_rules(escalate: bool, prompt: str, rules: tuple[str, ...]) -> tuple[bo
     """The decision after ``rules``, and why it changed (None when it did not)."""
     if "hazard-floor" in rules and not escalate:
         found = hazard_floor(prompt)
+        if found:
+            return True, ", ".join(found) + ": escalate"
+    if "situation-floor" in rules and not escalate:
+        found = situation_floor(prompt)
         if found:
             return True, ", ".join(found) + ": escalate"
     if "calm" in rules and escalate and calm(prompt):

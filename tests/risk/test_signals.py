@@ -148,7 +148,7 @@ def test_rules_change_only_what_they_name() -> None:
 def test_vector_widths_match_the_names() -> None:
     assert len(task_vector("x")) == len(TASK_FEATURE_NAMES)
     assert len(code_vector("x")) == len(CODE_FEATURE_NAMES)
-    assert len(signal_vector("x")) == len(SIGNAL_NAMES) == 21
+    assert len(signal_vector("x")) == len(SIGNAL_NAMES) == 21 + 8
 
 
 @settings(max_examples=200, deadline=None)
