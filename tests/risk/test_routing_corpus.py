@@ -233,8 +233,8 @@ def test_hard_corpus_shape(hard: dict[str, list[dict[str, Any]]]) -> None:
 def test_no_prompt_or_id_in_two_files(
     all_rows: list[dict[str, Any]], hard: dict[str, list[dict[str, Any]]]
 ) -> None:
-    # v5's train rows are kept apart from hard-train but are still part of the corpus
-    extra = _rows("hard-train-v5-extra")
+    # v5's and v8's train rows are kept apart from hard-train but are still part of the corpus
+    extra = _rows("hard-train-v5-extra") + _rows("hard-train-v8-extra")
     every = all_rows + [r for split in HARD_SPLITS for r in hard[split]] + extra
     assert not [i for i, n in Counter(r["id"] for r in every).items() if n > 1]
     assert not [p for p, n in Counter(_norm(r["prompt"]) for r in every).items() if n > 1]
@@ -245,3 +245,20 @@ def test_hard_loads_through_project_loader(split: str) -> None:
     cases = load_dataset(_path(split))
     assert len(cases) == len(_lines(split))
     assert all(c.expected_escalation is not None for c in cases)
+
+
+def test_v8_extra_rows_follow_the_hard_schema() -> None:
+    """semantic-v8's extra train rows (route9): the hard corpus's keys, labels and shapes."""
+    rows = _rows("hard-train-v8-extra")
+    assert 150 <= len(rows) <= 200
+    for row in rows:
+        rid = row["id"]
+        assert list(row) == HARD_KEYS and rid.startswith(f"rh-{row['domain']}-9"), rid
+        assert row["expectedEscalation"] == (row["level"] != "low"), rid
+        want = HARD_PATTERNS[row["pattern"]]
+        assert want is None or row["expectedEscalation"] == want, rid
+        assert (row["lang"] != "en") == (row["pattern"] == "non-english"), rid
+        assert row["pattern"] != "short" or len(row["prompt"]) <= 40, rid
+        assert row["pattern"] != "long" or len(row["prompt"]) >= 500, rid
+    langs = Counter(r["lang"] for r in rows)
+    assert all(langs[lang] >= 15 for lang in ("es", "de", "fr")), langs
