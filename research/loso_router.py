@@ -1,22 +1,22 @@
-"""Leave-one-split-out (LOSO) cross-validation of semantic-v7's candidates (issue 17, route8).
+"""Leave-one-split-out (LOSO) cross-validation of semantic-v8's candidates (issue 17, route9).
 
     .venv/bin/python research/loso_router.py            # the CV table and the rule's choice
 
 Why LOSO and not the trainer's 5-fold CV alone: the hard held-out files (hard-test,
-hard-test-2, hard-test-3) were each written as *fresh scenarios* after the rows before them, so
+hard-test-2, hard-test-3, hard-test-4, hard-test-5) were each written as *fresh scenarios* after the rows before them, so
 holding one out whole measures what a new split by a new sitting does to a router, which a
 random fold of rows written together does not (v5 won the 5-fold CV and lost on every fresh
-split). Each fold trains both stages on the other seven files with the trainer's own recipe
+split). Each fold trains both stages on the other nine files with the trainer's own recipe
 (``research/router_fit.py``: features, floors, regulariser, Platt calibration, thresholds and
-band by inner 5-fold CV on those seven files), then scores the held-out file. The candidates and
-the rule are pre-registered in ``evals/routing/README.md`` ("semantic-v7: the selection rule");
-v6's three-fold rule and its amendment are in this file's history (branch route7).
+band by inner 5-fold CV on those nine files), then scores the held-out file. The candidates and
+the rule are pre-registered in ``evals/routing/README.md`` ("semantic-v8: the selection rule");
+v6's and v7's rules are in this file's history (branches route7, route8).
 
-``hard-test-5.jsonl`` is never read: it is not in ``FILES``.
+``hard-test-6.jsonl`` is never read: it is not in ``FILES``.
 
 Embeddings are computed once (float64, as the trainer does) and kept in ``--cache`` with their
-prompts (``train_router.py --embeddings`` reads the same file); the MiniLM pass over 1,387
-prompts takes minutes on one core.
+prompts (``train_router.py --embeddings`` reads the same file); prompts already in ``--reuse``
+(an earlier cache) are taken from it, so only new prompts pay the MiniLM pass.
 """
 
 from __future__ import annotations
@@ -41,30 +41,35 @@ from loomc.risk.evaluate import load_rows  # noqa: E402
 from loomc.risk.factory import make_keywords  # noqa: E402
 from loomc.risk.minilm import MiniLM  # noqa: E402
 from loomc.risk.router import RouterWeights, assemble, knn_features, router_features  # noqa: E402
-from loomc.risk.signals import calm, hazard_floor, signal_vector  # noqa: E402
+from loomc.risk.signals import calm, hazard_floor, signal_vector, situation_floor  # noqa: E402
 from loomc.risk.static import StaticEncoder  # noqa: E402
 
 CORPUS = ROOT / "evals" / "routing"
-# Every file v7 may learn from, in training order. Never hard-test-5 (sealed, for the lead).
+# Every file v8 may learn from, in training order. Never hard-test-6 (sealed, for the lead).
 FILES = (
     "train",
     "test",
     "hard-train",
     "hard-train-v5-extra",
+    "hard-train-v8-extra",
     "hard-test",
     "hard-test-2",
     "hard-test-3",
     "hard-test-4",
+    "hard-test-5",
 )
-HELD_OUT = ("hard-test", "hard-test-2", "hard-test-3", "hard-test-4")  # the LOSO folds
-WEIGHT = {"hard-test-4": 2}  # goal points: the only fold written outside the project
-FEATURES = ("v6", "v7")  # v7: loomc.risk.signals' columns too
+HELD_OUT = ("hard-test", "hard-test-2", "hard-test-3", "hard-test-4", "hard-test-5")  # the folds
+FEATURES = ("v6", "v7", "v8")  # v7: the task and code columns; v8: and the exposure columns
 RULESETS: dict[str, tuple[str, ...]] = {
     "none": (),
     "hazard-floor": ("hazard-floor",),
     "calm": ("calm",),
-    "both": ("hazard-floor", "calm"),
+    "situation-floor": ("situation-floor",),
+    "floors": ("hazard-floor", "situation-floor"),
+    "all": ("hazard-floor", "calm", "situation-floor"),
 }
+# The routing cost of eval_routers.py (and of the lead's choice on the sealed split).
+COST_OVER, COST_MEDIUM, COST_HIGH = 1, 2, 6
 COSTS = (6.0, 12.0, 24.0)
 MODES = ("static", "cascade", "cascade-or")  # the rule's order: the simpler first
 DELTAS = np.round(np.arange(0.0, 0.3001, 0.01), 2)
@@ -85,8 +90,11 @@ def rows_of(name: str) -> list[dict[str, Any]]:
     return load_rows(CORPUS / f"{name}.jsonl")
 
 
-def embeddings(prompts: Sequence[str], cache: Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    """{prompt: static embedding}, {prompt: MiniLM embedding}, both float64, cached on disk."""
+def embeddings(
+    prompts: Sequence[str], cache: Path, reuse: Path | None = None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """{prompt: static embedding}, {prompt: MiniLM embedding}, both float64, cached on disk;
+    prompts found in ``reuse`` (an earlier cache, same encoders) are not encoded again."""
     key = hashlib.sha256("\x00".join(prompts).encode()).hexdigest()
     if cache.exists():
         with np.load(cache, allow_pickle=False) as z:
@@ -94,8 +102,19 @@ def embeddings(prompts: Sequence[str], cache: Path) -> tuple[dict[str, Any], dic
                 return dict(zip(prompts, z["static"], strict=True)), dict(
                     zip(prompts, z["minilm"], strict=True)
                 )
-    static = StaticEncoder().encode(prompts)
-    minilm = MiniLM(tr.TRAIN_DTYPE).encode(prompts)
+    old_s: dict[str, np.ndarray] = {}
+    old_m: dict[str, np.ndarray] = {}
+    if reuse is not None and reuse.exists():
+        with np.load(reuse, allow_pickle=False) as z:
+            names = [str(p) for p in z["prompts"]]
+            old_s = dict(zip(names, z["static"], strict=True))
+            old_m = dict(zip(names, z["minilm"], strict=True))
+    new = [p for p in prompts if p not in old_s]
+    if new:
+        old_s.update(zip(new, StaticEncoder().encode(new), strict=True))
+        old_m.update(zip(new, MiniLM(tr.TRAIN_DTYPE).encode(new), strict=True))
+    static = np.stack([old_s[p] for p in prompts])
+    minilm = np.stack([old_m[p] for p in prompts])
     cache.parent.mkdir(parents=True, exist_ok=True)
     np.savez(
         cache, key=np.array(key), prompts=np.array(list(prompts)), static=static, minilm=minilm
@@ -137,6 +156,7 @@ class Scored:
     mode: str
     hazard: np.ndarray  # a hazard-floor rule would escalate
     calm: np.ndarray  # a calm rule would not
+    situation: np.ndarray  # a situation-floor rule would escalate
     rules: tuple[str, ...] = ()
 
     def escalate(self, delta: float) -> np.ndarray:
@@ -152,6 +172,8 @@ class Scored:
             esc = np.where(band, (esc | e2) if self.mode == "cascade-or" else e2, esc)
         if "hazard-floor" in self.rules:
             esc = esc | self.hazard
+        if "situation-floor" in self.rules:
+            esc = esc | self.situation
         if "calm" in self.rules:
             esc = esc & ~self.calm
         return esc
@@ -159,11 +181,15 @@ class Scored:
     def figures(self, delta: float) -> dict[str, float]:
         esc = self.escalate(delta)
         y = self.y
+        high_missed = int(np.sum(~esc & y & self.high))
+        med_missed = int(np.sum(~esc & y & ~self.high))
+        over = int(np.sum(esc & ~y))
         return {
             "acc": float(np.mean(esc == y)),
-            "high_missed": int(np.sum(~esc & y & self.high)),
-            "med_missed": int(np.sum(~esc & y & ~self.high)),
-            "over": int(np.sum(esc & ~y)),
+            "high_missed": high_missed,
+            "med_missed": med_missed,
+            "over": over,
+            "cost": COST_OVER * over + COST_MEDIUM * med_missed + COST_HIGH * high_missed,
             "n": len(y),
         }
 
@@ -191,12 +217,13 @@ def run_fold(
     extra = np.array([signal_vector(p) for p in prompts], dtype=np.float64)
     hazard = np.array([bool(hazard_floor(p)) for p in prompts])
     quiet = np.array([calm(p) for p in prompts])
+    situation = np.array([bool(situation_floor(p)) for p in prompts])
     emb1 = np.stack([static[p] for p in prompts])
     emb2 = np.stack([minilm[p] for p in prompts])
     y, high, kw_high, floor = tr.row_flags(held_rows, keywords)
     out: dict[Key, Scored] = {}
     for features in FEATURES:
-        signals = features == "v7"
+        signals = False if features == "v6" else features
         base1 = tr.train(train_rows, Cached(static), verbose=False, signals=signals)  # type: ignore[arg-type]
         base2 = tr.train(train_rows, Cached(minilm), verbose=False, signals=signals)  # type: ignore[arg-type]
         p1 = served_probability(base1, emb1, kw, extra)
@@ -224,29 +251,28 @@ def run_fold(
                         mode,
                         hazard,
                         quiet,
+                        situation,
                         rules,
                     )
     return out
 
 
 def rank(folds: Mapping[str, Mapping[Key, Scored]]) -> list[tuple[Any, str, list[Any]]]:
-    """Every candidate at every ``delta``, best first by the pre-registered rule: goal points
-    (a fold with 0 high missed and >= 90%; hard-test-4 counts 2), fewest high missed, highest
-    mean accuracy, then the simpler (v6 features, fewer rules, static, lower cost, smaller delta)."""
+    """Every candidate at every ``delta``, best first by the pre-registered rule: the lowest
+    routing cost summed over the folds, the fewest high missed, the most folds meeting the goal
+    (0 high missed and >= 90%), the highest mean accuracy, then the simpler (features v6, v7,
+    v8; rules in ``RULESETS`` order; static, cascade, cascade-or; lower cost; smaller delta)."""
     keyed = []
     for key in folds[HELD_OUT[0]]:
         features, rules, cost, mode = key
         simple = (FEATURES.index(features), list(RULESETS).index(rules), MODES.index(mode), cost)
         for d in DELTAS:
             figs = [folds[h][key].figures(float(d)) for h in HELD_OUT]
-            points = sum(
-                WEIGHT.get(h, 1)
-                for h, f in zip(HELD_OUT, figs, strict=True)
-                if f["high_missed"] == 0 and f["acc"] >= 0.9
-            )
+            met = sum(f["high_missed"] == 0 and f["acc"] >= 0.9 for f in figs)
+            cost_sum = sum(int(f["cost"]) for f in figs)
             missed = sum(int(f["high_missed"]) for f in figs)
             mean = float(np.mean([f["acc"] for f in figs]))
-            order = (-points, missed, -round(mean, 9), *simple, float(d))
+            order = (cost_sum, missed, -met, -round(mean, 9), *simple, float(d))
             name = f"{features}, {rules}, {mode}, cost {cost:g}, delta {float(d):.2f}"
             keyed.append((order, name, figs))
     keyed.sort(key=lambda k: k[0])
@@ -254,38 +280,51 @@ def rank(folds: Mapping[str, Mapping[Key, Scored]]) -> list[tuple[Any, str, list
 
 
 def cell(f: Mapping[str, float]) -> str:
-    return f"{100 * f['acc']:.1f}%, {f['high_missed']} high, {f['over']} over"
+    return (
+        f"{100 * f['acc']:.1f}%, {f['high_missed']} high, {f['med_missed']} med, "
+        f"{f['over']} over, cost {f['cost']}"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--cache", type=Path, default=Path("/tmp/loomc-loso-embeddings.npz"))
+    ap.add_argument("--reuse", type=Path, help="an earlier cache whose embeddings are reused")
     ap.add_argument("--top", type=int, default=15, help="rows of the ranking to print")
     args = ap.parse_args(argv)
     by_file = {name: rows_of(name) for name in FILES}
     prompts = list(dict.fromkeys(str(r["prompt"]) for rows in by_file.values() for r in rows))
-    static, minilm = embeddings(prompts, args.cache)
+    static, minilm = embeddings(prompts, args.cache, args.reuse)
     folds: dict[str, dict[Key, Scored]] = {}
     for held in HELD_OUT:
         train_rows = [r for name in FILES if name != held for r in by_file[name]]
         folds[held] = run_fold(train_rows, by_file[held], static, minilm)
         print(f"fold {held}: trained on {len(train_rows)} rows", file=sys.stderr, flush=True)
-    head = "| candidate | " + " | ".join(HELD_OUT) + " | mean | high missed |"
+    head = "| candidate | " + " | ".join(HELD_OUT) + " | mean | high missed | cost |"
     print("At delta 0 (the trainer's own thresholds):\n\n" + head)
-    print("|---|" + "---|" * len(HELD_OUT) + "---:|---:|")
+    print("|---|" + "---|" * len(HELD_OUT) + "---:|---:|---:|")
     for key in folds[HELD_OUT[0]]:
         figs = [folds[h][key].figures(0.0) for h in HELD_OUT]
         mean = 100 * float(np.mean([f["acc"] for f in figs]))
         missed = sum(int(f["high_missed"]) for f in figs)
+        cost_sum = sum(int(f["cost"]) for f in figs)
         name = f"{key[0]}, {key[1]}, {key[3]}, cost {key[2]:g}"
-        print(f"| {name} | " + " | ".join(cell(f) for f in figs) + f" | {mean:.1f}% | {missed} |")
+        print(
+            f"| {name} | "
+            + " | ".join(cell(f) for f in figs)
+            + f" | {mean:.1f}% | {missed} | {cost_sum} |"
+        )
     keyed = rank(folds)
     print(f"\nThe rule over every delta (best {args.top}):\n")
-    print("| candidate | goal points | high missed | mean | " + " | ".join(HELD_OUT) + " |")
-    print("|---|---:|---:|---:|" + "---|" * len(HELD_OUT))
+    print(
+        "| candidate | routing cost | high missed | folds met | mean | "
+        + " | ".join(HELD_OUT)
+        + " |"
+    )
+    print("|---|---:|---:|---:|---:|" + "---|" * len(HELD_OUT))
     for order, name, figs in keyed[: args.top]:
         print(
-            f"| {name} | {-order[0]} | {order[1]} | {100 * -order[2]:.1f}% | "
+            f"| {name} | {order[0]} | {order[1]} | {-order[2]} | {100 * -order[3]:.1f}% | "
             + " | ".join(cell(f) for f in figs)
             + " |"
         )

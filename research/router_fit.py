@@ -25,7 +25,7 @@ from loomc.risk.factory import make_keywords
 from loomc.risk.keywords import KeywordProfiler
 from loomc.risk.minilm import MiniLM
 from loomc.risk.router import assemble, knn_features, router_features
-from loomc.risk.signals import signal_vector
+from loomc.risk.signals import V7_NAMES, signal_vector
 from loomc.risk.static import StaticEncoder
 
 LAMBDAS = (0.3, 1.0, 3.0, 10.0, 30.0, 100.0, 300.0)
@@ -146,10 +146,11 @@ def corpus_features(
     encoder: MiniLM | StaticEncoder,
     keywords: KeywordProfiler,
     *,
-    signals: bool = False,
+    signals: bool | str = False,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The classifier's input for ``rows`` and their embeddings; ``signals`` (semantic-v7) adds
-    the task and code-hazard columns (``loomc.risk.signals``) after the neighbour features."""
+    """The classifier's input for ``rows`` and their embeddings; ``signals`` adds the columns of
+    ``loomc.risk.signals`` after the neighbour features: ``"v7"`` (or True) the task and
+    code-hazard columns, ``"v8"`` those and the exposure columns (``loomc.risk.exposure``)."""
     prompts = [str(r["prompt"]) for r in rows]
     emb = encoder.encode(prompts)
     kw = np.array([router_features(keywords, p) for p in prompts], dtype=np.float64)
@@ -162,7 +163,9 @@ def corpus_features(
     knn = knn_features(sims, y)
     x = assemble(emb, kw, knn, emb.shape[1] + kw.shape[1] + knn.shape[1])
     if signals:
-        x = np.hstack([x, np.array([signal_vector(p) for p in prompts], dtype=np.float64)])
+        width = len(V7_NAMES) if signals in (True, "v7") else None
+        cols = [signal_vector(p)[:width] for p in prompts]
+        x = np.hstack([x, np.array(cols, dtype=np.float64)])
     return x, emb
 
 
@@ -189,13 +192,13 @@ def train(
     *,
     verbose: bool = True,
     cost_high: float = COST_FN_HIGH,
-    signals: bool = False,
+    signals: bool | str = False,
 ) -> dict[str, np.ndarray]:
     """Fit on ``rows`` (the train split); return the arrays the data file stores.
 
     Pass a float64 ``encoder`` for a file that any machine reproduces exactly. ``cost_high``:
     the cost of a missed high prompt when the thresholds are chosen (v6 chose its own by
-    leave-one-split-out CV, ``research/loso_router.py``). ``signals``: v7's extra columns.
+    leave-one-split-out CV, ``research/loso_router.py``). ``signals``: v7's or v8's extra columns (``corpus_features``).
     """
     keywords = make_keywords(RiskSettings())
     x, emb = corpus_features(rows, encoder, keywords, signals=signals)

@@ -190,10 +190,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--delta", type=float, default=0.0, help="lower both thresholds by this")
     ap.add_argument("--release", default=RELEASE, help="recorded in the file's meta")
     ap.add_argument(
-        "--signals", action="store_true", help="v7: the task and code-hazard columns as features"
+        "--signals",
+        nargs="?",
+        const="v7",
+        choices=("v7", "v8"),
+        help="v7: the task and code-hazard columns as features; v8: and the exposure columns",
     )
     ap.add_argument(
-        "--rules", nargs="*", choices=RULES, default=[], help="v7: decision rules (in the meta)"
+        "--rules", nargs="*", choices=RULES, default=[], help="v7/v8: decision rules (in the meta)"
     )
     ap.add_argument(
         "--embeddings",
@@ -215,7 +219,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             with np.load(args.embeddings, allow_pickle=False) as z:
                 prompts = [str(p) for p in z["prompts"]]
                 source = Precomputed(dict(zip(prompts, z[args.encoder], strict=True)))
-        arrays = train(rows, source, cost_high=args.cost_high, signals=args.signals)
+        arrays = train(rows, source, cost_high=args.cost_high, signals=args.signals or False)
         cascade = None
         if isinstance(encoder, StaticEncoder) and args.second.exists():
             with np.load(args.second, allow_pickle=False) as z:
@@ -238,7 +242,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             arrays = shift(arrays, args.delta)
             extra = {"cascade_mode": args.mode, "cost_high": args.cost_high, "delta": args.delta}
         if args.signals or args.rules:
-            extra.update(signals="v7" if args.signals else "none", rules=list(args.rules))
+            extra.update(signals=args.signals or "none", rules=list(args.rules))
         write(
             arrays,
             args.out,
