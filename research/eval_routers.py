@@ -2,8 +2,8 @@
 
     .venv/bin/python research/eval_routers.py evals/routing/X.jsonl [--seed]
 
-For the lead's one measurement of a sealed split (issue 17): v4 (the default) and the v6 and
-v7 candidates, each as its cascade and as its static stage alone, plus ``keywords`` as the
+For the lead's one measurement of a sealed split (issue 17): v4 (the default) and the v6, v7
+and v8 candidates, each as its cascade and as its static stage alone, plus ``keywords`` as the
 floor.
 The decision is the balanced tier's (``loomc.risk.evaluate.escalates``), prompts only (no
 pipeline hints). ``--seed`` adds the reference seed suite (with and without hints), which must
@@ -34,6 +34,8 @@ ROUTERS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("semantic v6 static stage", {"release": "v6", "cascade": False}),
     ("semantic v7 cascade (candidate)", {"release": "v7"}),
     ("semantic v7 static stage", {"release": "v7", "cascade": False}),
+    ("semantic v8 cascade (candidate)", {"release": "v8"}),
+    ("semantic v8 static stage", {"release": "v8", "cascade": False}),
 )
 
 
@@ -84,8 +86,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         for suite, rows, hints in suites:
             print(line(label, prof, rows, suite, hints))
     print(
-        "\ncost: over-escalated low 1, missed medium 2, missed high 6 (the trainer's). v7 becomes"
-        " the default only with 0 high missed and >= 90% on a sealed split (evals/routing/README.md)."
+        "\ncost: over-escalated low 1, missed medium 2, missed high 6. The goal: 0 high missed and"
+        " >= 90%; the default: the lowest-cost cascade of v4, v7, v8 (evals/routing/README.md)."
     )
     return 0
 

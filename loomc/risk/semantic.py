@@ -16,8 +16,8 @@ What it needs: the first stage only numpy and the shipped files (a light install
 passes ``minilm``) and threadpoolctl. Without them the first stage decides every prompt
 (``minilm_missing`` says why; ``loomc doctor`` prints it, and naming ``semantic`` explicitly
 adds a ``notice``). Features: the embedding, the keyword rules' view, the situational cues of
-``loomc.risk.cues`` and nearest-neighbour evidence; for v7 also ``loomc.risk.signals`` (after
-the neighbours: older files are cut before them).
+``loomc.risk.cues`` and nearest-neighbour evidence; for a wider file (v7, v8) also
+``loomc.risk.signals`` (after the neighbours: older files are cut before them).
 
 Plain Python first: while a process has not imported numpy, its first few single prompts
 (``loomc.risk.pure.PURE_PROMPTS``) go through ``loomc.risk.pure`` (a cold ``loomc run`` never
@@ -32,7 +32,7 @@ given, they apply to both stages: both are calibrated probabilities of the same 
 (``float32``, the default, or ``float64``: MiniLM's precision; float32 moves a probability by
 ~1e-7), ``threads`` (int, default 1: BLAS threads while MiniLM encodes; 0 leaves BLAS alone),
 ``cache`` (int, prompts whose embedding is kept; 0 disables), ``release`` (``v4``, the default,
-``v6`` or ``v7``: which trained pair of files, ``loomc.risk.releases``), ``data`` (path to
+``v6``, ``v7`` or ``v8``: which trained pair of files, ``loomc.risk.releases``), ``data`` (path to
 another file).
 """
 
@@ -332,7 +332,7 @@ class SemanticProfiler:
         emb = static.embed(prompt)
         sims = router.similarities(emb)
         x = emb + router_features(self.keywords, prompt) + router.knn(sims)
-        if len(router.weights) > len(x):  # a v7 file: the signal's columns come last
+        if len(router.weights) > len(x):  # a wider file: the signal columns come last
             x += signal_vector(prompt)
         prob = router.probability(x)
         if self._second_path is not None and router.cascade_low < prob < router.cascade_high:

@@ -109,6 +109,8 @@ def test_eval_routers_prints_every_router(
         "| semantic v6 static stage",
         "| semantic v7 cascade (candidate)",
         "| semantic v7 static stage",
+        "| semantic v8 cascade (candidate)",
+        "| semantic v8 static stage",
     ]
     for ln in table:
         cells = ln.split(" | ")

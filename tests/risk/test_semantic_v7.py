@@ -23,7 +23,7 @@ from loomc.policy.models import RiskSettings
 from loomc.risk.evaluate import evaluate_profiler, load_rows
 from loomc.risk.factory import make_profiler
 from loomc.risk.releases import RELEASES, RULES, release_of
-from loomc.risk.signals import SIGNAL_NAMES
+from loomc.risk.signals import V7_NAMES
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "evals" / "routing"
@@ -95,7 +95,7 @@ def test_v7_files_record_what_made_them(v7: Any) -> None:
         assert tuple(meta.get("rules", ())) == RULES["v7"]
         with np.load(path, allow_pickle=False) as z, np.load(RELEASES["v4"]) as v4:
             extra = z["weights"].shape[0] - v4["weights"].shape[0]
-        assert extra == (len(SIGNAL_NAMES) if meta.get("signals") == "v7" else 0)
+        assert extra == (len(V7_NAMES) if meta.get("signals") == "v7" else 0)
 
 
 @pytest.mark.parametrize("hints", [True, False])
