@@ -36,7 +36,7 @@ RELEASES = {
     "v8": ROUTER_FILE.with_name("router-static-v8.npz"),
 }
 # The decision rules of ``loomc.risk.signals`` a release applies (chosen by research/loso_router.py).
-RULES: dict[str, tuple[str, ...]] = {"v4": (), "v6": (), "v7": (), "v8": ()}
+RULES: dict[str, tuple[str, ...]] = {"v4": (), "v6": (), "v7": (), "v8": ("situation-floor",)}
 DEFAULT_RELEASE = "v4"  # the one line that makes another release the default
 DATA_FILE = RELEASES[DEFAULT_RELEASE]  # the first stage
 SECOND_FILE = RELEASES["v4"].with_name("router-minilm.npz")  # v4's MiniLM stage

