@@ -150,8 +150,15 @@ _SOURCES: dict[str, str] = {
     ),
 }
 EXPOSURE_NAMES: tuple[str, ...] = (*_SOURCES, "x8:exposure")
-SITUATIONS = ("x8:exposure", "x8:open-link", "x8:home-hazard", "x8:works", "x8:known-danger")
-SITUATIONS += ("x8:money-proxy",)
+# What the ``situation-floor`` rule escalates on (sharing or records alone is ordinary).
+SITUATIONS: tuple[str, ...] = (
+    "x8:exposure",
+    "x8:open-link",
+    "x8:home-hazard",
+    "x8:works",
+    "x8:known-danger",
+    "x8:money-proxy",
+)
 
 
 @cache

@@ -3,10 +3,9 @@ held-out file and the ranking by it, on decisions built here (no training, no en
 
 from __future__ import annotations
 
-from typing import Any
-
 import importlib.util
 import sys
+from typing import Any
 
 import numpy as np
 from research_script import RESEARCH
