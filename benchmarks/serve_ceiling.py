@@ -16,6 +16,9 @@ all against the one upstream (``serve_upstream.py``: 50 ms, then a 12-chunk SSE 
 - ``loomc``: ``loomc serve`` on ``general@lean`` (one upstream call, a keyed daily budget);
   ``before`` too with ``LOOMC_BENCH_BEFORE=TREE``.
 
+``LOOMC_BENCH_ARMS=loomc,before`` runs those arms only (and the upstream);
+``LOOMC_BENCH_PASSES=N`` (default 2) the passes.
+
 Load generators: ``wrk`` (C, one thread, a Lua script posting the streamed request; it counts
 responses and does not check their bodies) when it is on PATH, and this repository's asyncio
 client (``serve_throughput.Conn``: checks every stream ends with ``[DONE]``). Per arm: req/s,
@@ -42,7 +45,6 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
-from pathlib import Path
 
 import httpx
 from serve_kit import (
@@ -60,6 +62,9 @@ from serve_throughput import FAILURES, KEY, drive
 
 WRK = shutil.which("wrk")
 LOADGEN = os.environ.get("LOOMC_BENCH_LOADGEN", "both" if WRK else "python")
+# a subset of the arms (comma-separated names; the upstream always runs), and the passes
+ARMS = set(filter(None, os.environ.get("LOOMC_BENCH_ARMS", "").split(",")))
+PASSES = int(os.environ.get("LOOMC_BENCH_PASSES", "2"))
 UPSTREAM_PIDS: dict[str, int] = {}
 
 
@@ -187,9 +192,10 @@ def main(seconds: float, clients: int, delay_ms: int) -> None:
         ]
         if before is not None:
             arms.append(("before", before, "general@lean", KEY))
+        arms = [a for a in arms if not ARMS or a[0] in ARMS or a[0] == "upstream"]
         rng = random.Random(9)
         load0 = os.getloadavg()[0]
-        for _ in range(2):
+        for _ in range(PASSES):
             rest = arms[1:]
             rng.shuffle(rest)
             for name, base, model, key in [arms[0], *rest]:
