@@ -6,15 +6,17 @@ whole server's overhead (issue 14). Here the request is read straight from ASGI 
 reply built from precomputed header lists and compact JSON, and every other path still goes to
 Starlette (``app.py``), which keeps the Studio, ``/v1/models``, ``/metrics`` and error pages.
 
-Streaming writes as few times as it can without delaying a byte: the response head at once
-(the client knows the stream is live), then the role chunk with the first content deltas, every
-delta queued in one turn of the event loop as one socket write (an upstream's burst of chunks is
-one write instead of one each: at 128 streams a loopback write costs more CPU than the chunk's
-JSON), and the finish, usage and ``[DONE]`` frames together in the last one (with whatever was
-still queued: a run whose whole answer arrived in one read is the head and one write). The role
-chunk waits for the first delta as OpenAI's own streams do (it is made with the first token);
-sent alone it was one more write per stream with nothing for the client to show. A client that hangs up cancels the run (its
-reservation keeps what was used booked), exactly as Starlette's streaming response did.
+Streaming writes as few times as it can, delaying a byte by at most a turn of the event loop:
+the response head at once (the client knows the stream is live); then the role chunk with the
+first content deltas (OpenAI's own streams make it with the first token; sent alone it was a
+write with nothing for the client to show); every delta queued until the writer runs as one
+socket write (an upstream's burst of chunks is one write instead of one each: at 128 streams a
+loopback write costs more CPU than the chunk's JSON); and the finish, usage and ``[DONE]``
+frames together in the last one, with whatever is still queued. The writer takes the queue one
+turn of the loop after the first delta woke it, so a run whose answer arrived in one read and
+that ends within that turn is the head and one write (four writes before). A client that hangs
+up cancels the run (its reservation keeps what was used booked), exactly as Starlette's
+streaming response did.
 
 Errors leave in OpenAI's shape with their status; anything unexpected is logged without keys
 or traceback and answered as a bare 500.
@@ -212,6 +214,9 @@ async def stream(svc: Service, admitted: Admitted, receive: Receive, send: Send)
         nonlocal wake
         while True:
             await wake.wait()
+            # one more turn of the loop: a run that ends in it (its answer arrived in one read)
+            # sends these deltas with its last frames, one write instead of two
+            await anyio.lowlevel.checkpoint()
             wake = anyio.Event()
             data = b"".join(queued)
             queued.clear()
