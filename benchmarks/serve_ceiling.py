@@ -14,7 +14,10 @@ all against the one upstream (``serve_upstream.py``: 50 ms, then a 12-chunk SSE 
 - ``bare-raw-lt`` / ``bare-starl-lt``: the same two on loomc's lean transport (``--transport
   loomc``: the one ``loomc serve``'s providers use for ``http://``);
 - ``loomc``: ``loomc serve`` on ``general@lean`` (one upstream call, a keyed daily budget);
-  ``before`` too with ``LOOMC_BENCH_BEFORE=TREE``.
+  ``before`` too with ``LOOMC_BENCH_BEFORE=TREE``;
+- ``litellm``: LiteLLM's proxy on the same upstream (when its venv is there, see ``serve_kit``);
+- ``direct``: no server, CLIENTS tasks of ``loomc.arun`` in a process of their own (the run
+  machinery's CPU per run, in the ``server`` column; upstream and client not metered).
 
 ``LOOMC_BENCH_ARMS=loomc,before`` runs those arms only (and the upstream);
 ``LOOMC_BENCH_PASSES=N`` (default 2) the passes.
@@ -55,10 +58,11 @@ from serve_kit import (
     _process,
     cpu_seconds,
     free_port,
+    litellm_proxy,
     loomc_serve,
     upstream,
 )
-from serve_throughput import FAILURES, KEY, drive
+from serve_throughput import FAILURES, KEY, direct_arm, drive
 
 WRK = shutil.which("wrk")
 LOADGEN = os.environ.get("LOOMC_BENCH_LOADGEN", "both" if WRK else "python")
@@ -180,6 +184,7 @@ def main(seconds: float, clients: int, delay_ms: int) -> None:
         bare(up, "starlette", "loomc") as star_lt,
         loomc_serve(up, serve, env) as served,
         loomc_serve(up, serve, env, BEFORE) if BEFORE else nullcontext() as before,
+        litellm_proxy(up) if not ARMS or "litellm" in ARMS else nullcontext() as proxy,
     ):
         up_pid = upstream_pid(up)
         arms = [
@@ -192,6 +197,9 @@ def main(seconds: float, clients: int, delay_ms: int) -> None:
         ]
         if before is not None:
             arms.append(("before", before, "general@lean", KEY))
+        if proxy is not None:
+            arms.append(("litellm", proxy, "general@lean", "sk-bench"))
+        arms.append(("direct", up, "", None))
         arms = [a for a in arms if not ARMS or a[0] in ARMS or a[0] == "upstream"]
         rng = random.Random(9)
         load0 = os.getloadavg()[0]
@@ -199,6 +207,13 @@ def main(seconds: float, clients: int, delay_ms: int) -> None:
             rest = arms[1:]
             rng.shuffle(rest)
             for name, base, model, key in [arms[0], *rest]:
+                if name == "direct":  # no server: loomc.arun x CLIENTS in a process of its own
+                    rate, lat, _, cpu = direct_arm(up, clients, seconds)
+                    lat.sort()
+                    got = {"rate": rate, "p50": lat[len(lat) // 2] * 1000 if lat else 0.0}
+                    got |= {"errors": 0, "server": cpu or 0.0, "upstream": 0.0, "loadgen": 0.0}
+                    results.setdefault((name, "-"), []).append(got)
+                    continue
                 for gen in gens:
                     arm = wrk_arm if gen == "wrk" else python_arm
                     got = arm(base, model, key, clients, seconds, up_pid)
