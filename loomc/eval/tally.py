@@ -249,7 +249,12 @@ class Tally:
         ):
             # the same floats in the same order as a list: the same sums, the same bootstrap
             diffs = array(
-                "d", (x for x in (column[a] - column[b] for a, b in zip(ours, theirs)) if x == x)
+                "d",
+                (
+                    x
+                    for x in (column[a] - column[b] for a, b in zip(ours, theirs, strict=True))
+                    if x == x
+                ),
             )  # NaN: none
             setattr(d, point, stats.mean(diffs))
             setattr(d, interval, stats.paired_bootstrap(diffs))
