@@ -33,7 +33,7 @@ def test_rows_are_the_indices_randrange_draws(
 ) -> None:
     rng = random.Random(seed)
     want = [[rng.randrange(n) for _ in range(n)] for _ in range(resamples)]
-    assert list(stats.resample_rows(n, resamples, seed, use_numpy)) == want
+    assert [list(row) for row in stats.resample_rows(n, resamples, seed, use_numpy)] == want
 
 
 @settings(max_examples=100, deadline=None)
