@@ -113,10 +113,12 @@ async def drive(
     seconds: float,
     pid: int | None = None,
     stream: bool = True,
+    others: dict[str, float] | None = None,
 ) -> tuple[float, list[float], int, float | None]:
     """(requests/s, latencies, errors, server CPU seconds per request) of ``clients``
     back-to-back streaming loops (JSON requests when not ``stream``) over a steady-state window
-    (see the module's docstring)."""
+    (see the module's docstring). ``others``: more processes (name -> pid, 0 for this client)
+    whose CPU seconds per request over the same window replace their pids in the dict."""
     url = httpx.URL(base)
     streamed = {"stream": True, "stream_options": {"include_usage": True}} if stream else {}
     body = json.dumps({**BODY, "model": model, **streamed}).encode()
@@ -133,18 +135,27 @@ async def drive(
     closed = asyncio.Event()
     began = time.perf_counter()
     window: list[float] = []  # [start, end, cpu at start, cpu at end]
+    watched = dict(others or {})
+    at_open: dict[str, float] = {}
+
+    def used(p: int) -> float:
+        return time.process_time() if p == 0 else cpu_seconds(p)
 
     def check() -> None:
         now = time.perf_counter()
         if not opened.is_set():
             if (all(warm) and now - began >= WARMUP_S) or now - began >= MAX_WAIT_S:
                 window[:] = [now, 0.0, cpu_seconds(pid) if pid else 0.0]
+                at_open.update({name: used(int(p)) for name, p in watched.items()})
                 opened.set()
             return
         enough = len(latencies) + errors >= clients or now - window[0] >= MAX_WAIT_S
         if not closed.is_set() and now - window[0] >= seconds and enough:
             window[1] = now
             window.append(cpu_seconds(pid) if pid else 0.0)
+            if others is not None:
+                done = max(1, len(latencies))
+                others.update({n: (used(int(p)) - at_open[n]) / done for n, p in watched.items()})
             closed.set()
 
     async def ticker() -> None:

@@ -75,6 +75,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     lg.add_argument("--dtype", choices=("auto", "float32", "bfloat16", "float16"), default="auto")
     lg.add_argument("--batch-size", type=_positive, default=8, metavar="N")
     lg.add_argument("--max-new-tokens", type=_positive, default=180, metavar="N")
+    lg.add_argument(
+        "--merge-adapter",
+        action="store_true",
+        help="fold the adapter into the base weights: faster decoding (1.75x on an H200 at the "
+        "14B shape); in bf16 its ids may differ from the unmerged adapter's",
+    )
     pr.set_defaults(handler=_predict)
 
     gd = cmds.add_parser("guard", help="apply the reference runtime guard to raw predictions")
@@ -167,6 +173,7 @@ def _predict(args: argparse.Namespace) -> int:
             "device": args.device,
             "dtype": args.dtype,
             "max_new_tokens": args.max_new_tokens,
+            "merge_adapter": args.merge_adapter,
             "batch_size": args.batch_size,
         }
     return _call("predict", lambda r: r.predict(args.planner, args.data, args.output, **learned))

@@ -23,6 +23,12 @@ def add_planner_flags(c: argparse._ArgumentGroup) -> None:
     c.add_argument("--dtype", help="learned planner: dtype (auto, bfloat16, float32, ...)")
     c.add_argument("--max-new-tokens", type=int, metavar="N", help="learned planner: decode cap")
     c.add_argument(
+        "--merge-adapter",
+        action="store_true",
+        help="learned planner: fold the LoRA adapter into the base weights (faster decoding; "
+        "in bf16 its ids may differ from the unmerged adapter's)",
+    )
+    c.add_argument(
         "--endpoint",
         metavar="URL",
         help="learned planner: an OpenAI-compatible server (e.g. http://127.0.0.1:8000/v1)",
@@ -63,6 +69,7 @@ def planner_options(args: argparse.Namespace, learned: bool = True) -> dict[str,
             device=args.device,
             dtype=args.dtype,
             max_new_tokens=args.max_new_tokens,
+            merge_adapter=True if args.merge_adapter else None,
             endpoint=args.endpoint,
             endpoint_model=args.endpoint_model,
             api_key=args.endpoint_key,

@@ -62,6 +62,7 @@ class LearnedProposer:
         device: str | None = None,
         dtype: str | None = None,
         max_new_tokens: int | None = None,
+        merge_adapter: bool | None = None,
         batch_size: int = 8,
         alias_workers: bool = True,
         model: Any = None,
@@ -83,6 +84,7 @@ class LearnedProposer:
                 "device": device,
                 "dtype": dtype,
                 "max_new_tokens": max_new_tokens,
+                "merge_adapter": merge_adapter,
             }.items()
             if v is not None
         }

@@ -9,9 +9,10 @@ calls (``PlannerCost``: one call per case, each at its prompt plus the decode ca
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import overload
 
 from loomc.checker.worstcase import WorstCase, worst_case
 from loomc.eval.dataset import Case
@@ -23,7 +24,7 @@ from loomc.ir.model import Pipeline
 from loomc.project import Project
 
 
-@dataclass(frozen=True, slots=True)  # an eval plans every run up front: 100,000 of these
+@dataclass(frozen=True, slots=True)  # built per run as the matrix is read (``Jobs``)
 class Job:
     case: Case
     strategy: Strategy
@@ -40,6 +41,56 @@ class Job:
         return case_hash(self.case, self.pipeline.key)
 
 
+# one (case, strategy) cell of the matrix: everything its iterations' jobs share
+_Row = tuple[Case, Strategy, Pipeline, WorstCase | None]
+
+
+class Jobs(Sequence[Job]):
+    """The jobs of the matrix, case by case, strategy by strategy, iteration by iteration,
+    built when read. Why not a list: 100,000 planned ``Job`` objects held ~8 MiB for the
+    whole eval (its peak RSS, issue 16), while a job is five references the (case, strategy)
+    row already holds, plus its iteration. Equal jobs compare equal, so a caller sees the
+    same sequence as a list of them."""
+
+    __slots__ = ("iterations", "rows")
+
+    def __init__(self, rows: Sequence[_Row], iterations: int) -> None:
+        self.rows = list(rows)
+        self.iterations = iterations
+
+    def __len__(self) -> int:
+        return len(self.rows) * self.iterations
+
+    @overload
+    def __getitem__(self, position: int) -> Job: ...
+
+    @overload
+    def __getitem__(self, position: slice) -> list[Job]: ...
+
+    def __getitem__(self, position: int | slice) -> Job | list[Job]:
+        if isinstance(position, slice):
+            return [self[i] for i in range(*position.indices(len(self)))]
+        if position < 0:
+            position += len(self)
+        if not 0 <= position < len(self):
+            raise IndexError("job index out of range")
+        row, iteration = divmod(position, self.iterations)
+        case, strategy, pipeline, bound = self.rows[row]
+        return Job(case, strategy, iteration, pipeline, bound)
+
+    def __iter__(self) -> Iterator[Job]:
+        for case, strategy, pipeline, bound in self.rows:
+            for iteration in range(self.iterations):
+                yield Job(case, strategy, iteration, pipeline, bound)
+
+    def without(self, cells: Container[tuple[str, str]]) -> Jobs:
+        """These jobs less every (case id, strategy) cell in ``cells``, in the same order."""
+        return Jobs([r for r in self.rows if (r[0].id, r[1].name) not in cells], self.iterations)
+
+    def __repr__(self) -> str:
+        return f"<Jobs: {len(self.rows)} cell(s) x {self.iterations} iteration(s)>"
+
+
 def plan_jobs(
     project: Project,
     cases: Sequence[Case],
@@ -47,12 +98,12 @@ def plan_jobs(
     iterations: int,
     planned: Mapping[tuple[str, str], Pipeline] | None = None,
     bounds: Mapping[tuple[str, str], tuple[Pipeline, WorstCase]] | None = None,
-) -> list[Job]:
+) -> Jobs:
     """Compile every (pipeline, tier) once; raises DiagnosticError before any call.
     ``planned`` holds the checked plan of each (case id, conductor strategy), ``bounds`` the
     stand-in pipeline and worst case of each conductor cell not planned yet."""
     compiled: dict[tuple[str, str | None], Pipeline] = {}
-    jobs = []
+    rows: list[_Row] = []
     for case in cases:
         for strategy in strategies:
             bound: WorstCase | None = None
@@ -67,9 +118,8 @@ def plan_jobs(
                 if key not in compiled:
                     compiled[key] = project.compile(*key)
                 pipeline = compiled[key]
-            for it in range(iterations):
-                jobs.append(Job(case, strategy, it, pipeline, bound))
-    return jobs
+            rows.append((case, strategy, pipeline, bound))
+    return Jobs(rows, iterations)
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ from loomc.eval.journal import Cell, Journal
 from loomc.eval.judge import JudgeSpec
 from loomc.eval.judge import input_bound as judge_input_bound
 from loomc.eval.judge import judge as run_judge
-from loomc.eval.plan import Estimate, Job, estimate_json, plan_jobs, preflight
+from loomc.eval.plan import Estimate, Job, Jobs, estimate_json, plan_jobs, preflight
 from loomc.eval.profiling import PromptCache
 from loomc.eval.records import JudgeVerdict, RunRecord
 from loomc.eval.runlog import RunLog
@@ -116,7 +116,7 @@ async def run_matrix(
     cached = {semantic: PromptCache(p) for semantic, p in profilers.items()}
     digests = _Digests()
     todo: list[tuple[int, Job, RunRecord | None]] = []  # resumed cells still to judge
-    for index, job in enumerate(jobs):
+    for index, job in enumerate(jobs if done else ()):  # nothing journaled: nothing to look up
         prior = done.get(job.key)
         if prior is not None and (judge is None or not needs_judging(prior)):
             runs.add(index, public(grade(prior), include_answers))
@@ -288,8 +288,8 @@ class _Digests:
 def _stale(jobs: Sequence[Job], done: dict[Cell, RunRecord], journal: Journal) -> list[Cell]:
     """Journaled cells whose case (prompt, checks, rubric, pipeline, ...) changed since; a line
     from an older loomc carries no hash and is reused."""
-    out = []
-    for job in jobs:
+    out: list[Cell] = []
+    for job in jobs if done else ():
         recorded = journal.hashes.get(job.key)
         if job.key in done and recorded is not None and recorded != job.case_hash:
             out.append(job.key)
@@ -301,6 +301,7 @@ __all__ = [
     "Estimate",
     "EvalAborted",
     "Job",
+    "Jobs",
     "Journal",
     "RunHook",
     "estimate_json",

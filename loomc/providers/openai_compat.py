@@ -77,8 +77,10 @@ def _decimal(value: Any) -> Decimal | None:
 
 
 def _dig(obj: Any, *path: str) -> Any:
+    # JSON objects are dicts: ``isinstance(x, dict)`` is a type check, where ``Mapping`` runs
+    # the ABC machinery (a Python frame each; ~10 a streamed chunk, ~4 % of a served request)
     for key in path:
-        if not isinstance(obj, Mapping):
+        if not isinstance(obj, dict):
             return None
         obj = obj.get(key)
     return obj
@@ -102,10 +104,10 @@ class _State:
         return "".join(self.parts)
 
 
-def _absorb_meta(chunk: Mapping[str, Any], state: _State) -> list[dict[str, Any]]:
+def _absorb_meta(chunk: dict[str, Any], state: _State) -> list[dict[str, Any]]:
     """Usage, native receipts and frames from one chunk or body; returns the new frames."""
     usage = chunk.get("usage")
-    if isinstance(usage, Mapping):
+    if isinstance(usage, dict):
         pt, ct = usage.get("prompt_tokens"), usage.get("completion_tokens")
         if isinstance(pt, int) and not isinstance(pt, bool):
             state.prompt_tokens = pt
@@ -126,14 +128,14 @@ def _absorb_meta(chunk: Mapping[str, Any], state: _State) -> list[dict[str, Any]
     new: list[dict[str, Any]] = []
     for key in _FRAME_KEYS:
         value = chunk.get(key)
-        if isinstance(value, Mapping) and value:
+        if isinstance(value, dict) and value:
             frame = {"type": key, **{str(k): v for k, v in value.items()}}
             new.append(frame)
     state.frames.extend(new)
     return new
 
 
-def _reasoning(delta: Mapping[str, Any]) -> str:
+def _reasoning(delta: dict[str, Any]) -> str:
     """A delta's reasoning text: ``reasoning_content`` (DeepSeek, vLLM, LM Studio, LiteLLM) or
     ``reasoning`` (OpenRouter, Ollama's OpenAI endpoint). Never part of the answer."""
     for key in ("reasoning_content", "reasoning"):
@@ -143,19 +145,19 @@ def _reasoning(delta: Mapping[str, Any]) -> str:
     return ""
 
 
-def _first_choice(chunk: Mapping[str, Any]) -> Mapping[str, Any] | None:
+def _first_choice(chunk: dict[str, Any]) -> dict[str, Any] | None:
     choices = chunk.get("choices")
-    if isinstance(choices, list) and choices and isinstance(choices[0], Mapping):
+    if isinstance(choices, list) and choices and isinstance(choices[0], dict):
         return choices[0]
     return None
 
 
-def _error_in_body(chunk: Mapping[str, Any], provider: str, model: str) -> ProviderError | None:
+def _error_in_body(chunk: dict[str, Any], provider: str, model: str) -> ProviderError | None:
     err = chunk.get("error")
     if err is None:
         return None
-    message = err.get("message") if isinstance(err, Mapping) else err
-    code = err.get("code") if isinstance(err, Mapping) else None
+    message = err.get("message") if isinstance(err, dict) else err
+    code = err.get("code") if isinstance(err, dict) else None
     status = code if isinstance(code, int) and 400 <= code < 600 else 502
     return HTTPStatusError(
         f"{provider}: error in response: {excerpt(str(message))}",
@@ -242,7 +244,7 @@ class OpenAICompatProvider(HTTPProvider):
                 provider=self.name,
                 model=request.model,
             ) from exc
-        if not isinstance(body, Mapping):
+        if not isinstance(body, dict):
             raise MalformedResponse(
                 f"{self.name}: response is JSON but not an object",
                 provider=self.name,
@@ -302,7 +304,7 @@ class OpenAICompatProvider(HTTPProvider):
                         f"{excerpt(event.data, 120)!r}",
                         **ids,
                     ) from exc
-                if not isinstance(chunk, Mapping):
+                if not isinstance(chunk, dict):
                     raise MalformedResponse(
                         f"{self.name}: SSE frame is not a JSON object: "
                         f"{excerpt(event.data, 120)!r}",
@@ -324,7 +326,7 @@ class OpenAICompatProvider(HTTPProvider):
 
     async def _absorb_chunk(
         self,
-        chunk: Mapping[str, Any],
+        chunk: dict[str, Any],
         event: str,
         state: _State,
         on_event: StreamCallback | None,
@@ -332,8 +334,8 @@ class OpenAICompatProvider(HTTPProvider):
         choice = _first_choice(chunk)
         if choice is not None:
             delta = choice.get("delta")
-            text = delta.get("content") if isinstance(delta, Mapping) else None
-            thought = _reasoning(delta) if isinstance(delta, Mapping) else ""
+            text = delta.get("content") if isinstance(delta, dict) else None
+            thought = _reasoning(delta) if isinstance(delta, dict) else ""
             if thought and on_event is not None:
                 await on_event(StreamEvent(kind="reasoning", text=thought))
             if isinstance(text, str) and text:

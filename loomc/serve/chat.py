@@ -6,12 +6,17 @@ whole server's overhead (issue 14). Here the request is read straight from ASGI 
 reply built from precomputed header lists and compact JSON, and every other path still goes to
 Starlette (``app.py``), which keeps the Studio, ``/v1/models``, ``/metrics`` and error pages.
 
-Streaming writes as few times as it can without delaying a byte: the role chunk at once (the
-client knows the stream is live), then every content delta queued in one turn of the event loop
-as one socket write (an upstream's burst of chunks is one write instead of one each: at 128
-streams a loopback write costs more CPU than the chunk's JSON), and the finish, usage and
-``[DONE]`` frames together in the last one. A client that hangs up cancels the run (its
-reservation keeps what was used booked), exactly as Starlette's streaming response did.
+Streaming writes as few times as it can, delaying a byte by at most a turn of the event loop:
+the response head at once (the client knows the stream is live); then the role chunk with the
+first content deltas (OpenAI's own streams make it with the first token; sent alone it was a
+write with nothing for the client to show); every delta queued until the writer runs as one
+socket write (an upstream's burst of chunks is one write instead of one each: at 128 streams a
+loopback write costs more CPU than the chunk's JSON); and the finish, usage and ``[DONE]``
+frames together in the last one, with whatever is still queued. The writer takes the queue one
+turn of the loop after the first delta woke it, so a run whose answer arrived in one read and
+that ends within that turn is the head and one write (four writes before). A client that hangs
+up cancels the run (its reservation keeps what was used booked), exactly as Starlette's
+streaming response did.
 
 Errors leave in OpenAI's shape with their status; anything unexpected is logged without keys
 or traceback and answered as a bare 500.
@@ -196,7 +201,8 @@ async def stream(svc: Service, admitted: Admitted, receive: Receive, send: Send)
         chunk(cid, model, created, {"content": _HOLE}, with_usage=with_usage)
     ).rpartition(json.dumps(_HOLE))
     before, after = b"data: " + head.encode(), tail.encode() + b"\n\n"
-    queued: list[bytes] = []
+    role = chunk(cid, model, created, {"role": "assistant", "content": ""}, with_usage=with_usage)
+    queued = [sse(role)]  # leaves with the first delta (or the last frames)
     wake = anyio.Event()
 
     def delta(text: str) -> None:
@@ -208,6 +214,9 @@ async def stream(svc: Service, admitted: Admitted, receive: Receive, send: Send)
         nonlocal wake
         while True:
             await wake.wait()
+            # one more turn of the loop: a run that ends in it (its answer arrived in one read)
+            # sends these deltas with its last frames, one write instead of two
+            await anyio.lowlevel.checkpoint()
             wake = anyio.Event()
             data = b"".join(queued)
             queued.clear()
@@ -225,10 +234,6 @@ async def stream(svc: Service, admitted: Admitted, receive: Receive, send: Send)
     outcome: tuple[Any, dict[str, Any]] | ApiError | None = None
     try:
         await send({"type": "http.response.start", "status": 200, "headers": _SSE})
-        role = chunk(
-            cid, model, created, {"role": "assistant", "content": ""}, with_usage=with_usage
-        )
-        await send({"type": "http.response.body", "body": sse(role), "more_body": True})
         async with anyio.create_task_group() as tg:
             tg.start_soon(watch)
             tg.start_soon(writer)

@@ -46,6 +46,7 @@ from loomc.conductor.learned import (
 )
 from loomc.eval.receipt import sha256_file
 from loomc_research.sft import MAX_LENGTH, build_example, pad_examples
+from loomc_research.train_setup import attach_lora, training_arguments
 
 RECEIPT_SCHEMA = "loomc-conductor-train-receipt-v1"
 DEFAULT_SEED = 20260716
@@ -205,6 +206,34 @@ def hash_directory(path: Path, mode: str = "full") -> dict[str, Any]:
     return {"mode": mode, "sha256": hashlib.sha256(listing.encode()).hexdigest(), "files": files}
 
 
+def _checkpoint_step(checkpoint: Path | None) -> int:
+    m = CHECKPOINT_RE.match(checkpoint.name) if checkpoint is not None else None
+    return int(m.group(1)) if m else 0
+
+
+def session_loss(history: Sequence[Mapping[str, Any]], start_step: int) -> float | None:
+    """This session's mean training loss, from the losses it logged, each weighted by the steps
+    it covers (a log at step s covers the steps since the log before it, or since `start_step`).
+
+    Why not `Trainer`'s `training_loss`: after a resume, transformers before ~5.2x divides this
+    session's summed loss by the *global* step count (a GPU check with 5.17 reported half the
+    real loss after resuming at step 3 of 6; 5.24 divides by the session's steps). The logged
+    losses mean the same in every version. Steps after the last log are not covered (none with
+    the default `--logging-steps 1`)."""
+    total = 0.0
+    covered = 0
+    previous = start_step
+    for entry in history:
+        step = entry.get("step")
+        if "loss" not in entry or not isinstance(step, int) or step <= start_step:
+            continue
+        weight = step - previous
+        total += float(entry["loss"]) * weight
+        covered += weight
+        previous = step
+    return total / covered if covered else None
+
+
 def _versions() -> dict[str, str | None]:
     import importlib.metadata as md
 
@@ -250,9 +279,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"train_conductor: no checkpoint in {output}; starting from scratch", file=sys.stderr)
 
     try:
+        import peft  # noqa: F401  (the LoRA set-up imports it; fail early and clearly)
         import torch
         import transformers
-        from peft import LoraConfig, get_peft_model
     except ImportError as exc:
         return _fail(f"{exc}; install the 'conductor' extra (pip install -e '.[conductor]')")
 
@@ -289,23 +318,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         model = load_base_model(args.base_model, dtype, device)
     except LearnedPlannerError as exc:
         return _fail(str(exc))
-    model.config.use_cache = False
-    if args.gradient_checkpointing:  # non-reentrant, inputs require grads (§6.3)
-        ckpt_kwargs = {"use_reentrant": False}
-        if hasattr(model, "activation_checkpointing_enable"):  # the transformers 5 name
-            model.activation_checkpointing_enable(activation_checkpointing_kwargs=ckpt_kwargs)
-        else:
-            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=ckpt_kwargs)
-        model.enable_input_require_grads()
-    lora = LoraConfig(
-        r=args.lora_r,
-        lora_alpha=args.lora_alpha,
-        lora_dropout=args.lora_dropout,
-        bias="none",
-        task_type="CAUSAL_LM",
-        target_modules=[m.strip() for m in args.target_modules.split(",") if m.strip()],
-    )
-    model = get_peft_model(model, lora)
+    model = attach_lora(model, args)
     trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
     total_params = sum(p.numel() for p in model.parameters())
     t_model = time.perf_counter() - t0
@@ -313,38 +326,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     steps_per_epoch, steps_total = total_steps(len(train_ds), args)
     warmup = max(1, round(args.warmup_ratio * steps_total))
     has_eval = bool(eval_ds)
-    targs = transformers.TrainingArguments(
-        output_dir=str(output),
-        per_device_train_batch_size=args.batch_size,
-        per_device_eval_batch_size=args.eval_batch_size,
-        gradient_accumulation_steps=args.grad_accum,
-        num_train_epochs=args.epochs,
-        max_steps=args.max_steps,
-        learning_rate=args.learning_rate,
-        lr_scheduler_type=args.scheduler,
-        warmup_steps=warmup,
-        weight_decay=args.weight_decay,
-        max_grad_norm=args.max_grad_norm,
-        optim=args.optim,
+    targs = training_arguments(
+        args,
+        output,
+        cuda=cuda,
         bf16=cuda and dtype == torch.bfloat16,
-        tf32=True if cuda else None,
-        logging_steps=args.logging_steps,
-        eval_strategy="steps" if has_eval else "no",
-        eval_steps=args.eval_steps if has_eval else None,
-        save_strategy="steps",
-        save_steps=args.save_steps,
-        save_total_limit=args.save_total_limit,
-        load_best_model_at_end=has_eval,
-        metric_for_best_model="eval_loss" if has_eval else None,
-        greater_is_better=False if has_eval else None,
-        seed=args.seed,
-        data_seed=args.seed,
-        dataloader_num_workers=args.workers,
-        dataloader_pin_memory=cuda,
-        remove_unused_columns=False,
-        report_to="none",
-        disable_tqdm=not sys.stderr.isatty(),
-        use_cpu=not cuda,
+        has_eval=has_eval,
+        warmup=warmup,
     )
     trainer = transformers.Trainer(
         model=model,
@@ -353,6 +341,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         eval_dataset=eval_ds or None,
         data_collator=Collator(pad_id),
     )
+    start_step = _checkpoint_step(resume_from)
     t0 = time.perf_counter()
     result = trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
     t_train = time.perf_counter() - t0
@@ -408,7 +397,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "resumed_from": str(resume_from) if resume_from else None,
         "best_checkpoint": state.best_model_checkpoint,
         "final_loss": {
-            "train_loss": result.training_loss,
+            "train_loss": session_loss(history, start_step),
+            "trainer_train_loss": result.training_loss,
             "last_logged_loss": losses[-1] if losses else None,
             "eval_loss": evals[-1]["eval_loss"] if evals else None,
         },

@@ -128,6 +128,29 @@ def test_adapter_changes_the_output(
     assert with_adapter != without
 
 
+def test_merged_adapter_computes_what_the_unmerged_one_does(
+    tiny: tuple[Path, Path], planner: LearnedPlanner, rows: list[dict[str, Any]]
+) -> None:
+    """`merge_adapter` folds LoRA into the weights: no adapter layer is left, and in float32
+    the logits are the unmerged adapter's (to rounding), not the bare base's."""
+    base, adapter = tiny
+    merged = LearnedPlanner(
+        base, adapter, device="cpu", dtype="float32", max_new_tokens=MAX_NEW, merge_adapter=True
+    )
+    bare = LearnedPlanner(base, None, device="cpu", dtype="float32", merge_adapter=True)
+    assert merged.info["adapter_merged"] is True and planner.info["adapter_merged"] is False
+    assert bare.info["adapter_merged"] is False  # nothing to merge without an adapter
+    lora_layers = [m for m in merged.model.modules() if isinstance(m, peft.tuners.lora.LoraLayer)]
+    assert lora_layers == []
+    ids = torch.tensor([encode_text(merged.tokenizer, rows[0]["prompt"])[:64]])
+    with torch.inference_mode():
+        folded = merged.model(input_ids=ids).logits
+        unmerged = planner.model(input_ids=ids).logits
+        without = bare.model(input_ids=ids).logits
+    assert torch.allclose(folded, unmerged, atol=1e-5, rtol=1e-4)
+    assert not torch.allclose(folded, without, atol=1e-3)
+
+
 def test_random_model_plans_never_parse(
     planner: LearnedPlanner, rows: list[dict[str, Any]]
 ) -> None:

@@ -405,6 +405,7 @@ def test_predict_lm_planner_with_a_fake_module(
                 "10",
                 "--max-new-tokens",
                 "7",
+                "--merge-adapter",
             ]
         )
         == 0
@@ -416,6 +417,7 @@ def test_predict_lm_planner_with_a_fake_module(
         "device": "cpu",
         "dtype": "float32",
         "max_new_tokens": 7,
+        "merge_adapter": True,
     }
     assert _FakePlanner.calls == [(10, 10), (10, 10), (4, 4)]
     rows = _rows(out)

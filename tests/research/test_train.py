@@ -202,6 +202,27 @@ def test_three_steps_write_a_checkpoint_and_resume_continues(run: dict[str, Any]
     assert receipt["previous_sessions"][0]["steps"] == 3
 
 
+def test_receipt_train_loss_is_the_sessions_own_mean(run: dict[str, Any]) -> None:
+    """A fresh session's loss agrees with the Trainer's; a resumed one's covers only its own
+    steps 4-5 (transformers 5.17 divided their sum by all 5 steps: a GPU check saw half)."""
+    first = run["first_receipt"]["final_loss"]
+    assert first["train_loss"] == pytest.approx(first["trainer_train_loss"], rel=1e-3)
+    state = json.loads((run["out"] / "checkpoint-5" / "trainer_state.json").read_text())
+    steps_4_5 = [h["loss"] for h in state["log_history"] if "loss" in h and h["step"] > 3]
+    assert len(steps_4_5) == 2
+    resumed = run["receipt"]["final_loss"]["train_loss"]
+    assert resumed == pytest.approx(sum(steps_4_5) / 2, rel=1e-9)
+    # the first session's mean is not what the resumed one reports: its own steps are
+    assert resumed != pytest.approx(first["train_loss"], rel=1e-6)
+
+
+def test_session_loss_weights_each_log_by_the_steps_it_covers() -> None:
+    history = [{"step": 2, "loss": 4.0}, {"step": 3, "eval_loss": 9.0}, {"step": 5, "loss": 1.0}]
+    assert tc.session_loss(history, 0) == pytest.approx((4.0 * 2 + 1.0 * 3) / 5)
+    assert tc.session_loss(history, 2) == pytest.approx(1.0)
+    assert tc.session_loss(history, 5) is None
+
+
 def test_receipt_has_the_hashes(run: dict[str, Any], base: Path, data: Path) -> None:
     r = run["receipt"]
     assert r["inputs"]["train"]["sha256"] == _sha(data) and r["inputs"]["train"]["rows"] == 4

@@ -277,10 +277,13 @@ def test_a_burst_of_deltas_leaves_in_one_write(plain_server: ServeProcess) -> No
     ]  # fmt: skip
     assert len(deltas) >= 5  # the mock streams its answer word by word
     assert frames[-1] == b"data: [DONE]"
-    # the role chunk alone, the burst of deltas together, the last frames together: every
-    # frame is still whole, in order, and the answer is the deltas joined
-    assert len(chunks) <= 4 < len(frames)
+    # the role chunk with the burst of deltas and, when the run ends within the writer's turn,
+    # the last frames: every frame is still whole, in order, and the answer is the deltas joined
+    assert len(chunks) <= 2 < len(frames)
     assert all(c.endswith(b"\n\n") for c in chunks)
+    first = [f for f in chunks[0].split(b"\n\n") if f]
+    assert json.loads(first[0][6:])["choices"][0]["delta"] == {"role": "assistant", "content": ""}
+    assert len(first) > 1  # never a write of the role chunk alone
 
 
 def test_a_client_leaving_mid_body_leaves_no_traceback(plain_server: ServeProcess) -> None:
