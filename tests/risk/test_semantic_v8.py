@@ -81,12 +81,12 @@ def _files(prof: Any) -> list[Path]:
     return paths
 
 
-def test_v8_is_selected_by_name_and_v4_stays_the_default(v8: Any) -> None:
+def test_v8_is_selected_by_name_and_is_not_the_default(v8: Any) -> None:
     assert v8.data_path == RELEASES["v8"] and v8.release == "v8"
-    assert release_of({}) == "v4" and release_of({"release": "v8"}) == "v8"
+    assert release_of({}) == "v7" and release_of({"release": "v8"}) == "v8"
     assert RELEASES["v8"].exists() and RELEASES["v8"].name == "router-static-v8.npz"
     default: Any = make_profiler(RiskSettings(profiler="semantic"))
-    assert default.release == "v4" and default.rules == ()
+    assert default.release == "v7" and default.rules == RULES["v7"]
     assert v8.rules == RULES["v8"]
 
 
