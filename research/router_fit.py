@@ -25,7 +25,7 @@ from loomc.risk.factory import make_keywords
 from loomc.risk.keywords import KeywordProfiler
 from loomc.risk.minilm import MiniLM
 from loomc.risk.router import assemble, knn_features, router_features
-from loomc.risk.signals import V7_NAMES, signal_vector
+from loomc.risk.signals import SIGNAL_NAMES, V7_NAMES, signal_vector
 from loomc.risk.static import StaticEncoder
 
 LAMBDAS = (0.3, 1.0, 3.0, 10.0, 30.0, 100.0, 300.0)
@@ -163,8 +163,8 @@ def corpus_features(
     knn = knn_features(sims, y)
     x = assemble(emb, kw, knn, emb.shape[1] + kw.shape[1] + knn.shape[1])
     if signals:
-        width = len(V7_NAMES) if signals in (True, "v7") else None
-        cols = [signal_vector(p)[:width] for p in prompts]
+        width = len(V7_NAMES) if signals in (True, "v7") else len(SIGNAL_NAMES)
+        cols = [signal_vector(p, width) for p in prompts]
         x = np.hstack([x, np.array(cols, dtype=np.float64)])
     return x, emb
 

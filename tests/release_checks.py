@@ -79,7 +79,8 @@ def assert_plain_path_reads_the_signal_columns(prof: Any, prompts: Sequence[str]
         static, router = prof._pure_stage()
         emb = static.embed(prompt)
         base = emb + router_features(prof.keywords, prompt) + router.knn(router.similarities(emb))
-        x_plain = base + signal_vector(prompt) if len(router.weights) > len(base) else base
+        wide = len(router.weights) > len(base)
+        x_plain = base + signal_vector(prompt, len(router.weights) - len(base)) if wide else base
         x_numpy, _ = prof.features([prompt])
         assert len(x_plain) == x_numpy.shape[1] == len(router.weights)
         np.testing.assert_allclose(np.array(x_plain), x_numpy[0], rtol=0, atol=1e-6)

@@ -78,11 +78,12 @@ def classifier_input(
     router: RouterWeights,
     emb: npt.NDArray[Any],
     kw: FloatArray,
-    extra: Callable[[], list[list[float]]] | None = None,
+    extra: Callable[[int], list[list[float]]] | None = None,
 ) -> FloatArray:
     """A router's input for rows of embeddings and keyword features: the neighbours are the
     router's own train prompts, the width its weights'. A router wider than that (semantic-v7)
-    also reads the rows ``extra`` returns (``loomc.risk.signals``), computed only then."""
+    also reads the rows ``extra(columns)`` returns (``loomc.risk.signals``: the first
+    ``columns`` signal columns), computed only then and only as wide as the weights read."""
     import numpy as np
 
     sims = similarities(emb.astype(np.float64), router.train_emb64)
@@ -91,7 +92,7 @@ def classifier_input(
     base = emb.shape[1] + kw.reshape(len(emb), -1).shape[1] + knn.shape[1]
     if extra is None or width <= base:
         return assemble(emb, kw, knn, width)
-    x = np.hstack([assemble(emb, kw, knn, base), np.array(extra(), dtype=np.float64)])
+    x = np.hstack([assemble(emb, kw, knn, base), np.array(extra(width - base), dtype=np.float64)])
     return np.ascontiguousarray(x[:, :width])
 
 

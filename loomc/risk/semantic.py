@@ -279,7 +279,9 @@ class SemanticProfiler:
     ) -> FloatArray:
         from loomc.risk.router import classifier_input
 
-        return classifier_input(router, emb, kw, lambda: [signal_vector(p) for p in prompts])
+        return classifier_input(
+            router, emb, kw, lambda columns: [signal_vector(p, columns) for p in prompts]
+        )
 
     def features(self, prompts: Sequence[str]) -> tuple[FloatArray, npt.NDArray[np.float32]]:
         """(first-stage classifier input, float32 embeddings); see ``assemble``."""
@@ -333,7 +335,7 @@ class SemanticProfiler:
         sims = router.similarities(emb)
         x = emb + router_features(self.keywords, prompt) + router.knn(sims)
         if len(router.weights) > len(x):  # a wider file: the signal columns come last
-            x += signal_vector(prompt)
+            x += signal_vector(prompt, len(router.weights) - len(x))
         prob = router.probability(x)
         if self._second_path is not None and router.cascade_low < prob < router.cascade_high:
             return self._profile_numpy([prompt], [hint])[0]  # MiniLM decides: numpy's path

@@ -30,10 +30,14 @@ SIGNAL_NAMES: tuple[str, ...] = V7_NAMES + EXPOSURE_NAMES  # v8's columns: v7's,
 RULES = ("hazard-floor", "calm", "situation-floor")
 
 
-def signal_vector(prompt: str) -> list[float]:
-    """The v8 columns, in ``SIGNAL_NAMES`` order (a file trained on v7's reads the first
-    ``len(V7_NAMES)``: the router cuts its input to its weights' width)."""
-    return task_vector(prompt) + code_vector(prompt) + exposure_vector(prompt)
+def signal_vector(prompt: str, columns: int = len(SIGNAL_NAMES)) -> list[float]:
+    """The first ``columns`` of the v8 columns, in ``SIGNAL_NAMES`` order, computed only as far
+    as they are read: a file trained on v7's (the default release) reads ``len(V7_NAMES)``, so
+    no exposure pattern runs for it on the profiling path."""
+    out = task_vector(prompt) + code_vector(prompt)
+    if columns > len(out):
+        out += exposure_vector(prompt)
+    return out[:columns]
 
 
 def situation_floor(prompt: str) -> tuple[str, ...]:

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from loomc.risk.codehazards import CODE_FEATURE_NAMES, code_present, code_vector, hazards_of
-from loomc.risk.signals import SIGNAL_NAMES, apply_rules, calm, signal_vector
+from loomc.risk.signals import SIGNAL_NAMES, V7_NAMES, apply_rules, calm, signal_vector
 from loomc.risk.tasks import TASK_FEATURE_NAMES, operation_first, task_vector, tasks_of
 
 HAZARDOUS = [
@@ -157,6 +157,9 @@ def test_any_text_gives_a_vector_of_zeros_and_ones(text: str) -> None:
     vec = signal_vector(text)
     assert len(vec) == len(SIGNAL_NAMES) and set(vec) <= {0.0, 1.0}
     assert isinstance(calm(text), bool)
+    # a narrower read (v7's columns, or fewer) is exactly the start of the full vector
+    for columns in (0, 1, len(V7_NAMES), len(V7_NAMES) + 1, len(SIGNAL_NAMES)):
+        assert signal_vector(text, columns) == vec[:columns]
 
 
 @settings(max_examples=100, deadline=None)
