@@ -148,7 +148,11 @@ def loomc_serve(
     folder = Path(tempfile.mkdtemp(prefix="loomc-bench-"))
     policy = upstream_policy(base_url, folder, serve)
     port = free_port()
-    args = [sys.executable, "-m", "loomc", "serve", str(tree), "--policy", str(policy)]
+    # LOOMC_BENCH_PROFILE=OUT: under cProfile, started by SIGUSR1, written by SIGUSR2
+    launch = ["-m", "loomc"]
+    if os.environ.get("LOOMC_BENCH_PROFILE"):
+        launch = [str(ROOT / "benchmarks" / "serve_profiled.py")]
+    args = [sys.executable, *launch, "serve", str(tree), "--policy", str(policy)]
     args += ["--port", str(port), "--store", str(folder / "store.db"), "--log-level", "error"]
     args += [*extra]
     url = f"http://127.0.0.1:{port}/v1"
