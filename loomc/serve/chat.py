@@ -45,11 +45,11 @@ from starlette.types import Receive, Scope, Send
 from loomc.policy.models import ServeSettings
 from loomc.providers.base import redact
 from loomc.serve.auth import Keys
+from loomc.serve.frames import Frames, sse
 from loomc.serve.metrics import Metrics
 from loomc.serve.service import Admitted, Service, upstream_failed
 from loomc.serve.wire import (
     ApiError,
-    chunk,
     completion_body,
     completion_id,
     extension,
@@ -57,7 +57,6 @@ from loomc.serve.wire import (
     parse_request,
     usage,
 )
-from loomc.studio.sse import frame
 
 log = logging.getLogger("loomc.serve")
 
@@ -67,17 +66,12 @@ _SSE = [
     (b"cache-control", b"no-cache"),
     (b"x-accel-buffering", b"no"),
 ]
-_HOLE = "\x00loomc-delta\x00"  # a placeholder for a content delta's text
 _DONE = b"data: [DONE]\n\n"
 
 
 def dumps(body: Any) -> bytes:
     """Compact JSON as Starlette's ``JSONResponse`` renders it (UTF-8, no NaN)."""
     return json.dumps(body, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
-
-
-def sse(item: dict[str, Any] | str) -> bytes:
-    return b"data: " + frame(item).encode() + b"\n\n"
 
 
 async def respond(
@@ -203,20 +197,14 @@ async def stream(svc: Service, admitted: Admitted, receive: Receive, send: Send)
     request = admitted.request
     cid, created, model = completion_id(), int(time.time()), request.model
     with_usage = bool(request.stream_options and request.stream_options.include_usage)
-    # a content chunk is the same JSON but for its text: built once, the text spliced in (the
-    # last match: the client's model name comes before the content)
-    head, _, tail = frame(
-        chunk(cid, model, created, {"content": _HOLE}, with_usage=with_usage)
-    ).rpartition(json.dumps(_HOLE))
-    before, after = b"data: " + head.encode(), tail.encode() + b"\n\n"
-    role = chunk(cid, model, created, {"role": "assistant", "content": ""}, with_usage=with_usage)
-    queued = [sse(role)]  # leaves with the first delta (or the last frames)
+    frames = Frames(cid, model, created, with_usage)
+    queued = [frames.role()]  # leaves with the first delta (or the last frames)
     wake = asyncio.Event()
     ended = False  # the run is over: the writer stops, the rest leaves in the last write
     sending = False  # the writer is in a write: awaited, never cut off mid-way
 
     def delta(text: str) -> None:
-        queued.append(before + json.dumps(text).encode() + after)
+        queued.append(frames.delta(text))
         wake.set()
 
     async def writer() -> None:
@@ -280,24 +268,6 @@ async def stream(svc: Service, admitted: Admitted, receive: Receive, send: Send)
         if upstream_failed(result):
             last += sse(upstream_error(result.error).body())
         else:
-            ext = extension(result, **extra)
-            last += sse(
-                chunk(
-                    cid, model, created, {}, finish_reason(result), with_usage=with_usage, loomc=ext
-                )
-            )
-            if with_usage:
-                last += sse(
-                    {
-                        "id": cid,
-                        "object": "chat.completion.chunk",
-                        "created": created,
-                        "model": model,
-                        "choices": [],
-                        "system_fingerprint": None,
-                        "usage": usage(result),
-                        "loomc": ext,
-                    }
-                )
+            last += frames.last(finish_reason(result), usage(result), extension(result, **extra))
     with contextlib.suppress(OSError):  # uvicorn's ClientDisconnected
         await send({"type": "http.response.body", "body": last + _DONE, "more_body": False})
