@@ -148,7 +148,13 @@ class Service:
         request, client, ticket = admitted.request, admitted.client, admitted.ticket
         memory = TraceRecorder()
         # a JSON reply needs no deltas: its run has one sink fewer to hear every event
-        answer = None if on_delta is None else AnswerStream(admitted.compiled.answer, on_delta)
+        answer = None
+        if on_delta is not None:
+            # the chain as this tier's graph has it: `general@lean`'s names `final` and `verify`,
+            # steps of other tiers, which never settle, and its `direct` would stream nothing
+            # until the run ended
+            graph = admitted.compiled.graph
+            answer = AnswerStream([s for s in admitted.compiled.answer if s in graph], on_delta)
         options: dict[str, Any] = {}
         ignored = []
         for field, value in (

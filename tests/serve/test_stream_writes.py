@@ -66,11 +66,11 @@ def server(tmp_path: Path) -> Iterator[InProcessServer]:
     served.stop()
 
 
-def _timed_chunks(url: str) -> list[tuple[float, bytes]]:
+def _timed_chunks(url: str, model: str = "baseline") -> list[tuple[float, bytes]]:
     """(seconds since the request left, chunk) for each chunk of the streamed reply."""
     host, port = url.removeprefix("http://").split(":")
     body = json.dumps(
-        {"model": "baseline", "stream": True, "messages": [{"role": "user", "content": "DNS?"}]}
+        {"model": model, "stream": True, "messages": [{"role": "user", "content": "DNS?"}]}
     ).encode()
     head = (
         f"POST /v1/chat/completions HTTP/1.1\r\nhost: {host}\r\nauthorization: Bearer {SECRET}"
@@ -102,10 +102,13 @@ def _frames(data: bytes) -> list[bytes]:
     return [f for f in data.split(b"\n\n") if f.startswith(b"data: ")]
 
 
+# general@lean: its answer chain names `final` and `verify`, steps only the strict and balanced
+# tiers have; the lean graph is `direct` alone, and its tokens must still stream as they come
+@pytest.mark.parametrize("model", ["baseline", "general@lean"])
 def test_the_first_delta_leaves_with_the_role_chunk_before_the_run_ends(
-    server: InProcessServer,
+    server: InProcessServer, model: str
 ) -> None:
-    chunks = _timed_chunks(server.url)
+    chunks = _timed_chunks(server.url, model)
     first_at, first = chunks[0]
     last_at, last = chunks[-1]
     frames = _frames(first)
