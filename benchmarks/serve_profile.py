@@ -22,10 +22,10 @@ import os
 import pstats
 import signal
 import subprocess
-from collections import Counter
 import sys
 import tempfile
 import time
+from collections import Counter
 
 PYSPY = os.environ.get("LOOMC_BENCH_PYSPY")
 OUT = tempfile.mktemp(suffix=".txt" if PYSPY else ".prof")
@@ -55,9 +55,9 @@ PHASES = [
     ("      stored_run (the row)", "api/tracing.py", "stored_run"),
     ("      Budgets.finish (lease book, queue)", "serve/leases.py", "finish"),
     ("      Metrics.run", "serve/metrics.py", "run"),
-    ("    the writer task (chat.writer)", "serve/chat.py", "writer"),
-    ("    the watch task (chat.watch)", "serve/chat.py", "watch"),
-    ("    the task group (__aexit__)", "anyio/_backends/_asyncio.py", "__aexit__"),
+    ("the stream's writer task (chat.writer)", "serve/chat.py", "writer"),
+    ("the stream's watch task (chat.watch)", "serve/chat.py", "watch"),
+    ("    the stream's task group (before serve11)", "anyio/_backends/_asyncio.py", "__aexit__"),
     ("    frames (chunk, sse, frame)", "serve/wire.py", "chunk"),
     ("    extension()", "serve/wire.py", "extension"),
     ("    usage()", "serve/wire.py", "usage"),
@@ -86,7 +86,9 @@ def sampled(path: str) -> tuple[Counter[str], float]:
     in) and the total."""
     found: Counter[str] = Counter()
     total = 0.0
-    for line in open(path):
+    with open(path) as f:
+        lines = f.readlines()
+    for line in lines:
         stack, _, count = line.rstrip().rpartition(" ")
         if stack.rpartition(";")[2].startswith("Condition.wait"):
             continue  # an idle worker thread that py-spy counts as active
@@ -94,9 +96,7 @@ def sampled(path: str) -> tuple[Counter[str], float]:
         total += n
         frames = [(f.partition(" (")[0], f.partition(" (")[2]) for f in stack.split(";")]
         for label, ending, name in PHASES[1:]:
-            if any(
-                func.rpartition(".")[2] == name and ending in file for func, file in frames
-            ):
+            if any(func.rpartition(".")[2] == name and ending in file for func, file in frames):
                 found[label] += n
     return found, total
 
@@ -109,8 +109,20 @@ def main(seconds: float, clients: int, delay_ms: int) -> None:
         plain = wrk_arm(url, "general@lean", KEY, clients, seconds, up_pid)
         if PYSPY:
             spy = subprocess.Popen(
-                [PYSPY, "record", "-r", "100", "-d", f"{seconds + 3:g}", "-f", "raw", "-o", OUT]
-                + ["--pid", str(pid)],
+                [
+                    PYSPY,
+                    "record",
+                    "-r",
+                    "100",
+                    "-d",
+                    f"{seconds + 3:g}",
+                    "-f",
+                    "raw",
+                    "-o",
+                    OUT,
+                    "--pid",
+                    str(pid),
+                ],
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
             )
