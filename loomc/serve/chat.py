@@ -224,6 +224,10 @@ async def stream(svc: Service, admitted: Admitted, receive: Receive, send: Send)
                 await send({"type": "http.response.body", "body": data, "more_body": True})
             except OSError:  # uvicorn's ClientDisconnected: `watch` ends the stream
                 return
+            except Exception as exc:  # logged without a traceback; the stream ends, as a
+                internal(exc)  # task group's error ended it: never a stream missing a delta
+                run.cancel()
+                return
             finally:
                 sending = False
 

@@ -10,6 +10,7 @@ import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -130,3 +131,74 @@ def test_the_first_delta_leaves_with_the_role_chunk_before_the_run_ends(
         if f != b"data: [DONE]" and json.loads(f[6:]).get("choices")
     ]
     assert "".join(d or "" for d in deltas) == "DNS maps names."
+
+
+def test_a_write_that_fails_unexpectedly_ends_the_stream_without_a_traceback(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The writer is a task of its own: an error in its write (not a hang-up) is logged without
+    a traceback, cancels the run and ends the stream; nothing more is written (a stream with a
+    delta missing would be worse), and the handler returns instead of raising."""
+    policy = write_policy(
+        tmp_path / "policy.yaml", {"keys": [{"name": "ci", "key": f"env:{KEY_VAR}"}]}
+    )
+    project = loomc.Project.load(ROOT, policy)
+    app = create_app(
+        project,
+        open_store(tmp_path / "store.db"),
+        providers={"mock": Pausing()},
+        env={KEY_VAR: SECRET},
+    )
+    body = json.dumps(
+        {"model": "general@lean", "stream": True, "messages": [{"role": "user", "content": "DNS?"}]}
+    ).encode()
+    sent: list[dict[str, Any]] = []
+
+    async def main() -> float:
+        to_app, from_test = anyio.create_memory_object_stream[dict[str, Any]](4)
+        started, stopped = anyio.Event(), anyio.Event()
+
+        async def life_send(message: dict[str, Any]) -> None:
+            if message["type"] == "lifespan.startup.complete":
+                started.set()
+            elif message["type"].startswith("lifespan.shutdown"):
+                stopped.set()
+
+        async def receive() -> dict[str, Any]:
+            if body_left:
+                return {"type": "http.request", "body": body_left.pop(), "more_body": False}
+            await anyio.sleep_forever()
+            raise AssertionError
+
+        async def send(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.body" and message.get("more_body"):
+                raise RuntimeError("the writer's write failed")
+            sent.append(message)
+
+        body_left = [body]
+        scope = {
+            "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
+            "scheme": "http", "path": "/v1/chat/completions", "raw_path": b"/v1/chat/completions",
+            "root_path": "", "query_string": b"", "client": ("127.0.0.1", 5000),
+            "server": ("127.0.0.1", 8000), "state": {},
+            "headers": [(b"authorization", f"Bearer {SECRET}".encode())],
+        }  # fmt: skip
+        async with anyio.create_task_group() as tg:
+            life = {"type": "lifespan", "asgi": {"version": "3.0"}, "state": {}}
+            tg.start_soon(app, life, from_test.receive, life_send)
+            await to_app.send({"type": "lifespan.startup"})
+            await started.wait()
+            began = time.monotonic()
+            with anyio.fail_after(PAUSE_S * 5):
+                await app(scope, receive, send)
+            took = time.monotonic() - began
+            await to_app.send({"type": "lifespan.shutdown"})
+            await stopped.wait()
+        to_app.close()
+        from_test.close()
+        return took
+
+    took = anyio.run(main)
+    assert [m["type"] for m in sent] == ["http.response.start"]  # nothing after the failure
+    assert took < PAUSE_S  # the run was cancelled in the provider's pause, not waited for
+    assert "internal error" in caplog.text and "Traceback" not in caplog.text
