@@ -107,6 +107,17 @@ async def read_lines(
 ) -> AsyncIterator[str]:
     """The body's lines as they arrive (UTF-8), refused once the body passes ``limit`` bytes:
     a line that never ends is refused as soon as it is too long, not when it ends."""
+    async for lines in read_line_batches(response, limit, provider=provider, model=model):
+        for line in lines:
+            yield line
+
+
+async def read_line_batches(
+    response: httpx.Response, limit: int, *, provider: str, model: str
+) -> AsyncIterator[list[str]]:
+    """The lines each network read completed, as one list per read (a read that ends no line
+    yields nothing): what ``read_lines`` gives, grouped as the bytes arrived, so an adapter can
+    hand a read's tokens on as one event without waiting for the next read."""
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     splitter = LineSplitter()
     size = 0
@@ -114,15 +125,17 @@ async def read_lines(
         size += len(chunk)
         if size > limit:
             raise _too_large(limit, provider, model)
-        for line in splitter.feed(decoder.decode(chunk)):
-            yield line
-    for line in splitter.feed(decoder.decode(b"", final=True)) + splitter.end():
-        yield line
+        lines = splitter.feed(decoder.decode(chunk))
+        if lines:
+            yield lines
+    last = splitter.feed(decoder.decode(b"", final=True)) + splitter.end()
+    if last:
+        yield last
 
 
 async def drain(
     response: httpx.Response,
-    rest: AsyncIterator[str],
+    rest: AsyncIterator[object],
     *,
     max_bytes: int = DRAIN_BYTES,
     max_s: float = DRAIN_S,

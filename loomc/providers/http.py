@@ -17,7 +17,7 @@ import re
 import ssl
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 
@@ -376,6 +376,48 @@ class HTTPProvider:
     def body(self, request: CompletionRequest) -> dict[str, Any]:
         """The request's JSON on this provider's wire."""
         raise NotImplementedError
+
+
+class ReadEvents:
+    """The stream events one network read produced, in order: adjacent answer text joins into
+    one ``token`` event and adjacent reasoning into one ``reasoning`` event (never the two
+    together); a frame goes between them where it arrived.
+
+    Why: an upstream's frames mostly arrive many to a read (a local model's whole answer, 16
+    frames, in one), and every event costs the redactor, the meter, the run's ``Event`` and
+    each sink. An adapter parses one read, then hands these on before it reads again, so no
+    text waits for bytes that have not arrived."""
+
+    __slots__ = ("_events", "_kind", "_parts")
+
+    def __init__(self) -> None:
+        self._events: list[StreamEvent] = []
+        self._kind: Literal["token", "reasoning", ""] = ""
+        self._parts: list[str] = []
+
+    def text(self, kind: Literal["token", "reasoning"], text: str) -> None:
+        if kind != self._kind:
+            self._close()
+            self._kind = kind
+        self._parts.append(text)
+
+    def frame(self, frame: dict[str, Any]) -> None:
+        self._close()
+        self._events.append(StreamEvent(kind="frame", frame=frame))
+
+    def _close(self) -> None:
+        if self._parts:
+            kind: Literal["token", "reasoning"] = "token" if self._kind == "token" else "reasoning"
+            text = self._parts[0] if len(self._parts) == 1 else "".join(self._parts)
+            self._events.append(StreamEvent(kind=kind, text=text))
+            self._parts = []
+        self._kind = ""
+
+    @property
+    def events(self) -> list[StreamEvent]:
+        """Everything the read produced (its last run of text closed)."""
+        self._close()
+        return self._events
 
 
 def wire_messages(request: CompletionRequest) -> list[dict[str, str]]:

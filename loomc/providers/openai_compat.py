@@ -31,15 +31,16 @@ from loomc.providers.base import (
     StreamEvent,
     TokenUsage,
 )
-from loomc.providers.body import drain, read_body, read_lines
+from loomc.providers.body import drain, read_body, read_line_batches
 from loomc.providers.http import (
     HTTPProvider,
+    ReadEvents,
     estimated_usage,
     excerpt,
     failure,
     wire_messages,
 )
-from loomc.providers.sse import sse_events
+from loomc.providers.sse import SSEEvent, sse_batches
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +151,30 @@ def _first_choice(chunk: dict[str, Any]) -> dict[str, Any] | None:
     if isinstance(choices, list) and choices and isinstance(choices[0], dict):
         return choices[0]
     return None
+
+
+def _absorb_chunk(chunk: dict[str, Any], event: str, state: _State, out: ReadEvents) -> None:
+    """One streamed chunk into ``state``; its text and frames into ``out``."""
+    choice = _first_choice(chunk)
+    if choice is not None:
+        delta = choice.get("delta")
+        if isinstance(delta, dict):
+            thought = _reasoning(delta)
+            if thought:
+                out.text("reasoning", thought)
+            text = delta.get("content")
+            if isinstance(text, str) and text:
+                state.parts.append(text)
+                out.text("token", text)
+        reason = choice.get("finish_reason")
+        if isinstance(reason, str) and reason:
+            state.finish_reason = reason
+    for frame in _absorb_meta(chunk, state):
+        out.frame(frame)
+    if event != "message" and choice is None:
+        frame = {"type": event, **{str(k): v for k, v in chunk.items()}}
+        state.frames.append(frame)
+        out.frame(frame)
 
 
 def _error_in_body(chunk: dict[str, Any], provider: str, model: str) -> ProviderError | None:
@@ -284,36 +309,29 @@ class OpenAICompatProvider(HTTPProvider):
                         await on_event(StreamEvent(kind="frame", frame=frame))
                 return
             done = False
-            lines = read_lines(response, self.max_response_bytes, **ids)
-            async for event in sse_events(lines):
-                if event.data.strip() == "[DONE]":
-                    done = True
-                    break
+            lines = read_line_batches(response, self.max_response_bytes, **ids)
+            async for events in sse_batches(lines):
+                # One read's events are parsed before anything is handed on, then its tokens go
+                # out as one event (its reasoning as another, frames in their place): a 16-frame
+                # answer that arrived in one read costs the redactor, the meter, the run's event
+                # and the sinks once, not 16 times, and no text waits for the next read.
+                out = ReadEvents()
+                error: ProviderError | None = None
                 try:
-                    chunk = json.loads(event.data)
-                except json.JSONDecodeError as exc:
-                    if not event.terminated:
-                        raise StreamDropped(
-                            f"{self.name}: stream ended inside an event after "
-                            f"{len(state.text)} chars",
-                            partial=state.text,
-                            **ids,
-                        ) from exc
-                    raise MalformedResponse(
-                        f"{self.name}: malformed SSE frame ({exc.msg}): "
-                        f"{excerpt(event.data, 120)!r}",
-                        **ids,
-                    ) from exc
-                if not isinstance(chunk, dict):
-                    raise MalformedResponse(
-                        f"{self.name}: SSE frame is not a JSON object: "
-                        f"{excerpt(event.data, 120)!r}",
-                        **ids,
-                    )
-                err = _error_in_body(chunk, self.name, request.model)
-                if err is not None:
-                    raise err
-                await self._absorb_chunk(chunk, event.event, state, on_event)
+                    for event in events:
+                        if event.data.strip() == "[DONE]":
+                            done = True
+                            break
+                        _absorb_chunk(self._chunk(event, state, ids), event.event, state, out)
+                except ProviderError as exc:  # what the read carried before it still goes out
+                    error = exc
+                if on_event is not None:
+                    for ev in out.events:
+                        await on_event(ev)
+                if error is not None:
+                    raise error
+                if done:
+                    break
             if done:  # read on to the body's end: the connection then stays in the pool
                 await drain(response, lines)
             elif state.finish_reason is None:
@@ -324,32 +342,27 @@ class OpenAICompatProvider(HTTPProvider):
                     **ids,
                 )
 
-    async def _absorb_chunk(
-        self,
-        chunk: dict[str, Any],
-        event: str,
-        state: _State,
-        on_event: StreamCallback | None,
-    ) -> None:
-        choice = _first_choice(chunk)
-        if choice is not None:
-            delta = choice.get("delta")
-            text = delta.get("content") if isinstance(delta, dict) else None
-            thought = _reasoning(delta) if isinstance(delta, dict) else ""
-            if thought and on_event is not None:
-                await on_event(StreamEvent(kind="reasoning", text=thought))
-            if isinstance(text, str) and text:
-                state.parts.append(text)
-                if on_event is not None:
-                    await on_event(StreamEvent(kind="token", text=text))
-            reason = choice.get("finish_reason")
-            if isinstance(reason, str) and reason:
-                state.finish_reason = reason
-        frames = _absorb_meta(chunk, state)
-        if event != "message" and choice is None:
-            frame = {"type": event, **{str(k): v for k, v in chunk.items()}}
-            state.frames.append(frame)
-            frames.append(frame)
-        if on_event is not None:
-            for frame in frames:
-                await on_event(StreamEvent(kind="frame", frame=frame))
+    def _chunk(self, event: SSEEvent, state: _State, ids: dict[str, str]) -> dict[str, Any]:
+        """One SSE event's JSON object; a malformed, cut or error frame raises."""
+        try:
+            chunk = json.loads(event.data)
+        except json.JSONDecodeError as exc:
+            if not event.terminated:
+                raise StreamDropped(
+                    f"{self.name}: stream ended inside an event after {len(state.text)} chars",
+                    partial=state.text,
+                    **ids,
+                ) from exc
+            raise MalformedResponse(
+                f"{self.name}: malformed SSE frame ({exc.msg}): {excerpt(event.data, 120)!r}",
+                **ids,
+            ) from exc
+        if not isinstance(chunk, dict):
+            raise MalformedResponse(
+                f"{self.name}: SSE frame is not a JSON object: {excerpt(event.data, 120)!r}",
+                **ids,
+            )
+        err = _error_in_body(chunk, self.name, ids["model"])
+        if err is not None:
+            raise err
+        return chunk

@@ -3,6 +3,11 @@
 Real servers differ: LiteLLM ends with ``data: [DONE]``, ``transformers serve`` just closes,
 OpenRouter interleaves ``: OPENROUTER PROCESSING`` comments, some omit the blank line after the
 last event. Comments and unknown fields are skipped; multi-line ``data`` is joined with newlines.
+
+``sse_batches`` keeps the grouping of its input: the events completed by one batch of lines
+(one network read, ``loomc.providers.body.read_line_batches``) come out as one list, so the
+adapter can pass a read's tokens on as one event; ``sse_events`` is the same parser, one event
+at a time.
 """
 
 from __future__ import annotations
@@ -19,27 +24,65 @@ class SSEEvent:
     terminated: bool = True  # False: the stream ended before this event's blank line
 
 
+class SSEParser:
+    """Lines in, completed events out; holds the event being read between calls."""
+
+    __slots__ = ("_data", "_event", "_last_id")
+
+    def __init__(self) -> None:
+        self._data: list[str] = []
+        self._event = ""
+        self._last_id: str | None = None
+
+    def feed(self, lines: list[str]) -> list[SSEEvent]:
+        out: list[SSEEvent] = []
+        data = self._data
+        for raw in lines:
+            line = raw.rstrip("\r\n")
+            if not line:
+                if data:
+                    out.append(SSEEvent("\n".join(data), self._event or "message", self._last_id))
+                    data = self._data = []
+                self._event = ""
+                continue
+            if line[0] == ":":
+                continue  # comment / keep-alive
+            name, sep, value = line.partition(":")
+            if sep and value.startswith(" "):
+                value = value[1:]
+            if name == "data":
+                data.append(value)
+            elif name == "event":
+                self._event = value
+            elif name == "id":
+                self._last_id = value
+        return out
+
+    def end(self) -> list[SSEEvent]:
+        """A final event without its blank line: still delivered, marked unterminated."""
+        if not self._data:
+            return []
+        data, self._data = self._data, []
+        return [SSEEvent("\n".join(data), self._event or "message", self._last_id, False)]
+
+
+async def sse_batches(batches: AsyncIterator[list[str]]) -> AsyncIterator[list[SSEEvent]]:
+    """The events each batch of lines completed (a batch that completes none yields nothing),
+    then the unterminated last event, if any, as a batch of its own."""
+    parser = SSEParser()
+    async for lines in batches:
+        events = parser.feed(lines)
+        if events:
+            yield events
+    last = parser.end()
+    if last:
+        yield last
+
+
 async def sse_events(lines: AsyncIterator[str]) -> AsyncIterator[SSEEvent]:
-    data: list[str] = []
-    event = ""
-    last_id: str | None = None
-    async for raw in lines:
-        line = raw.rstrip("\r\n")
-        if not line:
-            if data:
-                yield SSEEvent("\n".join(data), event or "message", last_id)
-            data, event = [], ""
-            continue
-        if line.startswith(":"):
-            continue  # comment / keep-alive
-        name, sep, value = line.partition(":")
-        if sep and value.startswith(" "):
-            value = value[1:]
-        if name == "data":
-            data.append(value)
-        elif name == "event":
-            event = value
-        elif name == "id":
-            last_id = value
-    if data:  # a final event without its blank line: still deliver it
-        yield SSEEvent("\n".join(data), event or "message", last_id, terminated=False)
+    parser = SSEParser()
+    async for line in lines:
+        for event in parser.feed([line]):
+            yield event
+    for event in parser.end():
+        yield event

@@ -58,6 +58,7 @@ def test_litellm_recording_streams_tokens_and_exact_final_usage(replay: ReplaySe
     out = complete(provider(replay), request("litellm-usage"), events)
     assert out.content == LITELLM_TEXT
     assert "".join(e.text for e in events if e.kind == "token") == LITELLM_TEXT
+    # the replay writes each frame on its own (a body chunk each): one token event per chunk
     assert len([e for e in events if e.kind == "token"]) > 5  # really streamed, not one blob
     usage_chunk = [
         json.loads(line[6:])
