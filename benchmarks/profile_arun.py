@@ -32,19 +32,24 @@ async def window(project: loomc.Project, seconds: float, clients: int, profile: 
     done = [0]
     async with loomc.ProviderPool(project.policy) as pool:
 
+        async def loop_once() -> None:
+            await loomc.arun(
+                "Explain DNS briefly.",
+                project=project,
+                pipeline=pipeline,
+                providers=pool,
+                profiler=profiler,
+                stream=True,
+            )
+
         async def loop() -> None:
             while not state["closed"]:
-                await loomc.arun(
-                    "Explain DNS briefly.",
-                    project=project,
-                    pipeline=pipeline,
-                    providers=pool,
-                    profiler=profiler,
-                    stream=True,
-                )
+                await loop_once()
                 if state["open"] and not state["closed"]:
                     done[0] += 1
 
+        for _ in range(2):  # the router's first two prompts change its table (loomc.risk.pure):
+            await loop_once()  # not from 128 threads at once
         prof = cProfile.Profile()
         async with anyio.create_task_group() as tg:
             for _ in range(clients):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -65,6 +65,23 @@ PRESETS: dict[str, Preset] = {
 
 # Top-level response keys that carry gateway metadata worth tracing (privacy, payment).
 _FRAME_KEYS = ("dot_parameters", "privacy", "provider_frames")
+# Every top-level key ``_absorb_meta`` reads: a chunk with none of them (nearly every streamed
+# chunk) is passed over with one set check.
+_META_KEYS = frozenset(("usage", "payment", *_FRAME_KEYS))
+# What ``json.loads`` ends in (the decoder's C scanner; typeshed does not declare it): one C
+# call for a frame that is exactly one JSON value
+_SCAN: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+
+
+def _json(text: str) -> Any:
+    """``json.loads(text)``, without its three Python frames for the common frame (a value
+    from the first character to the last); anything else goes through ``json.loads`` itself,
+    which raises its own errors."""
+    try:
+        value, end = _SCAN(text, 0)
+    except (StopIteration, ValueError):
+        return json.loads(text)
+    return value if end == len(text) else json.loads(text)
 
 
 def _decimal(value: Any) -> Decimal | None:
@@ -107,6 +124,8 @@ class _State:
 
 def _absorb_meta(chunk: dict[str, Any], state: _State) -> list[dict[str, Any]]:
     """Usage, native receipts and frames from one chunk or body; returns the new frames."""
+    if _META_KEYS.isdisjoint(chunk):
+        return []
     usage = chunk.get("usage")
     if isinstance(usage, dict):
         pt, ct = usage.get("prompt_tokens"), usage.get("completion_tokens")
@@ -345,7 +364,7 @@ class OpenAICompatProvider(HTTPProvider):
     def _chunk(self, event: SSEEvent, state: _State, ids: dict[str, str]) -> dict[str, Any]:
         """One SSE event's JSON object; a malformed, cut or error frame raises."""
         try:
-            chunk = json.loads(event.data)
+            chunk = _json(event.data)
         except json.JSONDecodeError as exc:
             if not event.terminated:
                 raise StreamDropped(

@@ -35,10 +35,14 @@ class SSEParser:
         self._last_id: str | None = None
 
     def feed(self, lines: list[str]) -> list[SSEEvent]:
+        """The events these lines complete; ``lines`` without their endings (as
+        ``loomc.providers.body.LineSplitter`` gives them)."""
         out: list[SSEEvent] = []
         data = self._data
-        for raw in lines:
-            line = raw.rstrip("\r\n")
+        for line in lines:
+            if line[:6] == "data: ":  # nearly every line of a stream: checked first
+                data.append(line[6:])
+                continue
             if not line:
                 if data:
                     out.append(SSEEvent("\n".join(data), self._event or "message", self._last_id))
@@ -82,7 +86,7 @@ async def sse_batches(batches: AsyncIterator[list[str]]) -> AsyncIterator[list[S
 async def sse_events(lines: AsyncIterator[str]) -> AsyncIterator[SSEEvent]:
     parser = SSEParser()
     async for line in lines:
-        for event in parser.feed([line]):
+        for event in parser.feed([line.rstrip("\r\n")]):
             yield event
     for event in parser.end():
         yield event
