@@ -102,22 +102,13 @@ class LineSplitter:
         return [line] if line else []
 
 
-async def read_lines(
-    response: httpx.Response, limit: int, *, provider: str, model: str
-) -> AsyncIterator[str]:
-    """The body's lines as they arrive (UTF-8), refused once the body passes ``limit`` bytes:
-    a line that never ends is refused as soon as it is too long, not when it ends."""
-    async for lines in read_line_batches(response, limit, provider=provider, model=model):
-        for line in lines:
-            yield line
-
-
 async def read_line_batches(
     response: httpx.Response, limit: int, *, provider: str, model: str
 ) -> AsyncIterator[list[str]]:
-    """The lines each network read completed, as one list per read (a read that ends no line
-    yields nothing): what ``read_lines`` gives, grouped as the bytes arrived, so an adapter can
-    hand a read's tokens on as one event without waiting for the next read."""
+    """The body's lines (UTF-8), one list per network read that completed any, refused once
+    the body passes ``limit`` bytes (a line that never ends is refused as soon as it is too
+    long, not when it ends). Grouped as the bytes arrived, so an adapter can hand a read's
+    tokens on as one event without waiting for the next read."""
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     splitter = LineSplitter()
     size = 0

@@ -40,7 +40,7 @@ from loomc.providers.http import (
     failure,
     wire_messages,
 )
-from loomc.providers.sse import SSEEvent, sse_batches
+from loomc.providers.sse import SSEEvent, SSEParser
 
 
 @dataclass(frozen=True, slots=True)
@@ -328,29 +328,19 @@ class OpenAICompatProvider(HTTPProvider):
                         await on_event(StreamEvent(kind="frame", frame=frame))
                 return
             done = False
+            parser = SSEParser()
+            # the parser inline, not an async generator over the lines: a generator left at
+            # ``[DONE]`` is closed by the event loop's finaliser, a task (and a wake-up of the
+            # loop through its self-pipe) per call
             lines = read_line_batches(response, self.max_response_bytes, **ids)
-            async for events in sse_batches(lines):
-                # One read's events are parsed before anything is handed on, then its tokens go
-                # out as one event (its reasoning as another, frames in their place): a 16-frame
-                # answer that arrived in one read costs the redactor, the meter, the run's event
-                # and the sinks once, not 16 times, and no text waits for the next read.
-                out = ReadEvents()
-                error: ProviderError | None = None
-                try:
-                    for event in events:
-                        if event.data.strip() == "[DONE]":
-                            done = True
-                            break
-                        _absorb_chunk(self._chunk(event, state, ids), event.event, state, out)
-                except ProviderError as exc:  # what the read carried before it still goes out
-                    error = exc
-                if on_event is not None:
-                    for ev in out.events:
-                        await on_event(ev)
-                if error is not None:
-                    raise error
-                if done:
+            async for batch in lines:
+                events = parser.feed(batch)
+                if events and await self._take(events, state, ids, on_event):
+                    done = True
                     break
+            else:  # the body ended: its last event may lack its blank line
+                events = parser.end()
+                done = bool(events) and await self._take(events, state, ids, on_event)
             if done:  # read on to the body's end: the connection then stays in the pool
                 await drain(response, lines)
             elif state.finish_reason is None:
@@ -360,6 +350,38 @@ class OpenAICompatProvider(HTTPProvider):
                     partial=state.text,
                     **ids,
                 )
+
+    async def _take(
+        self,
+        events: list[SSEEvent],
+        state: _State,
+        ids: dict[str, str],
+        on_event: StreamCallback | None,
+    ) -> bool:
+        """One read's events into ``state``; whether they ended the answer (``[DONE]``).
+
+        The read is parsed before anything is handed on, then its tokens go out as one event
+        (its reasoning as another, frames in their place): a 16-frame answer that arrived in
+        one read costs the redactor, the meter, the run's event and the sinks once, not 16
+        times, and no text waits for the next read. A bad frame still lets the text before it
+        out, then raises."""
+        out = ReadEvents()
+        done = False
+        error: ProviderError | None = None
+        try:
+            for event in events:
+                if event.data.strip() == "[DONE]":
+                    done = True
+                    break
+                _absorb_chunk(self._chunk(event, state, ids), event.event, state, out)
+        except ProviderError as exc:
+            error = exc
+        if on_event is not None:
+            for ev in out.events:
+                await on_event(ev)
+        if error is not None:
+            raise error
+        return done
 
     def _chunk(self, event: SSEEvent, state: _State, ids: dict[str, str]) -> dict[str, Any]:
         """One SSE event's JSON object; a malformed, cut or error frame raises."""

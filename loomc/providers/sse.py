@@ -4,15 +4,14 @@ Real servers differ: LiteLLM ends with ``data: [DONE]``, ``transformers serve`` 
 OpenRouter interleaves ``: OPENROUTER PROCESSING`` comments, some omit the blank line after the
 last event. Comments and unknown fields are skipped; multi-line ``data`` is joined with newlines.
 
-``sse_batches`` keeps the grouping of its input: the events completed by one batch of lines
-(one network read, ``loomc.providers.body.read_line_batches``) come out as one list, so the
-adapter can pass a read's tokens on as one event; ``sse_events`` is the same parser, one event
-at a time.
+``SSEParser`` is fed one network read's lines at a time (``loomc.providers.body.
+read_line_batches``) and returns the events they completed as one list, so the adapter can
+pass a read's tokens on as one event. It is a plain object, not an async generator: a generator
+left at ``[DONE]`` is closed by the event loop's finaliser, a task per call.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 
@@ -68,25 +67,3 @@ class SSEParser:
             return []
         data, self._data = self._data, []
         return [SSEEvent("\n".join(data), self._event or "message", self._last_id, False)]
-
-
-async def sse_batches(batches: AsyncIterator[list[str]]) -> AsyncIterator[list[SSEEvent]]:
-    """The events each batch of lines completed (a batch that completes none yields nothing),
-    then the unterminated last event, if any, as a batch of its own."""
-    parser = SSEParser()
-    async for lines in batches:
-        events = parser.feed(lines)
-        if events:
-            yield events
-    last = parser.end()
-    if last:
-        yield last
-
-
-async def sse_events(lines: AsyncIterator[str]) -> AsyncIterator[SSEEvent]:
-    parser = SSEParser()
-    async for line in lines:
-        for event in parser.feed([line.rstrip("\r\n")]):
-            yield event
-    for event in parser.end():
-        yield event
