@@ -173,14 +173,18 @@ def _first_choice(chunk: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def _absorb_chunk(chunk: dict[str, Any], event: str, state: _State, out: ReadEvents) -> None:
-    """One streamed chunk into ``state``; its text and frames into ``out``."""
-    choice = _first_choice(chunk)
-    if choice is not None:
+    """One streamed chunk into ``state``; its text and frames into ``out``. Runs once per frame
+    (16 a run in the serve benchmarks): the common chunk (one choice, a content delta, no
+    metadata) takes the fewest checks."""
+    choices = chunk.get("choices")
+    choice = choices[0] if isinstance(choices, list) and choices else None
+    if isinstance(choice, dict):
         delta = choice.get("delta")
         if isinstance(delta, dict):
-            thought = _reasoning(delta)
-            if thought:
-                out.text("reasoning", thought)
+            if "reasoning_content" in delta or "reasoning" in delta:
+                thought = _reasoning(delta)
+                if thought:
+                    out.text("reasoning", thought)
             text = delta.get("content")
             if isinstance(text, str) and text:
                 state.parts.append(text)
@@ -188,8 +192,11 @@ def _absorb_chunk(chunk: dict[str, Any], event: str, state: _State, out: ReadEve
         reason = choice.get("finish_reason")
         if isinstance(reason, str) and reason:
             state.finish_reason = reason
-    for frame in _absorb_meta(chunk, state):
-        out.frame(frame)
+    else:
+        choice = None
+    if not _META_KEYS.isdisjoint(chunk):
+        for frame in _absorb_meta(chunk, state):
+            out.frame(frame)
     if event != "message" and choice is None:
         frame = {"type": event, **{str(k): v for k, v in chunk.items()}}
         state.frames.append(frame)
@@ -370,7 +377,8 @@ class OpenAICompatProvider(HTTPProvider):
         error: ProviderError | None = None
         try:
             for event in events:
-                if event.data.strip() == "[DONE]":
+                data = event.data
+                if data[:1] != "{" and data.strip() == "[DONE]":  # a JSON frame is not the end
                     done = True
                     break
                 _absorb_chunk(self._chunk(event, state, ids), event.event, state, out)
