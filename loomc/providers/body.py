@@ -115,6 +115,11 @@ async def read_line_batches(
     async for chunk in response.aiter_bytes():
         size += len(chunk)
         if size > limit:
+            # the lines the bytes within the bound completed still go out first: what
+            # arrived before the bound is streamed (and charged), however big the read
+            within = splitter.feed(decoder.decode(chunk[: len(chunk) - (size - limit)]))
+            if within:
+                yield within
             raise _too_large(limit, provider, model)
         lines = splitter.feed(decoder.decode(chunk))
         if lines:
