@@ -17,7 +17,8 @@ all against the one upstream (``serve_upstream.py``: 50 ms, then a 12-chunk SSE 
   ``before`` too with ``LOOMC_BENCH_BEFORE=TREE``;
 - ``litellm``: LiteLLM's proxy on the same upstream (when its venv is there, see ``serve_kit``);
 - ``direct``: no server, CLIENTS tasks of ``loomc.arun`` in a process of their own (the run
-  machinery's CPU per run, in the ``server`` column; upstream and client not metered).
+  machinery's CPU per run, in the ``server`` column; upstream and client not metered);
+  ``direct-before`` the same from the ``LOOMC_BENCH_BEFORE`` tree, when set.
 
 ``LOOMC_BENCH_ARMS=loomc,before`` runs those arms only (and the upstream);
 ``LOOMC_BENCH_PASSES=N`` (default 2) the passes.
@@ -55,6 +56,7 @@ from serve_kit import (
     BODY,
     PIDS,
     ROOT,
+    TREE,
     _process,
     cpu_seconds,
     free_port,
@@ -200,6 +202,8 @@ def main(seconds: float, clients: int, delay_ms: int) -> None:
         if proxy is not None:
             arms.append(("litellm", proxy, "general@lean", "sk-bench"))
         arms.append(("direct", up, "", None))
+        if BEFORE is not None:
+            arms.append(("direct-before", up, "", None))
         arms = [a for a in arms if not ARMS or a[0] in ARMS or a[0] == "upstream"]
         rng = random.Random(9)
         load0 = os.getloadavg()[0]
@@ -207,8 +211,9 @@ def main(seconds: float, clients: int, delay_ms: int) -> None:
             rest = arms[1:]
             rng.shuffle(rest)
             for name, base, model, key in [arms[0], *rest]:
-                if name == "direct":  # no server: loomc.arun x CLIENTS in a process of its own
-                    rate, lat, _, cpu = direct_arm(up, clients, seconds)
+                if name.startswith("direct"):  # no server: loomc.arun x CLIENTS, a process
+                    tree = BEFORE if name == "direct-before" and BEFORE else TREE
+                    rate, lat, _, cpu = direct_arm(up, clients, seconds, tree)
                     lat.sort()
                     got = {"rate": rate, "p50": lat[len(lat) // 2] * 1000 if lat else 0.0}
                     got |= {"errors": 0, "server": cpu or 0.0, "upstream": 0.0, "loadgen": 0.0}

@@ -102,27 +102,36 @@ class LineSplitter:
         return [line] if line else []
 
 
-async def read_lines(
+async def read_line_batches(
     response: httpx.Response, limit: int, *, provider: str, model: str
-) -> AsyncIterator[str]:
-    """The body's lines as they arrive (UTF-8), refused once the body passes ``limit`` bytes:
-    a line that never ends is refused as soon as it is too long, not when it ends."""
+) -> AsyncIterator[list[str]]:
+    """The body's lines (UTF-8), one list per network read that completed any, refused once
+    the body passes ``limit`` bytes (a line that never ends is refused as soon as it is too
+    long, not when it ends). Grouped as the bytes arrived, so an adapter can hand a read's
+    tokens on as one event without waiting for the next read."""
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     splitter = LineSplitter()
     size = 0
     async for chunk in response.aiter_bytes():
         size += len(chunk)
         if size > limit:
+            # the lines the bytes within the bound completed still go out first: what
+            # arrived before the bound is streamed (and charged), however big the read
+            within = splitter.feed(decoder.decode(chunk[: len(chunk) - (size - limit)]))
+            if within:
+                yield within
             raise _too_large(limit, provider, model)
-        for line in splitter.feed(decoder.decode(chunk)):
-            yield line
-    for line in splitter.feed(decoder.decode(b"", final=True)) + splitter.end():
-        yield line
+        lines = splitter.feed(decoder.decode(chunk))
+        if lines:
+            yield lines
+    last = splitter.feed(decoder.decode(b"", final=True)) + splitter.end()
+    if last:
+        yield last
 
 
 async def drain(
     response: httpx.Response,
-    rest: AsyncIterator[str],
+    rest: AsyncIterator[object],
     *,
     max_bytes: int = DRAIN_BYTES,
     max_s: float = DRAIN_S,

@@ -12,12 +12,13 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import email.utils
+import json
 import os
 import re
 import ssl
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 
@@ -232,6 +233,10 @@ def transport_error(exc: httpx.HTTPError, *, provider: str, model: str) -> Provi
     return ConnectionFailed(f"{provider}: cannot reach{url}: {type(exc).__name__}: {exc}", **ids)
 
 
+# a request's headers before and after its Content-Length, as httpx orders them
+_HeadParts = tuple[list[tuple[bytes, bytes]], list[tuple[bytes, bytes]]]
+
+
 class HTTPProvider:
     """The httpx client life cycle both HTTP adapters share: built on first use, closed once."""
 
@@ -245,6 +250,7 @@ class HTTPProvider:
         self._client: httpx.AsyncClient | None = None
         self._transport: httpx.AsyncBaseTransport | None = None
         self._urls: dict[str, httpx.URL] = {}  # a path -> its URL under the client's base
+        self._heads: dict[str, _HeadParts] = {}  # a path -> its headers (``_head_parts``)
         self._extra_body: dict[str, Any] | None = None
         # the most one response body may hold (loomc.providers.body)
         self.max_response_bytes = cfg.max_response_bytes or MAX_RESPONSE_BYTES
@@ -322,7 +328,7 @@ class HTTPProvider:
                 default_headers=self.default_headers,
                 transport=transport,
             )
-            self._transport, self._urls = transport, {}
+            self._transport, self._urls, self._heads = transport, {}, {}
         return self._client
 
     async def aclose(self) -> None:
@@ -349,14 +355,31 @@ class HTTPProvider:
         # what `client.stream("POST", ...)` sends, byte for byte, without its per-call layers
         # (URL merge, auth and redirect hooks, cookie jar, the response's timing wrapper):
         # ~10 % of a streamed run's CPU at 128 calls in flight (benchmarks/README, serve8)
-        sent = httpx.Request(
-            "POST",
-            url,
-            json=self.body(request),
-            headers=client.headers,
-            cookies=client.cookies or None,
-            extensions={"timeout": request_timeout(request, client).as_dict()},
-        )
+        extensions = {"timeout": request_timeout(request, client).as_dict()}
+        if client.cookies:
+            sent = httpx.Request(
+                "POST",
+                url,
+                json=self.body(request),
+                headers=client.headers,
+                cookies=client.cookies,
+                extensions=extensions,
+            )
+        else:
+            # httpx's own request building (its JSON encoder, then a header merge that
+            # normalises every header twice) cost ~40 µs a call, ~5 % of a streamed run: the
+            # headers it would send are worked out once per path, only the length changes
+            content = json.dumps(
+                self.body(request), ensure_ascii=False, separators=(",", ":"), allow_nan=False
+            ).encode()
+            before, after = self._heads.get(path) or self._head_parts(path, url, client)
+            sent = httpx.Request(
+                "POST",
+                url,
+                headers=[*before, (b"Content-Length", b"%d" % len(content)), *after],
+                stream=httpx.ByteStream(content),
+                extensions=extensions,
+            )
         try:
             response = await transport.handle_async_request(sent)
         except httpx.RequestError as exc:
@@ -373,9 +396,59 @@ class HTTPProvider:
         finally:
             await response.aclose()
 
+    def _head_parts(self, path: str, url: httpx.URL, client: httpx.AsyncClient) -> _HeadParts:
+        """The headers httpx sends with a JSON body to ``url`` (its own request, built once),
+        either side of the Content-Length."""
+        raw = httpx.Request("POST", url, json={}, headers=client.headers).headers.raw
+        at = [name.lower() for name, _ in raw].index(b"content-length")
+        parts = self._heads[path] = (raw[:at], raw[at + 1 :])
+        return parts
+
     def body(self, request: CompletionRequest) -> dict[str, Any]:
         """The request's JSON on this provider's wire."""
         raise NotImplementedError
+
+
+class ReadEvents:
+    """The stream events one network read produced, in order: adjacent answer text joins into
+    one ``token`` event and adjacent reasoning into one ``reasoning`` event (never the two
+    together); a frame goes between them where it arrived.
+
+    Why: an upstream's frames mostly arrive many to a read (a local model's whole answer, 16
+    frames, in one), and every event costs the redactor, the meter, the run's ``Event`` and
+    each sink. An adapter parses one read, then hands these on before it reads again, so no
+    text waits for bytes that have not arrived."""
+
+    __slots__ = ("_events", "_kind", "_parts")
+
+    def __init__(self) -> None:
+        self._events: list[StreamEvent] = []
+        self._kind: Literal["token", "reasoning", ""] = ""
+        self._parts: list[str] = []
+
+    def text(self, kind: Literal["token", "reasoning"], text: str) -> None:
+        if kind != self._kind:
+            self._close()
+            self._kind = kind
+        self._parts.append(text)
+
+    def frame(self, frame: dict[str, Any]) -> None:
+        self._close()
+        self._events.append(StreamEvent(kind="frame", frame=frame))
+
+    def _close(self) -> None:
+        if self._parts:
+            kind: Literal["token", "reasoning"] = "token" if self._kind == "token" else "reasoning"
+            text = self._parts[0] if len(self._parts) == 1 else "".join(self._parts)
+            self._events.append(StreamEvent(kind=kind, text=text))
+            self._parts = []
+        self._kind = ""
+
+    @property
+    def events(self) -> list[StreamEvent]:
+        """Everything the read produced (its last run of text closed)."""
+        self._close()
+        return self._events
 
 
 def wire_messages(request: CompletionRequest) -> list[dict[str, str]]:

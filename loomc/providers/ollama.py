@@ -19,15 +19,16 @@ from loomc.providers.base import (
     CompletionRequest,
     HTTPStatusError,
     MalformedResponse,
+    ProviderError,
     StreamCallback,
     StreamDropped,
-    StreamEvent,
     TokenUsage,
     estimate_tokens,
 )
-from loomc.providers.body import drain, read_lines
+from loomc.providers.body import drain, read_line_batches
 from loomc.providers.http import (
     HTTPProvider,
+    ReadEvents,
     excerpt,
     failure,
     wire_messages,
@@ -65,22 +66,39 @@ class OllamaProvider(HTTPProvider):
         try:
             async with self.post("api/chat", request, describe=_error_text) as response:
                 lineno = 0
-                lines = read_lines(response, self.max_response_bytes, **ids)
-                async for line in lines:
-                    if not line.strip():
-                        continue
-                    lineno += 1
-                    obj = self._parse_line(line, lineno, request)
-                    thought = _dig_content(obj, "thinking")
-                    if thought and on_event is not None and request.stream:
-                        await on_event(StreamEvent(kind="reasoning", text=thought))
-                    text = _dig_content(obj)
-                    if text:
-                        parts.append(text)
-                        if on_event is not None and request.stream:
-                            await on_event(StreamEvent(kind="token", text=text))
-                    if obj.get("done") is True:
-                        final = obj
+                lines = read_line_batches(response, self.max_response_bytes, **ids)
+                streaming = on_event is not None and request.stream
+                async for batch in lines:
+                    # one read's lines, parsed before anything is handed on: its answer text
+                    # leaves as one token event (its thinking as one reasoning event), never
+                    # waiting for the next read (see openai_compat)
+                    out = ReadEvents()
+                    error: ProviderError | None = None
+                    try:
+                        for line in batch:
+                            if not line.strip():
+                                continue
+                            lineno += 1
+                            obj = self._parse_line(line, lineno, request)
+                            thought = _dig_content(obj, "thinking")
+                            if thought and streaming:
+                                out.text("reasoning", thought)
+                            text = _dig_content(obj)
+                            if text:
+                                parts.append(text)
+                                if streaming:
+                                    out.text("token", text)
+                            if obj.get("done") is True:
+                                final = obj
+                                break
+                    except ProviderError as exc:
+                        error = exc
+                    for ev in out.events:
+                        assert on_event is not None
+                        await on_event(ev)
+                    if error is not None:
+                        raise error
+                    if final is not None:
                         break
                 if final is not None:  # to the body's end: the connection stays in the pool
                     await drain(response, lines)

@@ -178,16 +178,33 @@ class _Body(httpx.AsyncByteStream):
 
     async def _line(self) -> bytes:
         while True:
-            end = self.conn.buffer.find(b"\r\n")
-            if end >= 0:
-                return self.conn.take(end + 2)[:-2]
-            if len(self.conn.buffer) > MAX_HEAD_BYTES:
-                raise httpx.RemoteProtocolError("chunk size line too long", request=self.request)
+            line = self._buffered_line()
+            if line is not None:
+                return line
             await self._more()
 
+    def _buffered_line(self) -> bytes | None:
+        """The next line if the buffer holds all of it (taken, without its CRLF), else None."""
+        end = self.conn.buffer.find(b"\r\n")
+        if end >= 0:
+            return self.conn.take(end + 2)[:-2]
+        if len(self.conn.buffer) > MAX_HEAD_BYTES:
+            raise httpx.RemoteProtocolError("chunk size line too long", request=self.request)
+        return None
+
     async def _chunks(self) -> AsyncIterator[bytes]:
+        """The chunked body's data, as much of it as has arrived in each piece: the chunks one
+        socket read brought come out together (a server flushing a token per chunk has a
+        burst of them land in one read; the adapter then hands them on as one event), and
+        whatever is here leaves before the decoder waits for more, so nothing is delayed."""
+        out: list[bytes] = []
         while True:
-            line = await self._line()
+            line = self._buffered_line()
+            if line is None:
+                if out:
+                    yield b"".join(out)
+                    out = []
+                line = await self._line()
             digits = line.split(b";", 1)[0].strip()
             if not _HEX.fullmatch(digits):  # int() would also take "-1", "0x1f" and "1_0"
                 raise httpx.RemoteProtocolError(
@@ -195,12 +212,27 @@ class _Body(httpx.AsyncByteStream):
                 )
             size = int(digits, 16)
             if size == 0:
+                if out:
+                    yield b"".join(out)
                 while await self._line():  # trailers, up to the blank line
                     pass
                 return
-            async for part in self._exactly(size):
-                yield part
-            if await self._line():
+            while size:
+                if not self.conn.buffer:
+                    if out:
+                        yield b"".join(out)
+                        out = []
+                    await self._more()
+                part = self.conn.take(size)
+                size -= len(part)
+                out.append(part)
+            end = self._buffered_line()
+            if end is None:
+                if out:
+                    yield b"".join(out)
+                    out = []
+                end = await self._line()
+            if end:
                 raise httpx.RemoteProtocolError("chunk not followed by CRLF", request=self.request)
 
     async def aclose(self) -> None:

@@ -46,16 +46,10 @@ def test_ndjson_stream_tokens_and_counts(replay: ReplayServer) -> None:
     events: list[StreamEvent] = []
     out = run(replay, "ollama", events=events)
     assert out.content == TEXT
-    assert [e.text for e in events] == [
-        "Use ",
-        "a ",
-        "unique ",
-        "constraint ",
-        "on ",
-        "the ",
-        "idempotency ",
-        "key.",
-    ]
+    # one token event per network read: the replay's eight writes, sent without a pause, may
+    # share reads (test_read_events pins one event per read, N reads N events)
+    assert "".join(e.text for e in events) == TEXT
+    assert {e.kind for e in events} == {"token"} and 1 <= len(events) <= 8
     assert (out.usage.prompt_tokens, out.usage.completion_tokens, out.usage.estimated) == (
         26,
         8,

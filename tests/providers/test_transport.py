@@ -147,6 +147,42 @@ def test_a_streamed_body_is_read_as_the_server_writes_it(uvloop: bool) -> None:
     assert _run(_serve([writes]), body, uvloop) == [f"data: {i}" for i in range(5)]
 
 
+def test_chunks_that_arrive_together_leave_together_and_never_wait() -> None:
+    """A chunked body's chunks that one read brought come out as one piece (an adapter hands a
+    read's tokens on as one event); what has arrived leaves before the decoder waits for more:
+    the server sends its next write only once the client has the first piece."""
+    got_first = asyncio.Event()
+    waited_out: list[bool] = []
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _read_request(reader)
+        head = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n"
+        writer.write(head + b"1\r\na\r\n2\r\nbc\r\n1\r\nd\r\n3\r\nef")  # 3.5 chunks
+        await writer.drain()
+        try:
+            await asyncio.wait_for(got_first.wait(), 5)
+        except TimeoutError:
+            waited_out.append(True)
+        writer.write(b"g\r\n1\r\nh\r\n0\r\n\r\n")
+        await writer.drain()
+        writer.close()
+
+    async def body(base: str) -> list[bytes]:
+        pieces = []
+        async with (
+            httpx.AsyncClient(base_url=base, transport=PlainHTTPTransport()) as client,
+            client.stream("POST", "/s", json={}) as response,
+        ):
+            async for piece in response.aiter_raw():
+                pieces.append(piece)
+                got_first.set()
+        return pieces
+
+    pieces = _run(handler, body)
+    assert not waited_out
+    assert pieces == [b"abcdef", b"gh"]
+
+
 def test_a_connection_close_reply_is_not_reused_and_a_close_delimited_body_is_whole() -> None:
     reply = b"HTTP/1.1 200 OK\r\nconnection: close\r\n\r\nall of it"
     handler = _serve([[reply], [reply]], close_after=True)
