@@ -81,15 +81,18 @@ class PureRouter:
             raise ValueError(f"an embedding of {len(emb)} numbers, not {self.dim}")
         # One iterator over the flat rows: each ``map`` stops after ``dim`` items, when
         # ``emb`` ends, so it takes the next row without a slice of it ever being made.
-        flat = iter(self.train_flat)
+        # One read of the attribute: worker threads profile at once (the profiler runs off the
+        # event loop), and another may swap the view for its list between two reads of it.
+        rows = self.train_flat
+        flat = iter(rows)
         sims = [sum(map(mul, emb, flat)) for _ in range(self.rows)]
-        if isinstance(self.train_flat, memoryview):
+        if isinstance(rows, memoryview):
             # Read from the float32 view (floats made as read) for the first prompt, ~5 ms less
             # than a list of ~250,000 floats first; a second prompt makes that list (~3 ms),
-            # each later one reads it ~1 ms faster than the view.
+            # each later one reads it ~1 ms faster than the view. Two threads may both make it.
             self._seen += 1
             if self._seen > 1:
-                self.train_flat = self.train_flat.tolist()
+                self.train_flat = rows.tolist()
         return sims
 
     def nearest32(self, emb: Sequence[float], sims: Sequence[float], k: int = 3) -> list[float]:
