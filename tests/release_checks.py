@@ -1,6 +1,6 @@
 """Checks every trained release of the semantic profiler must pass, shared by the release tests
-(`tests/risk/test_semantic_v7.py`, `..._v8.py`): each file states *what* its release is (its
-training files, width, rules); these say *how* that is checked, once.
+(`tests/risk/test_semantic_v7.py`, `..._v8.py`, `test_release_v9.py`): each file states *what*
+its release is (its training files, width, rules); these say *how* that is checked, once.
 
 Why shared: a release is a pair of files plus rules, and the properties that make it shippable
 are the same for every one — the reference seed suite at 24/24, the same decisions from one
