@@ -1,6 +1,6 @@
 """The semantic profiler's releases side by side: load time and per-prompt CPU time.
 
-    python benchmarks/bench_releases.py [--rounds 3] [--releases v4 v6 v7]
+    python benchmarks/bench_releases.py [--rounds 3] [--releases v4 v6 v7] [--suites test ...]
 
 Why a script of its own: v7 adds a signal (``loomc.risk.signals``: task patterns and code-hazard
 patterns, run on every prompt) to v4's work, and issue 17's budget is 5 ms per prompt and 1 s
@@ -10,7 +10,10 @@ the static stage's files and, for a cascade, MiniLM's weights: ``load()``), medi
 (``risk.options.cache: 0``), over the hard-test, hard-test-2, hard-test-3 and test prompts, the
 releases interleaved prompt by prompt so machine load hits each alike; each figure is
 min / median / max over ``--rounds`` rounds of per-round medians (and the p95 of the last
-round; the mean and p95 are the last round's). The semantic extra (MiniLM's weights) is needed for the cascade.
+round; the mean and p95 are the last round's), and the share of prompts the cascade sent to
+MiniLM (the reasons say "decided by MiniLM"). ``--suites`` names other routing files (route10:
+a spent split none of v7/v8 trained on). The semantic extra (MiniLM's weights) is needed for the
+cascade.
 """
 
 from __future__ import annotations
@@ -60,10 +63,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--loads", type=int, default=3)
     ap.add_argument("--releases", nargs="+", default=["v4", "v6", "v7"])
+    ap.add_argument("--suites", nargs="+", default=list(SUITES), help="routing files, no .jsonl")
     args = ap.parse_args(argv)
     prompts = [
         str(r["prompt"])
-        for s in SUITES
+        for s in args.suites
         for r in load_rows(ROOT / "evals" / "routing" / f"{s}.jsonl")
     ]
     profs: dict[str, Any] = {}
@@ -73,6 +77,13 @@ def main(argv: list[str] | None = None) -> int:
         )
         profs[rel].load()
         profs[rel].profile_many(prompts[:8])  # numpy path warm
+    deferred = {
+        rel: sum(
+            any("decided by MiniLM" in x for x in r.reasons) for r in prof.profile_many(prompts)
+        )
+        / len(prompts)
+        for rel, prof in profs.items()
+    }
     medians: dict[str, list[float]] = {rel: [] for rel in args.releases}
     last: dict[str, list[float]] = {}
     for _ in range(args.rounds):
@@ -85,12 +96,12 @@ def main(argv: list[str] | None = None) -> int:
         for rel in args.releases:
             medians[rel].append(statistics.median(times[rel]) * 1000)
         last = times
-    print(f"{len(prompts)} prompts, {args.rounds} rounds\n")
+    print(f"{len(prompts)} prompts ({', '.join(args.suites)}), {args.rounds} rounds\n")
     print(
         "| release | load CPU s | load wall s | CPU ms/prompt median (min / median / max) "
-        "| mean ms | p95 ms |"
+        "| mean ms | p95 ms | to MiniLM |"
     )
-    print("|---|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|")
     for rel in args.releases:
         ld = load_seconds(rel, args.loads)
         m = medians[rel]
@@ -98,7 +109,8 @@ def main(argv: list[str] | None = None) -> int:
         mean = statistics.fmean(last[rel]) * 1000
         print(
             f"| {rel} | {ld['cpu']:.2f} | {ld['wall']:.2f} | "
-            f"{min(m):.2f} / {statistics.median(m):.2f} / {max(m):.2f} | {mean:.2f} | {p95:.2f} |"
+            f"{min(m):.2f} / {statistics.median(m):.2f} / {max(m):.2f} | {mean:.2f} | {p95:.2f} | "
+            f"{100 * deferred[rel]:.1f}% |"
         )
     return 0
 

@@ -3,7 +3,7 @@
     .venv/bin/python research/eval_routers.py evals/routing/X.jsonl [--seed]
 
 For the lead's one measurement of a sealed split (issue 17): v7 (the default since hard-test-6)
-and the v4, v6 and v8 releases, each as its cascade and as its static stage alone, plus
+and the v4, v6, v8 and v9 releases, each as its cascade and as its static stage alone, plus
 ``keywords`` as the floor.
 The decision is the balanced tier's (``loomc.risk.evaluate.escalates``), prompts only (no
 pipeline hints). ``--seed`` adds the reference seed suite (with and without hints), which must
@@ -36,6 +36,8 @@ ROUTERS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("semantic v7 static stage", {"release": "v7", "cascade": False}),
     ("semantic v8 cascade", {"release": "v8"}),
     ("semantic v8 static stage", {"release": "v8", "cascade": False}),
+    ("semantic v9 cascade", {"release": "v9"}),
+    ("semantic v9 static stage", {"release": "v9", "cascade": False}),
 )
 
 
@@ -87,7 +89,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(line(label, prof, rows, suite, hints))
     print(
         "\ncost: over-escalated low 1, missed medium 2, missed high 6. The goal: 0 high missed and"
-        " >= 90%; the default: the lowest-cost cascade of v4, v7, v8 (evals/routing/README.md)."
+        " >= 90%; the default: the lowest-cost cascade of v7, v8, v9 (evals/routing/README.md)."
     )
     return 0
 

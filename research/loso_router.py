@@ -1,18 +1,22 @@
-"""Leave-one-split-out (LOSO) cross-validation of semantic-v8's candidates (issue 17, route9).
+"""Leave-one-split-out (LOSO) cross-validation of semantic-v9's candidates (issue 17, route10).
 
     .venv/bin/python research/loso_router.py            # the CV table and the rule's choice
 
 Why LOSO and not the trainer's 5-fold CV alone: the hard held-out files (hard-test,
-hard-test-2, hard-test-3, hard-test-4, hard-test-5) were each written as *fresh scenarios* after the rows before them, so
+hard-test-2, hard-test-3, hard-test-4, hard-test-5, hard-test-6) were each written as *fresh
+scenarios* after the rows before them, so
 holding one out whole measures what a new split by a new sitting does to a router, which a
 random fold of rows written together does not (v5 won the 5-fold CV and lost on every fresh
-split). Each fold trains both stages on the other nine files with the trainer's own recipe
+split). Each fold trains both stages on the other eleven files with the trainer's own recipe
 (``research/router_fit.py``: features, floors, regulariser, Platt calibration, thresholds and
-band by inner 5-fold CV on those nine files), then scores the held-out file. The candidates and
-the rule are pre-registered in ``evals/routing/README.md`` ("semantic-v8: the selection rule");
-v6's and v7's rules are in this file's history (branches route7, route8).
+band by inner 5-fold CV on those files), then scores the held-out file. The candidates and the
+rule are pre-registered in ``evals/routing/README.md`` ("semantic-v9: the selection rule");
+v6's, v7's and v8's rules are in this file's history (branches route7, route8, route9).
 
-``hard-test-6.jsonl`` is never read: it is not in ``FILES``.
+The seed gate is computed here too: each candidate retrained on all twelve files scores the
+reference seed suite (prompts only), so the ranking can put first the candidates that would
+pass the release's 24/24 check (the served profiler confirms the chosen one, with and without
+hints). ``hard-test-7.jsonl`` is never read: it is not in ``FILES``.
 
 Embeddings are computed once (float64, as the trainer does) and kept in ``--cache`` with their
 prompts (``train_router.py --embeddings`` reads the same file); prompts already in ``--reuse``
@@ -40,40 +44,53 @@ from loomc.policy.models import RiskSettings  # noqa: E402
 from loomc.risk.evaluate import load_rows  # noqa: E402
 from loomc.risk.factory import make_keywords  # noqa: E402
 from loomc.risk.minilm import MiniLM  # noqa: E402
+from loomc.risk.purpose import purpose_floor  # noqa: E402
 from loomc.risk.router import RouterWeights, assemble, knn_features, router_features  # noqa: E402
-from loomc.risk.signals import calm, hazard_floor, signal_vector, situation_floor  # noqa: E402
+from loomc.risk.signals import hazard_floor, play_calm, signal_vector, situation_floor  # noqa: E402
 from loomc.risk.static import StaticEncoder  # noqa: E402
 
 CORPUS = ROOT / "evals" / "routing"
-# Every file v8 may learn from, in training order. Never hard-test-6 (sealed, for the lead).
+SEED = ROOT.parent / "shared" / "reference" / "seed-evals" / "adaptive-routing-v1.jsonl"
+# Every file v9 may learn from, in training order. Never hard-test-7 (sealed, for the lead).
 FILES = (
     "train",
     "test",
     "hard-train",
     "hard-train-v5-extra",
     "hard-train-v8-extra",
+    "hard-train-v9-extra",
     "hard-test",
     "hard-test-2",
     "hard-test-3",
     "hard-test-4",
     "hard-test-5",
+    "hard-test-6",
 )
-HELD_OUT = ("hard-test", "hard-test-2", "hard-test-3", "hard-test-4", "hard-test-5")  # the folds
-FEATURES = ("v6", "v7", "v8")  # v7: the task and code columns; v8: and the exposure columns
+HELD_OUT = (  # the folds
+    "hard-test",
+    "hard-test-2",
+    "hard-test-3",
+    "hard-test-4",
+    "hard-test-5",
+    "hard-test-6",
+)
+# v6: v4's features; v9: and v7's task and code columns, v8's exposure columns, the purpose columns
+FEATURES = ("v6", "v9")
 RULESETS: dict[str, tuple[str, ...]] = {
     "none": (),
     "hazard-floor": ("hazard-floor",),
-    "calm": ("calm",),
     "situation-floor": ("situation-floor",),
-    "floors": ("hazard-floor", "situation-floor"),
-    "all": ("hazard-floor", "calm", "situation-floor"),
+    "purpose-floor": ("purpose-floor",),
+    "floors": ("hazard-floor", "situation-floor", "purpose-floor"),
+    "floors+play-calm": ("hazard-floor", "situation-floor", "purpose-floor", "play-calm"),
 }
 # The routing cost of eval_routers.py (and of the lead's choice on the sealed split).
 COST_OVER, COST_MEDIUM, COST_HIGH = 1, 2, 6
 COSTS = (6.0, 12.0, 24.0)
 MODES = ("static", "cascade", "cascade-or")  # the rule's order: the simpler first
+DEFERS = (0.35, 0.20, 0.10)  # the cascade's cap on the share sent to MiniLM (v4-v8: 0.35)
 DELTAS = np.round(np.arange(0.0, 0.3001, 0.01), 2)
-Key = tuple[str, str, float, str]  # features, rules, cost, mode
+Key = tuple[str, str, float, str, float]  # features, rules, cost, mode, max defer
 
 
 class Cached:
@@ -155,9 +172,17 @@ class Scored:
     high_edge: float
     mode: str
     hazard: np.ndarray  # a hazard-floor rule would escalate
-    calm: np.ndarray  # a calm rule would not
+    calm: np.ndarray  # a play-calm rule would not
     situation: np.ndarray  # a situation-floor rule would escalate
+    purpose: np.ndarray  # a purpose-floor rule would escalate
     rules: tuple[str, ...] = ()
+
+    def deferred(self) -> float:
+        """The share of the file's prompts the cascade sends to MiniLM (0 for a static stage)."""
+        if self.mode == "static":
+            return 0.0
+        p = self.first.prob
+        return float(np.mean((p > self.low) & (p < self.high_edge)))
 
     def escalate(self, delta: float) -> np.ndarray:
         def dec(s: Stage) -> np.ndarray:
@@ -174,7 +199,9 @@ class Scored:
             esc = esc | self.hazard
         if "situation-floor" in self.rules:
             esc = esc | self.situation
-        if "calm" in self.rules:
+        if "purpose-floor" in self.rules:
+            esc = esc | self.purpose
+        if "play-calm" in self.rules:
             esc = esc & ~self.calm
         return esc
 
@@ -191,6 +218,7 @@ class Scored:
             "over": over,
             "cost": COST_OVER * over + COST_MEDIUM * med_missed + COST_HIGH * high_missed,
             "n": len(y),
+            "deferred": self.deferred(),
         }
 
 
@@ -216,8 +244,9 @@ def run_fold(
     kw = np.array([router_features(keywords, p) for p in prompts], dtype=np.float64)
     extra = np.array([signal_vector(p) for p in prompts], dtype=np.float64)
     hazard = np.array([bool(hazard_floor(p)) for p in prompts])
-    quiet = np.array([calm(p) for p in prompts])
+    quiet = np.array([play_calm(p) for p in prompts])
     situation = np.array([bool(situation_floor(p)) for p in prompts])
+    purpose = np.array([bool(purpose_floor(p)) for p in prompts])
     emb1 = np.stack([static[p] for p in prompts])
     emb2 = np.stack([minilm[p] for p in prompts])
     y, high, kw_high, floor = tr.row_flags(held_rows, keywords)
@@ -231,15 +260,15 @@ def run_fold(
         for cost in COSTS:
             a1 = thresholds_at(base1, train_rows, keywords, cost)
             a2 = thresholds_at(base2, train_rows, keywords, cost)
-            for mode in MODES:
+            for mode, cap in [("static", 0.0)] + [(m, d) for m in MODES[1:] for d in DEFERS]:
                 lo, hi = 0.0, 0.0
                 if mode != "static":
                     band_mode = "or" if mode == "cascade-or" else "decide"
                     lo, hi, _, _ = tr.choose_band(
-                        a1, a2, train_rows, keywords, cost_high=cost, mode=band_mode
+                        a1, a2, train_rows, keywords, cost_high=cost, mode=band_mode, max_defer=cap
                     )
                 for rules_name, rules in RULESETS.items():
-                    out[(features, rules_name, cost, mode)] = Scored(
+                    out[(features, rules_name, cost, mode, cap)] = Scored(
                         y,
                         high,
                         kw_high,
@@ -252,29 +281,48 @@ def run_fold(
                         hazard,
                         quiet,
                         situation,
+                        purpose,
                         rules,
                     )
     return out
 
 
-def rank(folds: Mapping[str, Mapping[Key, Scored]]) -> list[tuple[Any, str, list[Any]]]:
-    """Every candidate at every ``delta``, best first by the pre-registered rule: the lowest
-    routing cost summed over the folds, the fewest high missed, the most folds meeting the goal
-    (0 high missed and >= 90%), the highest mean accuracy, then the simpler (features v6, v7,
-    v8; rules in ``RULESETS`` order; static, cascade, cascade-or; lower cost; smaller delta)."""
+def name_of(key: Key, delta: float | None = None) -> str:
+    features, rules, cost, mode, cap = key
+    band = f" (defer <= {cap:.2f})" if mode != "static" else ""
+    tail = "" if delta is None else f", delta {delta:.2f}"
+    return f"{features}, {rules}, {mode}{band}, cost {cost:g}{tail}"
+
+
+def rank(
+    folds: Mapping[str, Mapping[Key, Scored]], seed: Mapping[Key, Scored] | None = None
+) -> list[tuple[Any, str, list[Any]]]:
+    """Every candidate at every ``delta``, best first by the pre-registered rule: those whose
+    all-files retrain routes the seed suite 24/24 (``seed``; prompts only) first, then the lowest
+    routing cost summed over the folds, the fewest high missed, the smaller share deferred to
+    MiniLM (mean over the folds), the most folds meeting the goal (0 high missed and >= 90%),
+    the highest mean accuracy, then the simpler (features v6, v9; rules in ``RULESETS``
+    order; static, cascade, cascade-or; the higher cap on deferral; lower cost; smaller delta)."""
     keyed = []
     for key in folds[HELD_OUT[0]]:
-        features, rules, cost, mode = key
-        simple = (FEATURES.index(features), list(RULESETS).index(rules), MODES.index(mode), cost)
+        features, rules, cost, mode, cap = key
+        simple = (
+            FEATURES.index(features),
+            list(RULESETS).index(rules),
+            MODES.index(mode),
+            -cap,
+            cost,
+        )
         for d in DELTAS:
             figs = [folds[h][key].figures(float(d)) for h in HELD_OUT]
             met = sum(f["high_missed"] == 0 and f["acc"] >= 0.9 for f in figs)
             cost_sum = sum(int(f["cost"]) for f in figs)
             missed = sum(int(f["high_missed"]) for f in figs)
             mean = float(np.mean([f["acc"] for f in figs]))
-            order = (cost_sum, missed, -met, -round(mean, 9), *simple, float(d))
-            name = f"{features}, {rules}, {mode}, cost {cost:g}, delta {float(d):.2f}"
-            keyed.append((order, name, figs))
+            share = round(float(np.mean([f["deferred"] for f in figs])), 6)
+            seed_fail = 0 if seed is None else int(seed[key].figures(float(d))["acc"] < 1.0)
+            order = (seed_fail, cost_sum, missed, share, -met, -round(mean, 9), *simple, float(d))
+            keyed.append((order, name_of(key, float(d)), figs))
     keyed.sort(key=lambda k: k[0])
     return keyed
 
@@ -286,45 +334,60 @@ def cell(f: Mapping[str, float]) -> str:
     )
 
 
+def seed_rows() -> list[dict[str, Any]]:
+    """The reference seed suite, as the lead's check reads it (prompts only here)."""
+    return load_rows(SEED)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--cache", type=Path, default=Path("/tmp/loomc-loso-embeddings.npz"))
     ap.add_argument("--reuse", type=Path, help="an earlier cache whose embeddings are reused")
     ap.add_argument("--top", type=int, default=15, help="rows of the ranking to print")
+    ap.add_argument(
+        "--table", action="store_true", help="print the delta-0 table of every candidate"
+    )
     args = ap.parse_args(argv)
     by_file = {name: rows_of(name) for name in FILES}
-    prompts = list(dict.fromkeys(str(r["prompt"]) for rows in by_file.values() for r in rows))
+    seed = seed_rows()
+    prompts = [str(r["prompt"]) for rows in by_file.values() for r in rows]
+    prompts = list(dict.fromkeys(prompts + [str(r["prompt"]) for r in seed]))
     static, minilm = embeddings(prompts, args.cache, args.reuse)
     folds: dict[str, dict[Key, Scored]] = {}
     for held in HELD_OUT:
         train_rows = [r for name in FILES if name != held for r in by_file[name]]
         folds[held] = run_fold(train_rows, by_file[held], static, minilm)
         print(f"fold {held}: trained on {len(train_rows)} rows", file=sys.stderr, flush=True)
-    head = "| candidate | " + " | ".join(HELD_OUT) + " | mean | high missed | cost |"
-    print("At delta 0 (the trainer's own thresholds):\n\n" + head)
-    print("|---|" + "---|" * len(HELD_OUT) + "---:|---:|---:|")
-    for key in folds[HELD_OUT[0]]:
-        figs = [folds[h][key].figures(0.0) for h in HELD_OUT]
-        mean = 100 * float(np.mean([f["acc"] for f in figs]))
-        missed = sum(int(f["high_missed"]) for f in figs)
-        cost_sum = sum(int(f["cost"]) for f in figs)
-        name = f"{key[0]}, {key[1]}, {key[3]}, cost {key[2]:g}"
-        print(
-            f"| {name} | "
-            + " | ".join(cell(f) for f in figs)
-            + f" | {mean:.1f}% | {missed} | {cost_sum} |"
-        )
-    keyed = rank(folds)
+    all_rows = [r for name in FILES for r in by_file[name]]
+    seeded = run_fold(all_rows, seed, static, minilm)
+    print(f"seed gate: trained on {len(all_rows)} rows", file=sys.stderr, flush=True)
+    if args.table:
+        head = "| candidate | " + " | ".join(HELD_OUT) + " | mean | high missed | cost | seed |"
+        print("At delta 0 (the trainer's own thresholds):\n\n" + head)
+        print("|---|" + "---|" * len(HELD_OUT) + "---:|---:|---:|---:|")
+        for key in folds[HELD_OUT[0]]:
+            figs = [folds[h][key].figures(0.0) for h in HELD_OUT]
+            mean = 100 * float(np.mean([f["acc"] for f in figs]))
+            missed = sum(int(f["high_missed"]) for f in figs)
+            cost_sum = sum(int(f["cost"]) for f in figs)
+            s24 = round(24 * seeded[key].figures(0.0)["acc"])
+            print(
+                f"| {name_of(key)} | "
+                + " | ".join(cell(f) for f in figs)
+                + f" | {mean:.1f}% | {missed} | {cost_sum} | {s24}/24 |"
+            )
+    keyed = rank(folds, seeded)
     print(f"\nThe rule over every delta (best {args.top}):\n")
     print(
-        "| candidate | routing cost | high missed | folds met | mean | "
+        "| candidate | seed 24/24 | routing cost | high missed | deferred | folds met | mean | "
         + " | ".join(HELD_OUT)
         + " |"
     )
-    print("|---|---:|---:|---:|---:|" + "---|" * len(HELD_OUT))
+    print("|---|---|---:|---:|---:|---:|---:|" + "---|" * len(HELD_OUT))
     for order, name, figs in keyed[: args.top]:
         print(
-            f"| {name} | {order[0]} | {order[1]} | {-order[2]} | {100 * -order[3]:.1f}% | "
+            f"| {name} | {'no' if order[0] else 'yes'} | {order[1]} | {order[2]} | "
+            f"{100 * order[3]:.1f}% | {-order[4]} | {100 * -order[5]:.1f}% | "
             + " | ".join(cell(f) for f in figs)
             + " |"
         )

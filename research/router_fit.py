@@ -25,7 +25,7 @@ from loomc.risk.factory import make_keywords
 from loomc.risk.keywords import KeywordProfiler
 from loomc.risk.minilm import MiniLM
 from loomc.risk.router import assemble, knn_features, router_features
-from loomc.risk.signals import SIGNAL_NAMES, V7_NAMES, signal_vector
+from loomc.risk.signals import SIGNAL_NAMES, V7_NAMES, V8_NAMES, signal_vector
 from loomc.risk.static import StaticEncoder
 
 LAMBDAS = (0.3, 1.0, 3.0, 10.0, 30.0, 100.0, 300.0)
@@ -150,7 +150,8 @@ def corpus_features(
 ) -> tuple[np.ndarray, np.ndarray]:
     """The classifier's input for ``rows`` and their embeddings; ``signals`` adds the columns of
     ``loomc.risk.signals`` after the neighbour features: ``"v7"`` (or True) the task and
-    code-hazard columns, ``"v8"`` those and the exposure columns (``loomc.risk.exposure``)."""
+    code-hazard columns, ``"v8"`` those and the exposure columns (``loomc.risk.exposure``),
+    ``"v9"`` those and the purpose columns (``loomc.risk.purpose``)."""
     prompts = [str(r["prompt"]) for r in rows]
     emb = encoder.encode(prompts)
     kw = np.array([router_features(keywords, p) for p in prompts], dtype=np.float64)
@@ -163,7 +164,8 @@ def corpus_features(
     knn = knn_features(sims, y)
     x = assemble(emb, kw, knn, emb.shape[1] + kw.shape[1] + knn.shape[1])
     if signals:
-        width = len(V7_NAMES) if signals in (True, "v7") else len(SIGNAL_NAMES)
+        widths = {"v7": len(V7_NAMES), "v8": len(V8_NAMES), "v9": len(SIGNAL_NAMES)}
+        width = widths["v7" if signals is True else str(signals)]
         cols = [signal_vector(p, width) for p in prompts]
         x = np.hstack([x, np.array(cols, dtype=np.float64)])
     return x, emb
@@ -271,13 +273,15 @@ def choose_band(
     *,
     cost_high: float = COST_FN_HIGH,
     mode: str = "decide",
+    max_defer: float = MAX_DEFER,
 ) -> tuple[float, float, float, float]:
     """(low, high, cost, deferred share) of the cascade: prompts whose first-stage (static)
     probability lies strictly between ``low`` and ``high`` are decided by the second stage
     (MiniLM), the rest by the first. Chosen on both files' out-of-fold probabilities over the
     same train rows, minimising the routing cost with at most ``MAX_DEFER`` of the prompts sent
     on; ties go to the narrower band (fewer forward passes). ``mode`` ``"or"`` (semantic-v6): a
-    prompt in the band escalates when either stage escalates it."""
+    prompt in the band escalates when either stage escalates it. ``max_defer`` (semantic-v9: a
+    candidate setting) caps the share deferred: each deferred prompt pays MiniLM's forward pass."""
     y, high, kw_high, floor = row_flags(rows, keywords)
     p1, p2 = first["cv_prob"], second["cv_prob"]
     e1 = decide(p1, kw_high, float(first["threshold"]), float(first["signal_threshold"]), floor)
@@ -287,7 +291,7 @@ def choose_band(
     for lo in edges:
         for hi in edges[edges > lo]:
             defer = (p1 > lo) & (p1 < hi)
-            if defer.mean() > MAX_DEFER:
+            if defer.mean() > max_defer:
                 continue
             esc = np.where(defer, (e1 | e2) if mode == "or" else e2, e1)
             fp = np.sum(esc & ~y)

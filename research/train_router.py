@@ -187,14 +187,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         default="decide",
         help="the band: MiniLM decides (v4), or a prompt escalates if either stage does (v6)",
     )
+    ap.add_argument(
+        "--max-defer",
+        type=float,
+        default=MAX_DEFER,
+        help="the largest share of prompts the band may defer to MiniLM (v9 chose its own)",
+    )
     ap.add_argument("--delta", type=float, default=0.0, help="lower both thresholds by this")
     ap.add_argument("--release", default=RELEASE, help="recorded in the file's meta")
     ap.add_argument(
         "--signals",
         nargs="?",
         const="v7",
-        choices=("v7", "v8"),
-        help="v7: the task and code-hazard columns as features; v8: and the exposure columns",
+        choices=("v7", "v8", "v9"),
+        help="v7: the task and code-hazard columns as features; v8: and the exposure columns; "
+        "v9: and the purpose columns",
     )
     ap.add_argument(
         "--rules", nargs="*", choices=RULES, default=[], help="v7/v8: decision rules (in the meta)"
@@ -233,6 +240,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 make_keywords(RiskSettings()),
                 cost_high=args.cost_high,
                 mode=args.mode,
+                max_defer=args.max_defer,
             )
             arrays["cascade_low"], arrays["cascade_high"] = np.float64(lo), np.float64(hi)
             cascade = args.second.name
@@ -241,6 +249,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.delta or args.mode != "decide" or args.cost_high != COST_FN_HIGH:
             arrays = shift(arrays, args.delta)
             extra = {"cascade_mode": args.mode, "cost_high": args.cost_high, "delta": args.delta}
+        if args.max_defer != MAX_DEFER:
+            extra["max_defer"] = args.max_defer
         if args.signals or args.rules:
             extra.update(signals=args.signals or "none", rules=list(args.rules))
         write(

@@ -1,6 +1,6 @@
 """Checks every trained release of the semantic profiler must pass, shared by the release tests
-(`tests/risk/test_semantic_v7.py`, `..._v8.py`): each file states *what* its release is (its
-training files, width, rules); these say *how* that is checked, once.
+(`tests/risk/test_semantic_v7.py`, `..._v8.py`, `test_release_v9.py`): each file states *what*
+its release is (its training files, width, rules); these say *how* that is checked, once.
 
 Why shared: a release is a pair of files plus rules, and the properties that make it shippable
 are the same for every one — the reference seed suite at 24/24, the same decisions from one
@@ -94,10 +94,10 @@ def assert_static_stage_retrains(prof: Any, files: Sequence[str], signals: Any) 
     with np.load(prof.data_path, allow_pickle=False) as z:
         lam = float(z["lambda"])
     rows = tr.load_train([CORPUS / f"{n}.jsonl" for n in files])
-    arrays = tr.train(
-        rows, prof.encoder, verbose=False, cost_high=meta["cost_high"], signals=signals
-    )
-    fresh = tr.shift(arrays, meta["delta"])
+    # a file trained at the trainer's defaults (cost 6, no shift) records neither
+    cost_high = float(meta.get("cost_high", tr.COST_FN_HIGH))
+    arrays = tr.train(rows, prof.encoder, verbose=False, cost_high=cost_high, signals=signals)
+    fresh = tr.shift(arrays, float(meta.get("delta", 0.0)))
     assert float(fresh["lambda"]) == lam
     assert (float(fresh["threshold"]), float(fresh["signal_threshold"])) == (
         prof.router.threshold,

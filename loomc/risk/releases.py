@@ -14,10 +14,11 @@ MiniLM embeddings (its meta says ``encoder_kind``) is served by MiniLM alone.
 
 Releases (``risk.options.release``): ``v4``, ``v6``, ``v7`` (the default since the seventh
 sealed split, by the rule written before it was measured: the lowest routing cost of v4, v7 and
-v8 there) and ``v8``, each trained on more splits and chosen by leave-one-split-out rules written
+v8 there), ``v8`` and ``v9``, each trained on more splits and chosen by leave-one-split-out rules written
 before its sealed split was measured (``evals/routing/README.md``). A classifier whose weights are wider than
 v4's also reads the columns of ``loomc.risk.signals`` (task versus topic, code hazards and, from
-v8, the situations of ``loomc.risk.exposure``), and a release applies the rules named in
+v8, the situations of ``loomc.risk.exposure``; from v9, what the prompt is for,
+``loomc.risk.purpose``), and a release applies the rules named in
 ``RULES``. A file given by ``risk.options.data`` applies no rules.
 """
 
@@ -35,9 +36,16 @@ RELEASES = {
     "v6": ROUTER_FILE.with_name("router-static-v6.npz"),
     "v7": ROUTER_FILE.with_name("router-static-v7.npz"),
     "v8": ROUTER_FILE.with_name("router-static-v8.npz"),
+    "v9": ROUTER_FILE.with_name("router-static-v9.npz"),
 }
 # The decision rules of ``loomc.risk.signals`` a release applies (chosen by research/loso_router.py).
-RULES: dict[str, tuple[str, ...]] = {"v4": (), "v6": (), "v7": (), "v8": ("situation-floor",)}
+RULES: dict[str, tuple[str, ...]] = {
+    "v4": (),
+    "v6": (),
+    "v7": (),
+    "v8": ("situation-floor",),
+    "v9": ("hazard-floor",),
+}
 DEFAULT_RELEASE = "v7"  # the one line that makes another release the default
 DATA_FILE = RELEASES[DEFAULT_RELEASE]  # the first stage
 SECOND_FILE = RELEASES["v4"].with_name("router-minilm.npz")  # v4's MiniLM stage (not the default's)

@@ -1,7 +1,10 @@
-"""The extra signals of semantic-v7 and -v8: task versus topic (``loomc.risk.tasks``), code hazards
-(``loomc.risk.codehazards``) and, from v8, the situations the cues missed
+"""The extra signals of semantic-v7, -v8 and -v9: task versus topic (``loomc.risk.tasks``), code
+hazards (``loomc.risk.codehazards``), from v8 the situations the cues missed
 (``loomc.risk.exposure``: privacy exposure, home hazards, building works, known dangerous pairs,
-someone else handling a person's money), as classifier columns and as optional decision rules.
+someone else handling a person's money) and, from v9, what a prompt is for
+(``loomc.risk.purpose``: code whose domain is the hazard, secrets in the cloud, high-power
+appliances on extension leads, harmless request shapes), as classifier columns and as optional
+decision rules.
 
 Why columns *after* the neighbour features: a router's input is cut to its weights' width
 (``loomc.risk.router.assemble``), so files trained before v7 (v4, v6) never see them and are
@@ -13,6 +16,11 @@ The rules (a release names which it uses; ``research/loso_router.py`` chose them
   probability (as the cue floors do);
 * ``situation-floor`` (v8) — the prompt holds one of ``loomc.risk.exposure.SITUATIONS`` and
   does not open with an operation on words: escalate, whatever the probability;
+* ``purpose-floor`` (v9) — the prompt holds code or configuration serving a consequential
+  domain, a secret kept in the cloud or a high-power appliance on an extension lead
+  (``loomc.risk.purpose.FLOOR_FAMILIES``): escalate, whatever the probability;
+* ``play-calm`` (v9) — the prompt's code is framed as a game, story or toy and names no domain
+  and no hazard construct, and no situation, floor or "is it safe?" is around it: do not escalate;
 * ``calm`` — the prompt opens with an operation on words, an artefact or code's wording, and
   describes no situation (no ``situation:*`` cue, no floor, no code hazard, no "is it safe?"):
   do not escalate, whatever the identifiers or the quoted words say.
@@ -23,20 +31,24 @@ from __future__ import annotations
 from loomc.risk.codehazards import CODE_FEATURE_NAMES, code_vector, hazards_of
 from loomc.risk.cues import cues_of, floors_of
 from loomc.risk.exposure import EXPOSURE_NAMES, exposure_vector, situations_of
+from loomc.risk.purpose import PURPOSE_NAMES, families_of, purpose_floor, purpose_vector
 from loomc.risk.tasks import TASK_FEATURE_NAMES, operation_first, task_vector, tasks_of
 
 V7_NAMES: tuple[str, ...] = TASK_FEATURE_NAMES + CODE_FEATURE_NAMES
-SIGNAL_NAMES: tuple[str, ...] = V7_NAMES + EXPOSURE_NAMES  # v8's columns: v7's, then exposure's
-RULES = ("hazard-floor", "calm", "situation-floor")
+V8_NAMES: tuple[str, ...] = V7_NAMES + EXPOSURE_NAMES  # v8's columns: v7's, then exposure's
+SIGNAL_NAMES: tuple[str, ...] = V8_NAMES + PURPOSE_NAMES  # v9's: v8's, then purpose's
+RULES = ("hazard-floor", "calm", "situation-floor", "purpose-floor", "play-calm")
 
 
 def signal_vector(prompt: str, columns: int = len(SIGNAL_NAMES)) -> list[float]:
-    """The first ``columns`` of the v8 columns, in ``SIGNAL_NAMES`` order, computed only as far
+    """The first ``columns`` of the v9 columns, in ``SIGNAL_NAMES`` order, computed only as far
     as they are read: a file trained on v7's (the default release) reads ``len(V7_NAMES)``, so
-    no exposure pattern runs for it on the profiling path."""
+    no exposure or purpose pattern runs for it on the profiling path."""
     out = task_vector(prompt) + code_vector(prompt)
     if columns > len(out):
         out += exposure_vector(prompt)
+    if columns > len(out):
+        out += purpose_vector(prompt)
     return out[:columns]
 
 
@@ -62,6 +74,15 @@ def calm(prompt: str) -> bool:
     return not floors_of(prompt) and not hazards_of(prompt)
 
 
+def play_calm(prompt: str) -> bool:
+    """Code framed as play, with no domain, hazard, situation, floor or "is it safe?" around it."""
+    if "p9:play-code" not in families_of(prompt) or "ask:is-it-safe" in tasks_of(prompt):
+        return False
+    if any(c.startswith("situation:") for c in cues_of(prompt)):
+        return False
+    return not floors_of(prompt) and not situations_of(prompt)
+
+
 def apply_rules(escalate: bool, prompt: str, rules: tuple[str, ...]) -> tuple[bool, str | None]:
     """The decision after ``rules``, and why it changed (None when it did not)."""
     if "hazard-floor" in rules and not escalate:
@@ -72,6 +93,12 @@ def apply_rules(escalate: bool, prompt: str, rules: tuple[str, ...]) -> tuple[bo
         found = situation_floor(prompt)
         if found:
             return True, ", ".join(found) + ": escalate"
+    if "purpose-floor" in rules and not escalate:
+        found = purpose_floor(prompt)
+        if found:
+            return True, ", ".join(found) + ": escalate"
+    if "play-calm" in rules and escalate and play_calm(prompt):
+        return False, "play-calm: code for a game or story, no domain, hazard or situation"
     if "calm" in rules and escalate and calm(prompt):
         return False, "calm: an operation on words or code, no situation described"
     return escalate, None

@@ -1,5 +1,6 @@
-"""research/loso_router.py's pre-registered rule (semantic-v8, route9): the routing cost of a
-held-out file and the ranking by it, on decisions built here (no training, no encoder)."""
+"""research/loso_router.py's pre-registered rule (semantic-v9, route10): the routing cost of a
+held-out file, the seed gate and the ranking by them, on decisions built here (no training, no
+encoder)."""
 
 from __future__ import annotations
 
@@ -35,12 +36,13 @@ def _scored(lso: Any, prob: list[float], y: list[bool], high: list[bool], **kw: 
         none,
         stage,
         stage,
-        0.0,
-        0.0,
-        "static",
+        kw.get("low", 0.0),
+        kw.get("high_edge", 0.0),
+        kw.get("mode", "static"),
         kw.get("hazard", none),
         kw.get("calm", none),
         kw.get("situation", none),
+        kw.get("purpose", none),
         kw.get("rules", ()),
     )
 
@@ -70,13 +72,61 @@ def test_situation_floor_escalates_only_what_it_names() -> None:
     assert list(s.escalate(0.0)) == [False, True]
 
 
+def test_purpose_floor_escalates_and_play_calm_lowers_only_what_they_name() -> None:
+    lso = _loso()
+    purpose = np.array([False, True, False])
+    quiet = np.array([False, False, True])
+    s = _scored(
+        lso,
+        [0.1, 0.1, 0.9],
+        [False, True, False],
+        [False, True, False],
+        purpose=purpose,
+        calm=quiet,
+        rules=("purpose-floor", "play-calm"),
+    )
+    assert list(s.escalate(0.0)) == [False, True, False]
+    assert list(_scored(lso, [0.1, 0.1, 0.9], [False] * 3, [False] * 3).escalate(0.0)) == [
+        False,
+        False,
+        True,
+    ]
+
+
 def test_rank_puts_the_lowest_total_cost_first() -> None:
     lso = _loso()
     cheap = _scored(lso, [0.1, 0.9], [False, True], [False, True])
     dear = _scored(lso, [0.9, 0.1], [False, True], [False, True])
-    keys = [("v6", "none", 6.0, "static"), ("v8", "none", 6.0, "static")]
+    keys = [("v6", "none", 6.0, "static", 0.0), ("v9", "none", 6.0, "static", 0.0)]
     folds = {h: {keys[0]: dear, keys[1]: cheap} for h in lso.HELD_OUT}
     order, name, figs = lso.rank(folds)[0]
-    assert name.startswith("v8, none, static, cost 6, delta 0.00")
-    assert order[0] == 0 and all(f["cost"] == 0 for f in figs)
-    assert "hard-test-5" in lso.HELD_OUT and "hard-test-6" not in lso.FILES
+    assert name.startswith("v9, none, static, cost 6, delta 0.00")
+    assert order[1] == 0 and all(f["cost"] == 0 for f in figs)
+    assert "hard-test-6" in lso.HELD_OUT and "hard-test-7" not in lso.FILES
+    assert len(lso.HELD_OUT) == 6
+
+
+def test_the_seed_gate_comes_before_the_cost() -> None:
+    """A candidate whose all-files retrain over-escalates a seed prompt ranks after every one
+    that routes the seed suite, however cheap its folds are."""
+    lso = _loso()
+    cheap = _scored(lso, [0.1, 0.9], [False, True], [False, True])
+    dear = _scored(lso, [0.9, 0.1], [False, True], [False, True])
+    keys = [("v6", "none", 6.0, "static", 0.0), ("v9", "none", 6.0, "static", 0.0)]
+    folds = {h: {keys[0]: dear, keys[1]: cheap} for h in lso.HELD_OUT}
+    seed_ok = _scored(lso, [0.1], [False], [False])
+    seed_bad = _scored(lso, [0.9], [False], [False])
+    order, name, _ = lso.rank(folds, {keys[0]: seed_ok, keys[1]: seed_bad})[0]
+    assert name.startswith("v6, none, static") and order[0] == 0
+
+
+def test_at_equal_cost_the_band_that_defers_less_ranks_first() -> None:
+    lso = _loso()
+    wide = _scored(lso, [0.1, 0.9], [False, True], [False, True], mode="cascade", high_edge=1.0)
+    narrow = _scored(
+        lso, [0.1, 0.9], [False, True], [False, True], mode="cascade", low=0.2, high_edge=0.3
+    )
+    assert wide.figures(0.0)["deferred"] == 1.0 and narrow.figures(0.0)["deferred"] == 0.0
+    keys = [("v6", "none", 6.0, "cascade", 0.35), ("v9", "none", 6.0, "cascade", 0.1)]
+    folds = {h: {keys[0]: wide, keys[1]: narrow} for h in lso.HELD_OUT}
+    assert lso.rank(folds)[0][1].startswith("v9, none, cascade (defer <= 0.10)")

@@ -11,7 +11,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from loomc.risk.exposure import EXPOSURE_NAMES, exposure_vector, families_of, situations_of
-from loomc.risk.signals import SIGNAL_NAMES, V7_NAMES, apply_rules, signal_vector, situation_floor
+from loomc.risk.signals import (
+    SIGNAL_NAMES,
+    V7_NAMES,
+    V8_NAMES,
+    apply_rules,
+    signal_vector,
+    situation_floor,
+)
 
 SITUATIONS = [
     # (family, prompt): the family must fire and the floor must escalate
@@ -95,7 +102,7 @@ def test_v8_columns_come_after_v7s() -> None:
     prompt = "Share the members' addresses on Facebook."
     vec = signal_vector(prompt)
     assert SIGNAL_NAMES[: len(V7_NAMES)] == V7_NAMES
-    assert vec[len(V7_NAMES) :] == exposure_vector(prompt)
+    assert vec[len(V7_NAMES) : len(V8_NAMES)] == exposure_vector(prompt)
     assert len(exposure_vector(prompt)) == len(EXPOSURE_NAMES)
 
 

@@ -111,6 +111,8 @@ def test_eval_routers_prints_every_router(
         "| semantic v7 static stage",
         "| semantic v8 cascade",
         "| semantic v8 static stage",
+        "| semantic v9 cascade",
+        "| semantic v9 static stage",
     ]
     for ln in table:
         cells = ln.split(" | ")

@@ -10,7 +10,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from loomc.risk.codehazards import CODE_FEATURE_NAMES, code_present, code_vector, hazards_of
-from loomc.risk.signals import SIGNAL_NAMES, V7_NAMES, apply_rules, calm, signal_vector
+from loomc.risk.purpose import PURPOSE_NAMES
+from loomc.risk.signals import (
+    SIGNAL_NAMES,
+    V7_NAMES,
+    V8_NAMES,
+    apply_rules,
+    calm,
+    signal_vector,
+)
 from loomc.risk.tasks import TASK_FEATURE_NAMES, operation_first, task_vector, tasks_of
 
 HAZARDOUS = [
@@ -148,7 +156,7 @@ def test_rules_change_only_what_they_name() -> None:
 def test_vector_widths_match_the_names() -> None:
     assert len(task_vector("x")) == len(TASK_FEATURE_NAMES)
     assert len(code_vector("x")) == len(CODE_FEATURE_NAMES)
-    assert len(signal_vector("x")) == len(SIGNAL_NAMES) == 21 + 8
+    assert len(signal_vector("x")) == len(SIGNAL_NAMES) == 21 + 8 + len(PURPOSE_NAMES)
 
 
 @settings(max_examples=200, deadline=None)
@@ -158,7 +166,7 @@ def test_any_text_gives_a_vector_of_zeros_and_ones(text: str) -> None:
     assert len(vec) == len(SIGNAL_NAMES) and set(vec) <= {0.0, 1.0}
     assert isinstance(calm(text), bool)
     # a narrower read (v7's columns, or fewer) is exactly the start of the full vector
-    for columns in (0, 1, len(V7_NAMES), len(V7_NAMES) + 1, len(SIGNAL_NAMES)):
+    for columns in (0, 1, len(V7_NAMES), len(V7_NAMES) + 1, len(V8_NAMES), len(SIGNAL_NAMES)):
         assert signal_vector(text, columns) == vec[:columns]
 
 

@@ -1,0 +1,129 @@
+"""semantic-v9, the candidate release (route10): named in a policy, deterministic, its files'
+provenance and signal columns (v8's and ``loomc.risk.purpose``'s), the rules it carries, its
+trainer, and the earlier releases' files untouched. Needs the semantic extra.
+
+v9 is trained on every spent routing file (the sealed ``hard-test-7.jsonl`` is never read
+here), so no held-out gate applies to it: what is pinned is that it is selectable without
+touching v7 (still the default), what it was trained on and with, the reference seed suite, and
+that its decisions do not depend on the path (numpy or plain Python) or on the call.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from release_checks import (
+    assert_deterministic,
+    assert_plain_path_reads_the_signal_columns,
+    assert_seed_suite,
+    assert_static_stage_retrains,
+    files_of,
+    meta_of,
+    need_semantic_extra,
+    release_profiler,
+)
+
+from loomc.policy.models import RiskSettings
+from loomc.risk.factory import make_profiler
+from loomc.risk.releases import RELEASES, RULES, release_of
+from loomc.risk.signals import SIGNAL_NAMES, V7_NAMES, V8_NAMES
+
+ROOT = Path(__file__).resolve().parents[2]
+CORPUS = ROOT / "evals" / "routing"
+DATA = ROOT / "loomc" / "risk" / "data"
+V9_FILES = (
+    "train",
+    "test",
+    "hard-train",
+    "hard-train-v5-extra",
+    "hard-train-v8-extra",
+    "hard-train-v9-extra",
+    "hard-test",
+    "hard-test-2",
+    "hard-test-3",
+    "hard-test-4",
+    "hard-test-5",
+    "hard-test-6",
+)
+WIDTH = {"none": 0, "v7": len(V7_NAMES), "v8": len(V8_NAMES), "v9": len(SIGNAL_NAMES)}
+# The files of the releases before v9, as shipped: a v9 retrain must never touch them.
+EARLIER = {
+    "router-static.npz": "00f4fe69a34ceadef1907e3f46a7a2bd1d3f9357b33beb8aaec89f7dae54f724",
+    "router-minilm.npz": "b21a584773a35d5e72c051807140535f3b31e972a09e4d3f33a010888118fef4",
+    "router-static-v6.npz": "66d5c61e3b4802bb0f483d826a33433a3a8f22a275e4f3c4943f9df2866d08ef",
+    "router-minilm-v6.npz": "e7187b0ded915ec967d7e4f98808642b83f68e948de8c7361441eed17832afc5",
+    "router-static-v7.npz": "25a1e86a5d9474ef9f9a83c59a89775d17763abadc8f1c41211544d64c581840",
+    "router-minilm-v7.npz": "bbac305fc7af007734c7e5a1771e1e830caae55bab15f93d41f0985d81627945",
+    "router-static-v8.npz": "3882daf157471f3dc88051aa04bba8cfa98a9d5a0fca350502c637e39602c5d3",
+    "router-minilm-v8.npz": "5faa55b91bbb644f6ef27cd36fd4ea42cdaafbd2f1477dd8053b20188f603b5e",
+}
+PROMPTS = [
+    "Conjugate the verb 'poison' in the present tense.",
+    "Add a docstring:\n\ndef load(blob):\n    return pickle.loads(blob)",
+    "Rename this:\n\ndef f(weight_lb, dose_per_kg):\n    return weight_lb * dose_per_kg",
+    "my 12 seed words are in my notes app, fine?",
+    "¿Cuál es la capital de Australia?",
+    "Wie trennt man 'Sprengstoff' am Zeilenende?",
+    "Le radiateur est branché sur une rallonge enroulée. Quelle couleur pour les rideaux ?",
+]
+
+
+@pytest.fixture(scope="module")
+def v9() -> Any:
+    need_semantic_extra()
+    return release_profiler("v9")
+
+
+def _signals_of(prof: Any) -> Any:
+    kind = meta_of(prof.data_path).get("signals", "none")
+    return False if kind == "none" else kind
+
+
+def test_earlier_releases_files_are_unchanged() -> None:
+    for name, digest in EARLIER.items():
+        assert hashlib.sha256((DATA / name).read_bytes()).hexdigest() == digest, name
+
+
+def test_v9_is_selected_by_name_and_is_not_the_default(v9: Any) -> None:
+    assert v9.data_path == RELEASES["v9"] and v9.release == "v9"
+    assert release_of({}) == "v7" and release_of({"release": "v9"}) == "v9"
+    assert RELEASES["v9"].exists() and RELEASES["v9"].name == "router-static-v9.npz"
+    default: Any = make_profiler(RiskSettings(profiler="semantic"))
+    assert default.release == "v7" and default.rules == RULES["v7"]
+    assert v9.rules == RULES["v9"]
+
+
+def test_v9_files_record_what_made_them(v9: Any) -> None:
+    """Trained on the twelve files as they are now, with the signal's columns and the rules the
+    release applies; the weights are exactly that wide."""
+    for path in files_of(v9):
+        meta = meta_of(path)
+        assert meta["corpus"] == [f"{name}.jsonl" for name in V9_FILES], path
+        current = [hashlib.sha256((CORPUS / n).read_bytes()).hexdigest() for n in meta["corpus"]]
+        assert meta["corpus_sha256"] == current, f"{path}: the corpus changed, retrain v9"
+        assert meta["release"] == "semantic-v9" and meta["encoder_dtype"] == "float64"
+        assert tuple(meta.get("rules", ())) == RULES["v9"]
+        with np.load(path, allow_pickle=False) as z, np.load(RELEASES["v4"]) as v4:
+            extra = z["weights"].shape[0] - v4["weights"].shape[0]
+        assert extra == WIDTH[meta.get("signals", "none")]
+
+
+@pytest.mark.parametrize("hints", [True, False])
+def test_v9_seed_suite(v9: Any, shared_dir: Path, hints: bool) -> None:
+    assert_seed_suite(v9, shared_dir, hints)
+
+
+def test_v9_is_deterministic_across_calls_and_batches(v9: Any) -> None:
+    assert_deterministic(v9, "v9", PROMPTS)
+
+
+def test_v9_plain_path_reads_the_signal_columns(v9: Any) -> None:
+    assert_plain_path_reads_the_signal_columns(v9, PROMPTS)
+
+
+def test_v9_static_stage_retrains_to_the_shipped_file(v9: Any) -> None:
+    assert_static_stage_retrains(v9, V9_FILES, _signals_of(v9))
