@@ -10,6 +10,7 @@ and a first stage that retrains from its files to the shipped regulariser and th
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -103,3 +104,23 @@ def assert_static_stage_retrains(prof: Any, files: Sequence[str], signals: Any) 
         prof.router.threshold,
         prof.router.signal_threshold,
     )
+
+
+def assert_files_record(
+    prof: Any, release: str, files: Sequence[str], width: dict[str, int]
+) -> None:
+    """The release's two files were trained on ``files`` as they are now (their hashes), with
+    the signal's columns and the rules the release applies; the weights are exactly that wide
+    (``width``: the extra columns per signal kind a file's meta can name)."""
+    from loomc.risk.releases import RELEASES, RULES
+
+    for path in files_of(prof):
+        meta = meta_of(path)
+        assert meta["corpus"] == [f"{name}.jsonl" for name in files], path
+        current = [hashlib.sha256((CORPUS / n).read_bytes()).hexdigest() for n in meta["corpus"]]
+        assert meta["corpus_sha256"] == current, f"{path}: the corpus changed, retrain {release}"
+        assert meta["release"] == f"semantic-{release}" and meta["encoder_dtype"] == "float64"
+        assert tuple(meta.get("rules", ())) == RULES[release]
+        with np.load(path, allow_pickle=False) as z, np.load(RELEASES["v4"]) as v4:
+            extra = z["weights"].shape[0] - v4["weights"].shape[0]
+        assert extra == width[meta.get("signals", "none")]

@@ -14,14 +14,13 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 from release_checks import (
     assert_deterministic,
+    assert_files_record,
     assert_plain_path_reads_the_signal_columns,
     assert_seed_suite,
     assert_static_stage_retrains,
-    files_of,
     meta_of,
     need_semantic_extra,
     release_profiler,
@@ -100,16 +99,7 @@ def test_v9_is_selected_by_name_and_is_not_the_default(v9: Any) -> None:
 def test_v9_files_record_what_made_them(v9: Any) -> None:
     """Trained on the twelve files as they are now, with the signal's columns and the rules the
     release applies; the weights are exactly that wide."""
-    for path in files_of(v9):
-        meta = meta_of(path)
-        assert meta["corpus"] == [f"{name}.jsonl" for name in V9_FILES], path
-        current = [hashlib.sha256((CORPUS / n).read_bytes()).hexdigest() for n in meta["corpus"]]
-        assert meta["corpus_sha256"] == current, f"{path}: the corpus changed, retrain v9"
-        assert meta["release"] == "semantic-v9" and meta["encoder_dtype"] == "float64"
-        assert tuple(meta.get("rules", ())) == RULES["v9"]
-        with np.load(path, allow_pickle=False) as z, np.load(RELEASES["v4"]) as v4:
-            extra = z["weights"].shape[0] - v4["weights"].shape[0]
-        assert extra == WIDTH[meta.get("signals", "none")]
+    assert_files_record(v9, "v9", V9_FILES, WIDTH)
 
 
 @pytest.mark.parametrize("hints", [True, False])

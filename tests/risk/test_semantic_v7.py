@@ -9,18 +9,16 @@ and that its decisions do not depend on the path (numpy or plain Python) or on t
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 from release_checks import (
     assert_deterministic,
+    assert_files_record,
     assert_plain_path_reads_the_signal_columns,
     assert_seed_suite,
     assert_static_stage_retrains,
-    files_of,
     meta_of,
     need_semantic_extra,
     release_profiler,
@@ -74,16 +72,7 @@ def test_v7_is_selected_by_name_and_is_no_longer_the_default(v7: Any) -> None:
 def test_v7_files_record_what_made_them(v7: Any) -> None:
     """Trained on the eight files as they are now, with the signal's columns and the rules the
     release applies; the weights are exactly that wide."""
-    for path in files_of(v7):
-        meta = meta_of(path)
-        assert meta["corpus"] == [f"{name}.jsonl" for name in V7_FILES], path
-        current = [hashlib.sha256((CORPUS / n).read_bytes()).hexdigest() for n in meta["corpus"]]
-        assert meta["corpus_sha256"] == current, f"{path}: the corpus changed, retrain v7"
-        assert meta["release"] == "semantic-v7" and meta["encoder_dtype"] == "float64"
-        assert tuple(meta.get("rules", ())) == RULES["v7"]
-        with np.load(path, allow_pickle=False) as z, np.load(RELEASES["v4"]) as v4:
-            extra = z["weights"].shape[0] - v4["weights"].shape[0]
-        assert extra == (len(V7_NAMES) if meta.get("signals") == "v7" else 0)
+    assert_files_record(v7, "v7", V7_FILES, {"none": 0, "v7": len(V7_NAMES)})
 
 
 @pytest.mark.parametrize("hints", [True, False])
