@@ -50,18 +50,23 @@ class Pausing:
         pass
 
 
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[InProcessServer]:
+def _app(tmp_path: Path) -> Any:
+    """loomc serve on this repository with one key and the pausing provider."""
     policy = write_policy(
         tmp_path / "policy.yaml", {"keys": [{"name": "ci", "key": f"env:{KEY_VAR}"}]}
     )
     project = loomc.Project.load(ROOT, policy)
-    app = create_app(
+    return create_app(
         project,
         open_store(tmp_path / "store.db"),
         providers={"mock": Pausing()},
         env={KEY_VAR: SECRET},
     )
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[InProcessServer]:
+    app = _app(tmp_path)
     served = InProcessServer(app)
     yield served
     served.stop()
@@ -139,16 +144,7 @@ def test_a_write_that_fails_unexpectedly_ends_the_stream_without_a_traceback(
     """The writer is a task of its own: an error in its write (not a hang-up) is logged without
     a traceback, cancels the run and ends the stream; nothing more is written (a stream with a
     delta missing would be worse), and the handler returns instead of raising."""
-    policy = write_policy(
-        tmp_path / "policy.yaml", {"keys": [{"name": "ci", "key": f"env:{KEY_VAR}"}]}
-    )
-    project = loomc.Project.load(ROOT, policy)
-    app = create_app(
-        project,
-        open_store(tmp_path / "store.db"),
-        providers={"mock": Pausing()},
-        env={KEY_VAR: SECRET},
-    )
+    app = _app(tmp_path)
     body = json.dumps(
         {"model": "general@lean", "stream": True, "messages": [{"role": "user", "content": "DNS?"}]}
     ).encode()
