@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-    from loomc.risk.minilm import MiniLM
+    from loomc.risk.encoders import MiniLMEncoder
     from loomc.risk.static import StaticEncoder
 
 
@@ -25,7 +25,7 @@ class EmbeddingCache:
         self._caches: dict[int, OrderedDict[str, npt.NDArray[Any]]] = {}
         self._lock = threading.Lock()
 
-    def embed(self, enc: MiniLM | StaticEncoder, prompts: Sequence[str]) -> npt.NDArray[Any]:
+    def embed(self, enc: MiniLMEncoder | StaticEncoder, prompts: Sequence[str]) -> npt.NDArray[Any]:
         """``enc.encode(prompts)``, the prompts seen lately read back instead of encoded."""
         import numpy as np
 

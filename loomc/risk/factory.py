@@ -73,7 +73,9 @@ def describe(settings: RiskSettings, *, minilm: MiniLMFinder | None = None) -> t
         weights = getattr(data, "name", data)
         second = getattr(profiler, "second_encoder", None)
         if second is not None:
-            how = f"static stage, MiniLM for its uncertain band (weights in {second.path})"
+            backend = getattr(second, "backend", "numpy")  # OrtMiniLM says onnxruntime
+            how = f"static stage, MiniLM on {backend} for its uncertain band"
+            how += f" (weights in {second.path})"
         else:
             missing = getattr(profiler, "minilm_missing", None)
             how = "static stage alone"

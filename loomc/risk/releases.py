@@ -61,10 +61,43 @@ def release_of(opts: dict[str, Any]) -> str:
     return release
 
 
-def minilm_missing(folder: Path | None, threads: int) -> str | None:
-    """Why the MiniLM stage cannot run with the weights in ``folder``, or None when it can."""
+BACKENDS = ("auto", "numpy", "onnxruntime")  # MiniLM's, risk.options.backend (loomc.risk.encoders)
+ORT_HINT = "pip install 'loomc[onnx]'"
+
+
+def ort_missing() -> str | None:
+    """Why the ONNX Runtime backend cannot run here, or None when it can."""
+    for module in ("onnxruntime", "onnx"):
+        if importlib.util.find_spec(module) is None:
+            return f"{module} not installed ({ORT_HINT})"
+    return None
+
+
+def backend_of(opts: dict[str, Any], dtype: str) -> str:
+    """The backend ``risk.options`` asks for, resolved: ``numpy`` or ``onnxruntime``.
+    ValueError for an unknown name or ONNX Runtime with float64 (its pass is float32 only).
+    ``onnxruntime`` asked for by name and not installed stays ``onnxruntime``: ``minilm_missing``
+    then says why the MiniLM stage cannot run (the static stage decides, with a notice)."""
+    value = opts.get("backend", "auto")
+    if value not in BACKENDS:
+        raise ValueError(
+            f"risk.options.backend must be one of {', '.join(BACKENDS)}, got {value!r}"
+        )
+    if value == "auto":
+        return "onnxruntime" if dtype == "float32" and ort_missing() is None else "numpy"
+    if value == "onnxruntime" and dtype != "float32":
+        raise ValueError(f"risk.options.backend onnxruntime runs float32 only, got {dtype!r}")
+    return str(value)
+
+
+def minilm_missing(folder: Path | None, threads: int, backend: str = "numpy") -> str | None:
+    """Why the MiniLM stage cannot run with the weights in ``folder`` on ``backend`` (resolved
+    by ``backend_of``), or None when it can. ONNX Runtime caps its own threads: no
+    threadpoolctl."""
     if folder is None:
         return "MiniLM weights not installed"
+    if backend == "onnxruntime":
+        return ort_missing()
     if threads > 0 and importlib.util.find_spec("threadpoolctl") is None:
         return "threadpoolctl not installed (the semantic extra)"
     return None

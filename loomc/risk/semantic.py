@@ -31,6 +31,7 @@ given, they apply to both stages: both are calibrated probabilities of the same 
 ``cascade`` (bool, default true; false decides every prompt by the first stage), ``dtype``
 (``float32``, the default, or ``float64``: MiniLM's precision; float32 moves a probability by
 ~1e-7), ``threads`` (int, default 1: BLAS threads while MiniLM encodes; 0 leaves BLAS alone),
+``backend`` (``auto``, the default, ``numpy`` or ``onnxruntime``: MiniLM's, ``loomc.risk.encoders``),
 ``cache`` (int, prompts whose embedding is kept; 0 disables), ``release`` (``v8``, the default,
 ``v4``, ``v6``, ``v7`` or ``v9``: which trained pair of files, ``loomc.risk.releases``), ``data`` (path to
 another file).
@@ -61,6 +62,7 @@ from loomc.risk.releases import (
     RELEASES,
     RULES,
     SECOND_FILE,
+    backend_of,
     known,
     minilm_missing,
     needs_numpy,
@@ -73,7 +75,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    from loomc.risk.minilm import MiniLM
+    from loomc.risk.encoders import MiniLMEncoder
     from loomc.risk.router import FloatArray, RouterWeights
     from loomc.risk.static import StaticEncoder
 
@@ -156,17 +158,18 @@ class SemanticProfiler:
         self.threshold, self.signal_threshold = self._limits(head)
         self.medium_threshold = self._fixed.get("medium_threshold", head.medium_threshold)
         self._dtype, self._threads = str(opts.get("dtype", "float32")), int(opts.get("threads", 1))
+        self._backend = backend_of(opts, self._dtype)  # MiniLM's: numpy or onnxruntime
         wants_minilm = head.encoder == "minilm" or (
             head.cascade is not None and bool(opts.get("cascade", True))
         )
         self._minilm_dir = minilm() if wants_minilm else None
         # Why MiniLM is not used though the file would use it (None: it is, or it is not wanted).
         self.minilm_missing = (
-            minilm_missing(self._minilm_dir, self._threads) if wants_minilm else None
+            minilm_missing(self._minilm_dir, self._threads, self._backend) if wants_minilm else None
         )
         if head.encoder == "minilm" and self.minilm_missing:
             raise ImportError(self.minilm_missing)  # a MiniLM-only file cannot run without it
-        self._encoder: MiniLM | StaticEncoder | None = None
+        self._encoder: MiniLMEncoder | StaticEncoder | None = None
         # The cascade's second stage: its file is read, and MiniLM built, on first use.
         self._second_path: Path | None = None
         if head.encoder == "static" and wants_minilm and not self.minilm_missing:
@@ -175,7 +178,7 @@ class SemanticProfiler:
             if not self._second_path.is_file():
                 raise FileNotFoundError(f"No such file: {self._second_path}")
         self._second: RouterWeights | None = None
-        self._second_encoder: MiniLM | None = None
+        self._second_encoder: MiniLMEncoder | None = None
         self._pure: PureStatic | None = None
         self._lazy_lock = threading.RLock()
         if self.minilm_missing and settings.profiler == "semantic":
@@ -203,7 +206,7 @@ class SemanticProfiler:
             return self._router
 
     @property
-    def encoder(self) -> MiniLM | StaticEncoder:
+    def encoder(self) -> MiniLMEncoder | StaticEncoder:
         """The first stage's encoder (the process's shared one)."""
         with self._lazy_lock:
             if self._encoder is None:
@@ -214,12 +217,14 @@ class SemanticProfiler:
                 else:
                     from loomc.risk.encoders import shared_encoder
 
-                    enc = shared_encoder(known(self._minilm_dir), self._dtype, self._threads)
+                    enc = shared_encoder(
+                        known(self._minilm_dir), self._dtype, self._threads, self._backend
+                    )
                     self._encoder = enc
             return self._encoder
 
     @encoder.setter
-    def encoder(self, value: MiniLM | StaticEncoder) -> None:
+    def encoder(self, value: MiniLMEncoder | StaticEncoder) -> None:
         self._encoder = value
 
     @property
@@ -231,14 +236,15 @@ class SemanticProfiler:
             return self._second
 
     @property
-    def second_encoder(self) -> MiniLM | None:
+    def second_encoder(self) -> MiniLMEncoder | None:
         """MiniLM for the cascade's band (weights read on its first prompt), or None."""
         with self._lazy_lock:
             if self._second_encoder is None and self._second_path is not None:
                 from loomc.risk.encoders import shared_encoder
 
                 dir_ = known(self._minilm_dir)
-                self._second_encoder = shared_encoder(dir_, self._dtype, self._threads)
+                enc = shared_encoder(dir_, self._dtype, self._threads, self._backend)
+                self._second_encoder = enc
             return self._second_encoder
 
     def _escalates(self, prompt: str, prob: float, router: RouterHead) -> bool:
@@ -268,7 +274,7 @@ class SemanticProfiler:
             self.second_encoder.load()
 
     def embed(
-        self, prompts: Sequence[str], encoder: MiniLM | StaticEncoder | None = None
+        self, prompts: Sequence[str], encoder: MiniLMEncoder | StaticEncoder | None = None
     ) -> npt.NDArray[Any]:
         """Embeddings in the encoder's dtype; repeated prompts come from the cache."""
         return self._embeddings.embed(encoder or self.encoder, prompts)

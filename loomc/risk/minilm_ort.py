@@ -1,0 +1,225 @@
+"""all-MiniLM-L6-v2 on ONNX Runtime: the same BERT forward pass as ``loomc.risk.minilm``, as a graph.
+
+Why: issue 17 asks for a profiler that runs a prompt in 5 ms on one core; numpy's matmuls at
+these small shapes (tokens x 384) reach only ~40 GFLOPS on one core through OpenBLAS, and they
+are ~85 % of a pass. ONNX Runtime's MLAS kernels and fused operators (Gelu, LayerNorm, attention)
+do the same arithmetic with fewer passes over memory.
+
+No torch and no exported file: the graph is built with ``onnx.helper`` at load time, in memory,
+from the packaged ``model.safetensors`` (read as ``minilm.py`` reads it) and run with one intra-op
+and one inter-op thread. The graph follows ``minilm.py`` operator by operator from the summed
+embeddings (word + position + token type 0, gathered in numpy from the memory-mapped table as
+``minilm.py`` does, so the 45 MB word table never enters the graph): LayerNorm; per layer one fused QKV MatMul, scaled dot-product
+attention by MatMul/Softmax, the output projection plus residual and LayerNorm, the feed-forward
+with the exact (erf) GELU, plus residual and LayerNorm; mean over the tokens. The L2 norm is
+taken in numpy as ``minilm.py`` takes it. Prompts are encoded one at a time, unpadded, so an
+embedding never depends on its batch. float32 throughout: the embedding differs from numpy's
+float32 one only by summation order (~1e-7).
+
+``onnx`` and ``onnxruntime`` are imported on ``load()`` only (the ``onnx`` extra).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from loomc.risk.minilm import MAX_TOKENS, WORD, TensorFile, model_dir, read_safetensors
+
+Array = npt.NDArray[Any]
+OPSET = 17  # LayerNormalization is in the default domain from 17
+
+
+def _weights(raw: TensorFile, layers: int) -> dict[str, Array]:
+    """Every float32 weight the graph needs, linear weights transposed to (in, out)."""
+    w: dict[str, Array] = {
+        "emb_ln.weight": raw["embeddings.LayerNorm.weight"],
+        "emb_ln.bias": raw["embeddings.LayerNorm.bias"],
+    }
+    for i in range(layers):
+        p = f"encoder.layer.{i}."
+        a = p + "attention.self."
+        names = ("query", "key", "value")
+        w[f"{i}.qkv"] = np.concatenate([raw[f"{a}{n}.weight"] for n in names]).T
+        w[f"{i}.qkv_b"] = np.concatenate([raw[f"{a}{n}.bias"] for n in names])
+        for key, src in (
+            ("attn_out", "attention.output.dense"),
+            ("inter", "intermediate.dense"),
+            ("out", "output.dense"),
+        ):
+            w[f"{i}.{key}"] = raw[f"{p}{src}.weight"].T
+            w[f"{i}.{key}_b"] = raw[f"{p}{src}.bias"]
+        for key, src in (("ln1", "attention.output.LayerNorm"), ("ln2", "output.LayerNorm")):
+            for name in ("weight", "bias"):
+                w[f"{i}.{key}.{name}"] = raw[f"{p}{src}.{name}"]
+    return {k: np.ascontiguousarray(v, dtype=np.float32) for k, v in w.items()}
+
+
+def build_graph(w: dict[str, Array], heads: int, layers: int, eps: float) -> Any:
+    """The encoder as an ONNX ModelProto: input ``emb`` (float32, [n, 384], the summed word,
+    position and token-type embeddings), output ``pooled`` (float32, [384], the mean of the
+    last hidden states, not yet normalised)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    nodes: list[Any] = []
+    inits = [numpy_helper.from_array(v, name=k) for k, v in w.items()]
+    d = int(w["emb_ln.weight"].shape[0])
+    hd = d // heads
+
+    def const(name: str, value: Array) -> str:
+        inits.append(numpy_helper.from_array(value, name=name))
+        return name
+
+    def node(op: str, inputs: list[str], out: str, **attrs: Any) -> str:
+        nodes.append(helper.make_node(op, inputs, [out], name=out, **attrs))
+        return out
+
+    split = const("split3", np.array([d, d, d], dtype=np.int64))
+    heads_shape = const("heads_shape", np.array([0, heads, hd], dtype=np.int64))
+    flat_shape = const("flat_shape", np.array([0, d], dtype=np.int64))
+    scale = const("scale", np.array(1.0 / math.sqrt(hd), dtype=np.float32))
+    inv_sqrt2 = const("inv_sqrt2", np.array(1.0 / math.sqrt(2.0), dtype=np.float32))
+    one = const("one", np.array(1.0, dtype=np.float32))
+    half = const("half", np.array(0.5, dtype=np.float32))
+
+    def layer_norm(x: str, key: str, out: str) -> str:
+        return node(
+            "LayerNormalization", [x, f"{key}.weight", f"{key}.bias"], out, axis=-1, epsilon=eps
+        )
+
+    def linear(x: str, key: str, out: str) -> str:
+        return node("Add", [node("MatMul", [x, key], out + ".mm"), f"{key}_b"], out)
+
+    x = layer_norm("emb", "emb_ln", "emb.ln")
+    for i in range(layers):
+        qkv = linear(x, f"{i}.qkv", f"l{i}.qkv")
+        q, k, v = (f"l{i}.{c}" for c in "qkv")
+        nodes.append(helper.make_node("Split", [qkv, split], [q, k, v], name=f"l{i}.split", axis=1))
+        qh = node(
+            "Transpose", [node("Reshape", [q, heads_shape], f"l{i}.qr")], f"l{i}.qh", perm=[1, 0, 2]
+        )
+        kh = node(
+            "Transpose", [node("Reshape", [k, heads_shape], f"l{i}.kr")], f"l{i}.kh", perm=[1, 2, 0]
+        )
+        vh = node(
+            "Transpose", [node("Reshape", [v, heads_shape], f"l{i}.vr")], f"l{i}.vh", perm=[1, 0, 2]
+        )
+        scores = node("Mul", [node("MatMul", [qh, kh], f"l{i}.qk"), scale], f"l{i}.scores")
+        probs = node("Softmax", [scores], f"l{i}.probs", axis=-1)
+        ctx = node(
+            "Transpose", [node("MatMul", [probs, vh], f"l{i}.pv")], f"l{i}.ctxt", perm=[1, 0, 2]
+        )
+        ctx = node("Reshape", [ctx, flat_shape], f"l{i}.ctx")
+        attn = node("Add", [linear(ctx, f"{i}.attn_out", f"l{i}.attn"), x], f"l{i}.res1")
+        x = layer_norm(attn, f"{i}.ln1", f"l{i}.ln1")
+        h = linear(x, f"{i}.inter", f"l{i}.inter")
+        # exact GELU, x * (1 + erf(x / sqrt 2)) / 2: ORT fuses this pattern into one Gelu op
+        erf = node("Erf", [node("Mul", [h, inv_sqrt2], f"l{i}.gs")], f"l{i}.erf")
+        g = node(
+            "Mul",
+            [node("Mul", [h, node("Add", [erf, one], f"l{i}.e1")], f"l{i}.gx"), half],
+            f"l{i}.gelu",
+        )
+        out = node("Add", [linear(g, f"{i}.out", f"l{i}.out"), x], f"l{i}.res2")
+        x = layer_norm(out, f"{i}.ln2", f"l{i}.ln2")
+    node("ReduceMean", [x], "pooled", axes=[0], keepdims=0)
+    graph = helper.make_graph(
+        nodes,
+        "minilm",
+        [helper.make_tensor_value_info("emb", TensorProto.FLOAT, ["n", d])],
+        [helper.make_tensor_value_info("pooled", TensorProto.FLOAT, [d])],
+        inits,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+    model.ir_version = 8
+    return model
+
+
+def session(model: Any, threads: int = 1) -> Any:
+    """An ORT session over ``model`` (a ModelProto): ``threads`` intra-op threads (0: ORT's
+    default), one inter-op thread, sequential, every graph optimisation."""
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = max(threads, 0)
+    opts.inter_op_num_threads = 1
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    return ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+
+
+class OrtMiniLM:
+    """Sentence embeddings from the packaged all-MiniLM-L6-v2 on ONNX Runtime (float32).
+
+    ``quantize`` (a callable ModelProto -> ModelProto) lets a benchmark run a quantised variant;
+    it is not part of the profiler's options."""
+
+    dtype = np.dtype(np.float32)
+    backend = "onnxruntime"  # what ``loomc doctor`` names
+
+    def __init__(self, *, threads: int = 1, path: Path | None = None, quantize: Any = None) -> None:
+        self.threads = threads  # intra-op threads; 0 lets ONNX Runtime choose (every core)
+        self.path = path
+        self.quantize = quantize
+        self.load_seconds: float | None = None
+        self._tokenizer: Any = None
+        self._session: Any = None
+        self._lock = threading.RLock()
+
+    def load(self) -> None:
+        if self._tokenizer is not None:
+            return
+        with self._lock:
+            if self._tokenizer is None:
+                self._load()
+
+    def _load(self) -> None:
+        start = time.perf_counter()
+        from loomc.risk.wordpiece import WordPiece
+
+        path = self.path or model_dir()
+        config = json.loads((path / "config.json").read_text(encoding="utf-8"))
+        heads, layers = int(config["num_attention_heads"]), int(config["num_hidden_layers"])
+        model_file = path / "model.safetensors"
+        with TensorFile(model_file) as raw:
+            w = _weights(raw, layers)
+            self._pos = np.ascontiguousarray(raw["embeddings.position_embeddings.weight"])
+            self._type0 = np.array(raw["embeddings.token_type_embeddings.weight"][0])
+        # The word table (45 MB) stays on the map, as in minilm.py: only a prompt's rows are read.
+        self._word = read_safetensors(model_file)[WORD]
+        model = build_graph(w, heads, layers, float(config["layer_norm_eps"]))
+        del w
+        if self.quantize is not None:
+            model = self.quantize(model)
+        self._session = session(model, self.threads)
+        self._tokenizer = WordPiece(path / "vocab.txt", MAX_TOKENS)
+        self.load_seconds = time.perf_counter() - start
+
+    def token_ids(self, text: str) -> list[int]:
+        self.load()
+        ids: list[int] = self._tokenizer.encode(text)
+        return ids
+
+    def pooled(self, ids: Sequence[int]) -> Array:
+        """The mean of the last hidden states of one unpadded sequence (not normalised)."""
+        emb = self._word[np.asarray(ids)] + self._pos[: len(ids)] + self._type0
+        out: Array = self._session.run(["pooled"], {"emb": emb})[0]
+        return out
+
+    def encode(self, texts: Sequence[str]) -> Array:
+        """One L2-normalised mean-pooled embedding per text, float32."""
+        self.load()
+        out = np.empty((len(texts), 384), dtype=np.float32)
+        with self._lock:
+            for row, text in enumerate(texts):
+                vec = self.pooled(self.token_ids(text))
+                out[row] = vec / max(float(np.sqrt(vec @ vec)), 1e-12)
+        return out
