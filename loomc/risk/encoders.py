@@ -7,10 +7,12 @@ vocabulary (``loomc.risk.wordpiece.load_vocabulary``).
 
 MiniLM's backend (``risk.options.backend``): ``numpy`` (``loomc.risk.minilm``), ``onnxruntime``
 (``loomc.risk.minilm_ort``: the same float32 pass, ~2x faster on one core, the same decisions on
-every corpus prompt; the ``onnx`` extra) or ``auto``, the default: ONNX Runtime when it and
-``onnx`` are installed and the dtype is float32, else numpy (``loomc.risk.releases.backend_of``,
-which asks ``importlib`` without importing: ``loomc run`` imports onnxruntime only when MiniLM
-runs).
+every corpus prompt; the ``onnx`` extra) or ``auto``: ONNX Runtime when it and ``onnx`` are
+installed and the dtype is float32, else numpy (``loomc.risk.releases.backend_of``, which asks
+``importlib`` without importing: ``loomc run`` imports onnxruntime only when MiniLM runs).
+The default is ``numpy``: an ONNX Runtime session holds ~200 MB more than numpy's pass (the
+graph's weights copied and prepacked, the library), which an eval's 150 MiB budget cannot carry;
+a server that wants the faster pass names ``auto`` or ``onnxruntime``.
 """
 
 from __future__ import annotations

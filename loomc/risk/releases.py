@@ -78,7 +78,7 @@ def backend_of(opts: dict[str, Any], dtype: str) -> str:
     ValueError for an unknown name or ONNX Runtime with float64 (its pass is float32 only).
     ``onnxruntime`` asked for by name and not installed stays ``onnxruntime``: ``minilm_missing``
     then says why the MiniLM stage cannot run (the static stage decides, with a notice)."""
-    value = opts.get("backend", "auto")
+    value = opts.get("backend", "numpy")  # not auto: ORT costs ~200 MB (loomc.risk.encoders)
     if value not in BACKENDS:
         raise ValueError(
             f"risk.options.backend must be one of {', '.join(BACKENDS)}, got {value!r}"

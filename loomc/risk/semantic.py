@@ -31,7 +31,7 @@ given, they apply to both stages: both are calibrated probabilities of the same 
 ``cascade`` (bool, default true; false decides every prompt by the first stage), ``dtype``
 (``float32``, the default, or ``float64``: MiniLM's precision; float32 moves a probability by
 ~1e-7), ``threads`` (int, default 1: BLAS threads while MiniLM encodes; 0 leaves BLAS alone),
-``backend`` (``auto``, the default, ``numpy`` or ``onnxruntime``: MiniLM's, ``loomc.risk.encoders``),
+``backend`` (``numpy``, the default, ``auto`` or ``onnxruntime``: MiniLM's, ``loomc.risk.encoders``),
 ``cache`` (int, prompts whose embedding is kept; 0 disables), ``release`` (``v8``, the default,
 ``v4``, ``v6``, ``v7`` or ``v9``: which trained pair of files, ``loomc.risk.releases``), ``data`` (path to
 another file).

@@ -47,9 +47,11 @@ def test_shipped_profiler_serves_the_static_table() -> None:
 
     prof: Any = make_profiler(RiskSettings(profiler="semantic"))
     assert prof.name == "semantic" and isinstance(prof.encoder, StaticEncoder)
-    # the cascade's second stage, on ONNX Runtime when the onnx extra is installed (auto)
-    want = "OrtMiniLM" if backend_of({}, "float32") == "onnxruntime" else "MiniLM"
-    assert type(prof.second_encoder).__name__ == want
+    # the cascade's second stage: numpy's pass by default, installed extras or not
+    assert type(prof.second_encoder).__name__ == "MiniLM"
+    fast: Any = make_profiler(RiskSettings(profiler="semantic", options={"backend": "auto"}))
+    want = "OrtMiniLM" if backend_of({"backend": "auto"}, "float32") == "onnxruntime" else "MiniLM"
+    assert type(fast.second_encoder).__name__ == want
     alone: Any = make_profiler(RiskSettings(profiler="semantic", options={"cascade": False}))
     assert alone.second is None and alone.second_encoder is None
     # a file trained on MiniLM embeddings (the cascade's stage) is served by MiniLM alone
@@ -58,7 +60,7 @@ def test_shipped_profiler_serves_the_static_table() -> None:
             profiler="semantic", options={"data": str(ROOT / "loomc/risk/data/router-minilm.npz")}
         )
     )
-    assert type(v2.encoder).__name__ == want and v2.second is None
+    assert type(v2.encoder).__name__ == "MiniLM" and v2.second is None
 
 
 def test_table_rows_rederive_from_minilm(static: Any) -> None:
