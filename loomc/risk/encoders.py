@@ -19,15 +19,12 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TypeAlias
 
 from loomc.risk.minilm import MiniLM
 from loomc.risk.static import TABLE_FILE, StaticEncoder
 
-if TYPE_CHECKING:
-    from loomc.risk.minilm_ort import OrtMiniLM
-
-MiniLMEncoder: TypeAlias = "MiniLM | OrtMiniLM"
+MiniLMEncoder: TypeAlias = MiniLM  # loomc.risk.minilm_ort.OrtMiniLM is one too
 
 _ENCODERS: dict[tuple[Path, str, int, str], MiniLMEncoder] = {}
 _STATIC: dict[Path, StaticEncoder] = {}

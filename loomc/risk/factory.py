@@ -73,7 +73,7 @@ def describe(settings: RiskSettings, *, minilm: MiniLMFinder | None = None) -> t
         weights = getattr(data, "name", data)
         second = getattr(profiler, "second_encoder", None)
         if second is not None:
-            backend = getattr(second, "backend", "numpy")  # OrtMiniLM says onnxruntime
+            backend = second.backend  # numpy, or onnxruntime (OrtMiniLM)
             how = f"static stage, MiniLM on {backend} for its uncertain band"
             how += f" (weights in {second.path})"
         else:

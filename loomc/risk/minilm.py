@@ -165,6 +165,8 @@ class TensorFile:
 class MiniLM:
     """Sentence embeddings from the packaged all-MiniLM-L6-v2; ``dtype`` float64 or float32."""
 
+    backend = "numpy"  # what ``loomc doctor`` names
+
     def __init__(
         self, dtype: str = "float32", *, threads: int = 1, path: Path | None = None
     ) -> None:
@@ -197,6 +199,7 @@ class MiniLM:
         self.heads = int(config["num_attention_heads"])
         self.layers = int(config["num_hidden_layers"])
         self.eps = float(config["layer_norm_eps"])
+        self.hidden = int(config["hidden_size"])
         model = path / "model.safetensors"
         with TensorFile(model) as raw:
             w = self._weights(raw, self.dtype)
@@ -287,12 +290,18 @@ class MiniLM:
             x = self._layer_norm(self._linear(h, f"{i}.out", x), f"{i}.ln2")
         return x
 
+    def pooled(self, ids: Sequence[int]) -> Array:
+        """The mean of the last hidden states of one unpadded sequence (not normalised)."""
+        out: Array = self.hidden_states(ids).mean(axis=0)
+        return out
+
     def encode(self, texts: Sequence[str]) -> Array:
-        """One L2-normalised mean-pooled embedding per text, in this encoder's dtype."""
+        """One L2-normalised mean-pooled embedding per text, in this encoder's dtype (the pass is
+        ``pooled``: numpy's here, ONNX Runtime's in ``loomc.risk.minilm_ort``)."""
         self.load()
-        out = np.empty((len(texts), self._w["pos"].shape[1]), dtype=self.dtype)
+        out = np.empty((len(texts), self.hidden), dtype=self.dtype)
         with self._lock, self._blas_limit():
             for row, text in enumerate(texts):
-                vec = self.hidden_states(self.token_ids(text)).mean(axis=0)
+                vec = self.pooled(self.token_ids(text))
                 out[row] = vec / max(float(np.sqrt(vec @ vec)), 1e-12)
         return out

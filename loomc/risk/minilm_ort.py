@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import math
-import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -32,7 +31,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from loomc.risk.minilm import MAX_TOKENS, WORD, TensorFile, model_dir, read_safetensors
+from loomc.risk.minilm import MAX_TOKENS, WORD, MiniLM, TensorFile, model_dir, read_safetensors
 
 Array = npt.NDArray[Any]
 OPSET = 17  # LayerNormalization is in the default domain from 17
@@ -156,30 +155,21 @@ def session(model: Any, threads: int = 1) -> Any:
     return ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
 
 
-class OrtMiniLM:
-    """Sentence embeddings from the packaged all-MiniLM-L6-v2 on ONNX Runtime (float32).
+class OrtMiniLM(MiniLM):
+    """Sentence embeddings from the packaged all-MiniLM-L6-v2 on ONNX Runtime (float32): a
+    ``MiniLM`` whose weights load into a session and whose ``pooled`` pass is that session's
+    (loading once, tokenizing and normalising are ``MiniLM``'s).
 
     ``quantize`` (a callable ModelProto -> ModelProto) lets a benchmark run a quantised variant;
     it is not part of the profiler's options."""
 
-    dtype = np.dtype(np.float32)
     backend = "onnxruntime"  # what ``loomc doctor`` names
 
     def __init__(self, *, threads: int = 1, path: Path | None = None, quantize: Any = None) -> None:
-        self.threads = threads  # intra-op threads; 0 lets ONNX Runtime choose (every core)
-        self.path = path
+        # threads: ONNX Runtime's intra-op threads (0 lets it choose: every core), not BLAS's
+        super().__init__("float32", threads=threads, path=path)
         self.quantize = quantize
-        self.load_seconds: float | None = None
-        self._tokenizer: Any = None
         self._session: Any = None
-        self._lock = threading.RLock()
-
-    def load(self) -> None:
-        if self._tokenizer is not None:
-            return
-        with self._lock:
-            if self._tokenizer is None:
-                self._load()
 
     def _load(self) -> None:
         start = time.perf_counter()
@@ -188,6 +178,7 @@ class OrtMiniLM:
         path = self.path or model_dir()
         config = json.loads((path / "config.json").read_text(encoding="utf-8"))
         heads, layers = int(config["num_attention_heads"]), int(config["num_hidden_layers"])
+        self.hidden = int(config["hidden_size"])
         model_file = path / "model.safetensors"
         with TensorFile(model_file) as raw:
             w = _weights(raw, layers)
@@ -203,23 +194,8 @@ class OrtMiniLM:
         self._tokenizer = WordPiece(path / "vocab.txt", MAX_TOKENS)
         self.load_seconds = time.perf_counter() - start
 
-    def token_ids(self, text: str) -> list[int]:
-        self.load()
-        ids: list[int] = self._tokenizer.encode(text)
-        return ids
-
     def pooled(self, ids: Sequence[int]) -> Array:
         """The mean of the last hidden states of one unpadded sequence (not normalised)."""
         emb = self._word[np.asarray(ids)] + self._pos[: len(ids)] + self._type0
         out: Array = self._session.run(["pooled"], {"emb": emb})[0]
-        return out
-
-    def encode(self, texts: Sequence[str]) -> Array:
-        """One L2-normalised mean-pooled embedding per text, float32."""
-        self.load()
-        out = np.empty((len(texts), 384), dtype=np.float32)
-        with self._lock:
-            for row, text in enumerate(texts):
-                vec = self.pooled(self.token_ids(text))
-                out[row] = vec / max(float(np.sqrt(vec @ vec)), 1e-12)
         return out
