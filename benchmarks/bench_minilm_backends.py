@@ -94,12 +94,9 @@ def spread(values: Sequence[float]) -> str:
 
 
 def forward(enc: Any) -> Callable[[list[int]], Any]:
-    if isinstance(enc, OrtMiniLM):
-        return enc.pooled
-
     def run(ids: list[int]) -> Any:
-        with enc._blas_limit():  # the cap encode() applies
-            return enc.hidden_states(ids).mean(axis=0)
+        with enc._blas_limit():  # the cap encode() applies (none on ONNX Runtime)
+            return enc.pooled(ids)
 
     return run
 
