@@ -26,6 +26,7 @@ still catches a ``PlanParseError``)::
         ├── JudgeConfigError (ValueError)  loomc.eval.judge: --judge-model names nothing
         ├── ReceiptError                 loomc.eval.receipt: a receipt that cannot be loaded
         └── EvalAborted                  loomc.eval.runner: a cell failed unexpectedly
+    ├── RiskSettingsError (ValueError)   loomc.risk.base: a policy's risk options name no profiler
     ├── PlanRejected (RuntimeError)      loomc.api.running: a planner's run could not start
     ├── PlanningFailed (RuntimeError)    loomc.api.conducting: an eval's planner could not plan
     ├── BudgetRefused (RuntimeError)     loomc.api.evaluating: an eval's worst case passes its totals

@@ -11,8 +11,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, runtime_checkable
 
+from loomc.errors import LoomcError
+
 Level = Literal["low", "medium", "high"]
 Kind = Literal["general", "code-review", "research"]
+
+
+class RiskSettingsError(LoomcError, ValueError):
+    """A policy's ``risk`` section names something the profiler cannot be built with (an unknown
+    release or backend, a threshold outside 0-1): raised when the profiler is built, so a run,
+    an eval or a server refuses with one line instead of a traceback from deep inside."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from loomc.policy.models import RiskSettings
-from loomc.risk.base import RiskProfiler
+from loomc.risk.base import RiskProfiler, RiskSettingsError
 from loomc.risk.keywords import KeywordProfiler
 from loomc.risk.reference import ReferenceProfiler
 
@@ -52,6 +52,10 @@ def make_profiler(settings: RiskSettings, *, minilm: MiniLMFinder | None = None)
                 profiler: RiskProfiler = SemanticProfiler(settings, keywords)
             else:
                 profiler = SemanticProfiler(settings, keywords, minilm=minilm)
+        except RiskSettingsError:
+            raise
+        except ValueError as exc:  # a risk.options value the profiler cannot take
+            raise RiskSettingsError(f"policy risk section: {exc}") from None
         except (ImportError, OSError) as exc:  # numpy not installed, or a data file missing
             reason = f"semantic risk profiler unavailable ({exc}); using keywords"
             keywords.fallback = reason
@@ -66,7 +70,10 @@ def describe(settings: RiskSettings, *, minilm: MiniLMFinder | None = None) -> t
     """(ok, one line) naming the profiler ``settings`` gets on this install and why, for the
     doctor. Not ok only when ``semantic`` is asked for by name and cannot run. Loads no
     weights (the routers' small files only)."""
-    profiler = make_profiler(settings, minilm=minilm)
+    try:
+        profiler = make_profiler(settings, minilm=minilm)
+    except RiskSettingsError as exc:
+        return False, f"{settings.profiler} ({exc})"
     asked = settings.profiler
     if profiler.name == "semantic":
         data = getattr(profiler, "data_path", None)
