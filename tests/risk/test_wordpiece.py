@@ -29,6 +29,10 @@ EDGE = [
     "don't stop—ever… ﬁ ligature İstanbul straße",
     "word " * 400,  # truncated to MAX_TOKENS
     "def f(x):\n    return eval(x)  # `code` {with} [brackets] <tags> & 50% $5 @home #1",
+    # special tokens written in the text are themselves (matched before lowercasing, inside
+    # words too); Hypothesis once found "[UNK]" split into "[", "un", "##k", "]"
+    "[UNK]",
+    "fill in a[MASK]b and [mask] [CLS]x[SEP][SEP] [[PAD]] [UN\x00K] [MASK",
 ]
 
 
