@@ -61,6 +61,8 @@ CODES: Final[dict[str, str]] = {
     "LOOM605": "A provider that needs a base URL has none.",
     "LOOM606": "A `.loom` file holds a literal API key or token.",
     "LOOM607": "A policy's YAML nests deeper than 64 levels, its aliases expand past 10,000 nodes, or it writes a number longer than 40 characters.",
+    "LOOM608": "A `risk.options` value the risk profiler cannot take.",
+    "LOOM609": "An unknown `risk.options` key (ignored).",
     "LOOM701": "No pipelines or no policies were found where the project should have them.",
     "LOOM702": "The comparison ref cannot be read from Git.",
     "LOOM703": "Against the ref, a worst case moved past a ceiling.",

@@ -37,7 +37,9 @@ def check(
     bad input: problems are ``result.diagnostics``; ``result.errors`` counts the errors."""
     found = _paths(paths)
     pol = Path(policy) if policy is not None else None
-    result = check_paths(found, pol, ceilings)
+    from loomc.risk.options import option_diagnostics
+
+    result = check_paths(found, pol, ceilings, (option_diagnostics,))
     if against is not None:
         from loomc.project.regress import compare_against
 

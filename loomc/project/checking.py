@@ -6,6 +6,7 @@ an example gateway policy is proven as well as the default one.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from loomc.checker.policy_rules import check_policy, check_sources
@@ -15,7 +16,7 @@ from loomc.diagnostics import Diagnostic, Severity, Span
 from loomc.frozen import replace
 from loomc.ir.compile import compile_modules
 from loomc.ir.model import Pipeline
-from loomc.policy.load import load_policy
+from loomc.policy.load import PolicySource, load_policy
 from loomc.project.workspace import find_files, load_modules
 from loomc.units import Budget
 
@@ -95,9 +96,17 @@ def _resolve(paths: list[Path]) -> tuple[list[Path], list[Path], list[Diagnostic
     return sorted(set(loom)), sorted(set(policies)), diags
 
 
+PolicyRule = Callable[[PolicySource], list[Diagnostic]]
+
+
 def check_paths(
-    paths: list[Path], policy: Path | None = None, overrides: Budget | None = None
+    paths: list[Path],
+    policy: Path | None = None,
+    overrides: Budget | None = None,
+    policy_rules: Sequence[PolicyRule] = (),
 ) -> CheckResult:
+    """``policy_rules``: more checks of each policy, from stages above this one (the risk
+    stage's ``risk.options``: this layer cannot import what those options may hold)."""
     loom, policies, diags = _resolve(paths or [Path(".")])
     if policy is not None:
         policies = [policy]
@@ -121,6 +130,8 @@ def check_paths(
         if source is None:
             continue
         result.diagnostics += check_policy(source)
+        for rule in policy_rules:
+            result.diagnostics += rule(source)
         compiled, comp_diags = compile_modules(modules, source, overrides)
         result.diagnostics += comp_diags
         variants: dict[str, list[tuple[str | None, list[Diagnostic]]]] = {}

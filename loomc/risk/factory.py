@@ -41,6 +41,11 @@ def make_keywords(settings: RiskSettings) -> KeywordProfiler:
 def make_profiler(settings: RiskSettings, *, minilm: MiniLMFinder | None = None) -> RiskProfiler:
     """Return the configured profiler; ``semantic`` falls back to keywords with a ``notice``,
     ``auto`` silently (the reason is kept on ``fallback``). ``minilm``: see the module doc."""
+    from loomc.risk.options import first_error
+
+    error = first_error(settings.options)
+    if error is not None:  # before anything is built: run, eval, serve and doctor say it alike
+        raise RiskSettingsError(f"policy risk section: {error}")
     if settings.profiler == "reference":
         return ReferenceProfiler()
     keywords = make_keywords(settings)

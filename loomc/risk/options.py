@@ -1,0 +1,123 @@
+"""What ``risk.options`` may hold, checked once for ``loomc check`` and for every profiler built.
+
+Why here and not in the policy schema: the values are the risk stage's (its releases, its
+backends, what MiniLM's pass runs in), and the policy layer sits below ``loomc.risk``, so it
+cannot name them; ``options`` stays a free mapping there. Why one list of rules for both: before
+it, ``loomc run`` refused some bad values only when the profiler got to them (``threads: abc``),
+took others silently (``cascade: "no"`` read as true, ``threads: -3``, ``cache: -1``, a misspelt
+key, a ``data`` file that is not there falling back to keywords), and ``loomc check`` said nothing
+about any of them. Now ``make_profiler`` refuses the first error before a model is called, and
+``loomc check`` reports every problem at the option's file:line:col (LOOM608, LOOM609).
+
+An unknown key is a warning, not an error: a policy written for a newer loomc keeps running here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from loomc.diagnostics import Diagnostic, Severity
+from loomc.risk.releases import BACKENDS, RELEASES
+
+if TYPE_CHECKING:
+    from loomc.policy.load import PolicySource
+
+DTYPES = ("float32", "float64")
+_FRACTIONS = ("threshold", "signal_threshold", "medium_threshold")
+_SWITCHES = ("cascade", "negation", "trivia")
+_COUNTS = ("threads", "cache")
+KNOWN = ("release", "data", "backend", "dtype", *_FRACTIONS, *_COUNTS, *_SWITCHES)
+
+
+class OptionProblem(NamedTuple):
+    key: str
+    message: str
+    error: bool  # False: a warning (an unknown key)
+    hint: str
+
+
+def _words(key: str, value: Any, allowed: Sequence[str]) -> tuple[bool, str, str]:
+    known = ", ".join(allowed)
+    return (
+        isinstance(value, str) and value in allowed,
+        f"must be one of {known}, got {value!r}",
+        f"use one of {known}",
+    )
+
+
+def _check(key: str, value: Any) -> tuple[bool, str, str]:
+    """(ok, what is wrong, hint) for one known option's value."""
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if key == "release":
+        return _words(key, value, sorted(RELEASES))
+    if key == "backend":
+        return _words(key, value, BACKENDS)
+    if key == "dtype":
+        return _words(key, value, DTYPES)
+    if key in _FRACTIONS:
+        ok = number and 0 <= value <= 1
+        return ok, f"must be between 0 and 1, got {value!r}", "a probability, e.g. 0.5"
+    if key in _COUNTS:
+        ok = number and isinstance(value, int) and value >= 0
+        hint = "threads: 1 (0 leaves BLAS alone); cache: 1024 (0 disables)"
+        return ok, f"must be a whole number of at least 0, got {value!r}", hint
+    if key in _SWITCHES:
+        return (
+            isinstance(value, bool),
+            f"must be true or false, got {value!r}",
+            "write true or false, unquoted",
+        )
+    ok = isinstance(value, str) and bool(value.strip())  # data: another router file
+    return ok, f"must be a file path, got {value!r}", "a router .npz file"
+
+
+def _unknown(key: str) -> OptionProblem:
+    import difflib  # compiles patterns at import: only for a key nobody knows
+
+    near = difflib.get_close_matches(key, KNOWN, n=1)
+    hint = f"did you mean `{near[0]}`?" if near else "known: " + ", ".join(KNOWN)
+    return OptionProblem(key, f"unknown risk option {key!r} (ignored)", False, hint)
+
+
+def option_problems(options: Mapping[str, Any], *, files: bool = True) -> list[OptionProblem]:
+    """Every problem with ``risk.options``, in the order the keys were written. ``files``: also
+    say when ``data`` names no file (``loomc check`` does not: the path is read from the working
+    directory of the run, which a check cannot know)."""
+    out: list[OptionProblem] = []
+    for key, value in options.items():
+        if key not in KNOWN:
+            out.append(_unknown(str(key)))
+            continue
+        ok, wrong, hint = _check(key, value)
+        if not ok:
+            out.append(OptionProblem(key, f"risk.options.{key} {wrong}", True, hint))
+        elif key == "data" and files and not Path(value).is_file():
+            hint = "the path is read from the working directory"
+            out.append(OptionProblem(key, f"risk.options.data: no such file {value!r}", True, hint))
+    if options.get("backend") == "onnxruntime" and options.get("dtype") == "float64":
+        out.append(
+            OptionProblem(
+                "backend",
+                "risk.options.backend onnxruntime runs float32 only, got 'float64'",
+                True,
+                "drop dtype, or use backend: numpy for float64",
+            )
+        )
+    return out
+
+
+def first_error(options: Mapping[str, Any]) -> str | None:
+    """The first error ``make_profiler`` refuses, or None (warnings are for ``loomc check``)."""
+    return next((p.message for p in option_problems(options) if p.error), None)
+
+
+def option_diagnostics(source: PolicySource) -> list[Diagnostic]:
+    """``loomc check``'s findings on a policy's ``risk.options``, at each option's position."""
+    out: list[Diagnostic] = []
+    for p in option_problems(source.policy.risk.options, files=False):
+        code, severity = ("LOOM608", Severity.ERROR) if p.error else ("LOOM609", Severity.WARNING)
+        span = source.span("risk", "options", p.key)
+        out.append(Diagnostic(code, severity, p.message, span, p.hint))
+    return out

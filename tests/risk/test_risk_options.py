@@ -1,0 +1,84 @@
+"""``loomc.risk.options``: the one list of what ``risk.options`` may hold, as properties.
+
+The oracle for "valid" is written here from the documented option table (docs/routing.md,
+"Options"), not derived from the module; and ``make_profiler`` refusing exactly the values the
+checker calls errors is what keeps ``loomc check`` and ``loomc run`` from disagreeing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from loomc.policy.models import RiskSettings
+from loomc.risk.base import RiskSettingsError
+from loomc.risk.factory import make_profiler
+from loomc.risk.options import KNOWN, first_error, option_problems
+from loomc.risk.releases import RELEASES
+
+
+def _documented_ok(key: str, value: Any) -> bool:
+    real = isinstance(value, int | float) and not isinstance(value, bool)
+    word = value if isinstance(value, str) else None
+    if key == "release":
+        return word in RELEASES
+    if key == "backend":
+        return word in ("auto", "numpy", "onnxruntime")
+    if key == "dtype":
+        return word in ("float32", "float64")
+    if key in ("threshold", "signal_threshold", "medium_threshold"):
+        return real and 0 <= value <= 1
+    if key in ("threads", "cache"):
+        return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    if key in ("cascade", "negation", "trivia"):
+        return isinstance(value, bool)
+    assert key == "data"
+    return isinstance(value, str) and bool(value.strip())
+
+
+values = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-5, 5000),
+    st.floats(-2, 2),
+    st.just(float("nan")),
+    st.sampled_from(["v4", "v8", "v9", "v99", "numpy", "auto", "gpu", "float32", "float16", ""]),
+    st.text(max_size=8),
+    st.lists(st.integers(), max_size=2),
+)
+
+
+@given(st.dictionaries(st.sampled_from([*KNOWN, "relase", "x"]), values, max_size=5))
+@settings(max_examples=300, deadline=None)
+def test_an_option_is_an_error_exactly_when_the_documentation_says(opts: dict[str, Any]) -> None:
+    problems = option_problems(opts, files=False)
+    errors = {p.key for p in problems if p.error}
+    warned = {p.key for p in problems if not p.error}
+    assert warned == {k for k in opts if k not in KNOWN}
+    bad = {k for k, v in opts.items() if k in KNOWN and not _documented_ok(k, v)}
+    combo = opts.get("backend") == "onnxruntime" and opts.get("dtype") == "float64"
+    assert errors == bad | ({"backend"} if combo else set())
+    for p in problems:
+        assert "\n" not in p.message and p.message.startswith(("risk.options.", "unknown"))
+
+
+@given(st.dictionaries(st.sampled_from(["cascade", "threads", "release", "threshold"]), values))
+@settings(max_examples=60, deadline=None)
+def test_make_profiler_refuses_exactly_the_errors(opts: dict[str, Any]) -> None:
+    settings_ = RiskSettings(profiler="keywords", options=opts)
+    error = first_error(opts)
+    if error is None:
+        assert make_profiler(settings_).name == "keywords"
+    else:
+        with pytest.raises(RiskSettingsError, match=r"policy risk section: risk\.options\."):
+            make_profiler(settings_)
+
+
+def test_a_missing_data_file_is_refused_not_a_quiet_fallback(tmp_path: Any) -> None:
+    """It used to fall back to the keyword rules without a word under ``auto``."""
+    missing = str(tmp_path / "nope.npz")
+    with pytest.raises(RiskSettingsError, match="no such file"):
+        make_profiler(RiskSettings(options={"data": missing}))
+    assert option_problems({"data": missing}, files=False) == []
