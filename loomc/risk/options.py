@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from loomc.diagnostics import Diagnostic, Severity
 from loomc.risk.releases import BACKENDS, RELEASES
@@ -31,11 +31,14 @@ _COUNTS = ("threads", "cache")
 KNOWN = ("release", "data", "backend", "dtype", *_FRACTIONS, *_COUNTS, *_SWITCHES)
 
 
-class OptionProblem(NamedTuple):
-    key: str
-    message: str
-    error: bool  # False: a warning (an unknown key)
-    hint: str
+class OptionProblem:
+    """One finding: ``error`` False is a warning (an unknown key). A plain class: a NamedTuple
+    costs ~0.3 ms of import on ``loomc check``'s path."""
+
+    __slots__ = ("error", "hint", "key", "message")
+
+    def __init__(self, key: str, message: str, error: bool, hint: str) -> None:
+        self.key, self.message, self.error, self.hint = key, message, error, hint
 
 
 def _words(key: str, value: Any, allowed: Sequence[str]) -> tuple[bool, str, str]:
