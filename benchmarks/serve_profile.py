@@ -57,6 +57,7 @@ PHASES = [
     ("      Budgets.finish (lease book, queue)", "serve/leases.py", "finish"),
     ("      Metrics.run", "serve/metrics.py", "run"),
     ("the stream's writer task (chat.writer)", "serve/chat.py", "writer"),
+    ("the stream's mid-run writes (chat.write, since serve13)", "serve/chat.py", "write"),
     ("the stream's watch task (chat.watch)", "serve/chat.py", "watch"),
     ("    the stream's task group (before serve11)", "anyio/_backends/_asyncio.py", "__aexit__"),
     ("    frames (chunk, sse, frame)", "serve/wire.py", "chunk"),
