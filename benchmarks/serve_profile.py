@@ -25,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from collections import Counter
 
 PYSPY = os.environ.get("LOOMC_BENCH_PYSPY")
@@ -56,6 +57,7 @@ PHASES = [
     ("      Budgets.finish (lease book, queue)", "serve/leases.py", "finish"),
     ("      Metrics.run", "serve/metrics.py", "run"),
     ("the stream's writer task (chat.writer)", "serve/chat.py", "writer"),
+    ("the stream's mid-run writes (chat.write, since serve13)", "serve/chat.py", "write"),
     ("the stream's watch task (chat.watch)", "serve/chat.py", "watch"),
     ("    the stream's task group (before serve11)", "anyio/_backends/_asyncio.py", "__aexit__"),
     ("    frames (chunk, sse, frame)", "serve/wire.py", "chunk"),
@@ -101,6 +103,22 @@ def sampled(path: str) -> tuple[Counter[str], float]:
     return found, total
 
 
+def behind_batches(url: str) -> tuple[float, float] | None:
+    """The write-behind's transactions and the writes they carried so far (``/metrics``):
+    how many runs one transaction stores at this load."""
+    try:
+        with urllib.request.urlopen(url.removesuffix("/v1") + "/metrics", timeout=10) as reply:
+            text = reply.read().decode()
+    except OSError:
+        return None
+    got = {}
+    for line in text.splitlines():
+        for name in ("transactions", "writes"):
+            if line.startswith(f'loomc_store_{name}_total{{kind="behind"}}'):
+                got[name] = float(line.rpartition(" ")[2])
+    return (got["transactions"], got["writes"]) if len(got) == 2 else None
+
+
 def main(seconds: float, clients: int, delay_ms: int) -> None:
     serve = {"keys": [{"name": "b", "key": "env:LOOMC_BENCH_KEY", "per_day": {"calls": 10**9}}]}
     with upstream(delay_ms) as up, loomc_serve(up, serve, {"LOOMC_BENCH_KEY": KEY}) as url:
@@ -140,6 +158,7 @@ def main(seconds: float, clients: int, delay_ms: int) -> None:
                     break
             time.sleep(0.5)
         load1 = os.getloadavg()[0]
+        batches = behind_batches(url)
     if PYSPY:
         found, total = sampled(OUT)
         stats = None
@@ -155,6 +174,11 @@ def main(seconds: float, clients: int, delay_ms: int) -> None:
         f"unprofiled: {plain['rate']:.0f} req/s, server CPU {per:.0f} µs/request; profiled: "
         f"{profiled['rate']:.0f} req/s, {profiled['server'] * 1e6:.0f} µs/request; profile {OUT}"
     )
+    if batches is not None:
+        print(
+            f"write-behind: {batches[1]:.0f} runs in {batches[0]:.0f} transactions "
+            f"({batches[1] / max(batches[0], 1):.1f} a transaction)"
+        )
     print(f"{'phase':55s} {'share':>6s} {'µs/req':>7s}")
     outside = total - sum(v for label, v in found.items() if not label.startswith(" "))
     for label, _, name in PHASES:

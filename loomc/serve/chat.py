@@ -18,12 +18,14 @@ that ends within that turn is the head and one write (four writes before). A cli
 up cancels the run (its reservation keeps what was used booked), exactly as Starlette's
 streaming response did.
 
-The stream's two helpers (``watch`` for the client's hang-up, ``writer``) are plain asyncio
-tasks, not an anyio task group: spawning two tasks into a group, cancelling the group (anyio
-formats the current task's repr into every cancel reason) and leaving it cost ~0.1-0.2 ms of
-CPU a request at 128 streams, a quarter of the serving layer's own work (benchmarks/README.md,
-serve11). Only the run keeps an anyio cancel scope, which the run's shielded settlement needs.
-So this handler runs on asyncio, as uvicorn (``loomc serve``) does.
+The stream's helpers are plain asyncio, not an anyio task group: spawning tasks into a group,
+cancelling the group (anyio formats the current task's repr into every cancel reason) and
+leaving it cost ~0.1-0.2 ms of CPU a request at 128 streams, a quarter of the serving layer's
+own work (benchmarks/README.md, serve11). ``watch`` (the client's hang-up) is a task; the
+writer is two loop callbacks after the first queued delta and a task only for a write made
+while the run goes on (serve13: a run whose answer arrives in one read makes none, where a
+writer task woke twice for nothing). Only the run keeps an anyio cancel scope, which the run's
+shielded settlement needs. So this handler runs on asyncio, as uvicorn (``loomc serve``) does.
 
 Errors leave in OpenAI's shape with their status; anything unexpected is logged without keys
 or traceback and answered as a bare 500.
@@ -199,37 +201,45 @@ async def stream(svc: Service, admitted: Admitted, receive: Receive, send: Send)
     with_usage = bool(request.stream_options and request.stream_options.include_usage)
     frames = Frames(cid, model, created, with_usage)
     queued = [frames.role()]  # leaves with the first delta (or the last frames)
-    wake = asyncio.Event()
-    ended = False  # the run is over: the writer stops, the rest leaves in the last write
-    sending = False  # the writer is in a write: awaited, never cut off mid-way
+    loop = asyncio.get_running_loop()
+    ended = False  # the run is over: nothing more is written mid-run, the rest leaves last
+    due = False  # a write is scheduled for the turn after next
+    broken = False  # a write failed: nothing more is written
+    writing: asyncio.Task[None] | None = None  # the write in flight: never cut off mid-way
 
     def delta(text: str) -> None:
+        nonlocal due
         queued.append(frames.delta(text))
-        wake.set()
+        if not due and writing is None:
+            due = True
+            loop.call_soon(loop.call_soon, flush)
 
-    async def writer() -> None:
-        nonlocal sending
-        while not ended:
-            await wake.wait()
-            # one more turn of the loop: a run that ends in it (its answer arrived in one read)
-            # sends these deltas with its last frames, one write instead of two
-            await asyncio.sleep(0)
-            if ended:
-                return
-            wake.clear()
-            data = b"".join(queued)
-            queued.clear()
-            sending = True
-            try:
-                await send({"type": "http.response.body", "body": data, "more_body": True})
-            except OSError:  # uvicorn's ClientDisconnected: `watch` ends the stream
-                return
-            except Exception as exc:  # logged without a traceback; the stream ends, as a
-                internal(exc)  # task group's error ended it: never a stream missing a delta
-                run.cancel()
-                return
-            finally:
-                sending = False
+    def flush() -> None:
+        # two turns after the first queued delta: a run that ends meanwhile (its answer
+        # arrived in one read) sends these deltas with its last frames, one write instead of two
+        nonlocal due, writing
+        due = False
+        if ended or broken or writing is not None or not queued:
+            return
+        data = b"".join(queued)
+        queued.clear()
+        writing = loop.create_task(write(data))
+
+    async def write(data: bytes) -> None:
+        nonlocal writing, broken, due
+        try:
+            await send({"type": "http.response.body", "body": data, "more_body": True})
+        except OSError:  # uvicorn's ClientDisconnected: `watch` ends the stream
+            broken = True
+        except Exception as exc:  # logged without a traceback; the stream ends, as a
+            internal(exc)  # task group's error ended it: never a stream missing a delta
+            broken = True
+            run.cancel()
+        finally:
+            writing = None
+            if queued and not (ended or broken or due):  # arrived while this one was written
+                due = True
+                loop.call_soon(flush)
 
     run = anyio.CancelScope()
 
@@ -239,11 +249,10 @@ async def stream(svc: Service, admitted: Admitted, receive: Receive, send: Send)
         run.cancel()  # the client hung up: the run stops, its usage stays booked
 
     outcome: tuple[Any, dict[str, Any]] | ApiError | None = None
-    tasks: list[asyncio.Task[None]] = []
+    watching: asyncio.Task[None] | None = None
     try:
         await send({"type": "http.response.start", "status": 200, "headers": _SSE})
-        loop = asyncio.get_running_loop()
-        tasks = [loop.create_task(watch()), loop.create_task(writer())]
+        watching = loop.create_task(watch())
         with run:
             try:
                 outcome = await svc.execute(admitted, delta)
@@ -255,12 +264,11 @@ async def stream(svc: Service, admitted: Admitted, receive: Receive, send: Send)
         outcome = None
     finally:
         ended = True
-        for task in tasks:
-            if task is tasks[1] and sending:
-                with anyio.CancelScope(shield=True):  # taken from the queue: never half lost
-                    await task
-            else:
-                task.cancel()
+        if watching is not None:
+            watching.cancel()
+        if writing is not None:
+            with anyio.CancelScope(shield=True):  # taken from the queue: never half lost
+                await writing
         await svc.release(admitted)  # a no-op unless the client left before the run began
     if outcome is None:
         return  # cancelled by the client's leaving: nobody to write to

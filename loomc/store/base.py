@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from decimal import ROUND_CEILING, Decimal
@@ -42,9 +43,24 @@ def from_nano(amount: int) -> Decimal:
     return (Decimal(amount) / NANO).normalize() if amount else Decimal(0)
 
 
+_DAY: list[tuple[int, str]] = [(-1, "")]  # the last UTC day asked for: number since 1970, text
+
+
 def today() -> str:
     """The current budget period: the UTC day."""
-    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%d")
+    return period(time.time())
+
+
+def period(at: float) -> str:
+    """The budget period (UTC day, ``YYYY-MM-DD``) of the POSIX time ``at``. Asked on every
+    served request: the text is kept for the day it names (a ``datetime`` and ``strftime`` each
+    time cost ~1.8 µs; POSIX time has 86,400 seconds a day, so the day is a division)."""
+    day = int(at // 86400)
+    kept, text = _DAY[0]  # one tuple: a thread never sees one day's number with another's text
+    if day != kept:
+        text = dt.datetime.fromtimestamp(day * 86400, dt.UTC).strftime("%Y-%m-%d")
+        _DAY[0] = (day, text)
+    return text
 
 
 class StoreError(LoomcError):
@@ -142,24 +158,26 @@ class RunFilter:
         return ("WHERE " + " AND ".join(parts)) if parts else "", args
 
 
+# what ``json.dumps(x, default=str, separators=(",", ":"))`` writes, with one encoder for every
+# row (``json.dumps`` builds a new one per call when given options: ~1 µs of a served request's
+# five rows each)
+_ROW_JSON = json.JSONEncoder(default=str, separators=(",", ":"))
+
+
 def run_rows(
     runs: Sequence[StoredRun | None],
 ) -> tuple[list[tuple[Any, ...]], list[tuple[str, int, str]]]:
     """The rows to insert, serialised before the lock is taken (None: no run)."""
     kept = [r for r in runs if r is not None]
+    encode = _ROW_JSON.encode
     rows = [
         (
             r.run_id, r.ts, r.pipeline, r.tier, r.key, r.source, r.stop_reason, r.calls,
-            r.tokens, r.credits, r.cost, r.elapsed_ms, r.receipt_hash,
-            json.dumps(r.result, default=str, separators=(",", ":")),
+            r.tokens, r.credits, r.cost, r.elapsed_ms, r.receipt_hash, encode(r.result),
         )
         for r in kept
     ]  # fmt: skip
-    events = [
-        (r.run_id, i, json.dumps(e, default=str, separators=(",", ":")))
-        for r in kept
-        for i, e in enumerate(r.events)
-    ]
+    events = [(r.run_id, i, encode(e)) for r in kept for i, e in enumerate(r.events)]
     return rows, events
 
 
