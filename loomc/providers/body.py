@@ -37,7 +37,7 @@ class ResponseTooLarge(MalformedResponse):
     """The body went past the provider's ``max_response_bytes``; the connection is dropped."""
 
 
-def _too_large(limit: int, provider: str, model: str) -> ResponseTooLarge:
+def too_large(limit: int, provider: str, model: str) -> ResponseTooLarge:
     return ResponseTooLarge(
         f"{provider}: response body over {limit} bytes (max_response_bytes); not read further",
         provider=provider,
@@ -52,7 +52,7 @@ async def read_body(response: httpx.Response, limit: int, *, provider: str, mode
     async for chunk in response.aiter_bytes():
         size += len(chunk)
         if size > limit:
-            raise _too_large(limit, provider, model)
+            raise too_large(limit, provider, model)
         chunks.append(chunk)
     return b"".join(chunks).decode("utf-8", errors="replace")
 
@@ -120,7 +120,7 @@ async def read_line_batches(
             within = splitter.feed(decoder.decode(chunk[: len(chunk) - (size - limit)]))
             if within:
                 yield within
-            raise _too_large(limit, provider, model)
+            raise too_large(limit, provider, model)
         lines = splitter.feed(decoder.decode(chunk))
         if lines:
             yield lines
