@@ -296,10 +296,12 @@ def test_a_body_whose_end_came_with_its_data_keeps_its_connection() -> None:
         transport = PlainHTTPTransport()
         async with httpx.AsyncClient(base_url=base, transport=transport) as client:
             async with client.stream("GET", "/") as response:
+                first = b""
                 async for part in response.aiter_raw():
+                    first = part
                     break  # the one read held the whole body, its end included
             got = await client.get("/")
-        return part, got.content, transport.opened
+        return first, got.content, transport.opened
 
     assert _run(handler, body) == (b"a" * 10 + b"b" * 10, b"next", 1)
 
