@@ -116,6 +116,7 @@ def _calls(
     limit: int | None = None,
     calls: int = 1,
     sink_pause_s: float = 0.0,
+    uvloop: bool = False,
 ) -> tuple[list[Completion | ProviderError], int, list[str]]:
     """Each call's completion (or error), the connections opened, the token events seen."""
     tokens: list[str] = []
@@ -151,7 +152,7 @@ def _calls(
             await provider.aclose()
             server.close()
 
-    outs, opened = anyio.run(main)
+    outs, opened = anyio.run(main, backend_options={"use_uvloop": uvloop})
     return outs, opened, tokens
 
 
@@ -296,3 +297,12 @@ def test_a_close_delimited_answer_is_whole_and_its_connection_not_reused() -> No
     reply = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\r\n" + _sse()
     outs, opened, _ = _calls([[reply], [reply]], True, calls=2)
     assert [_outcome(o) for o in outs] == [EXPECTED, EXPECTED] and opened == 2
+
+
+def test_on_uvloop_an_answer_reuses_its_connection_and_a_pause_is_a_timeout() -> None:
+    """``loomc serve`` runs on uvloop when it is installed: its timers and transports too."""
+    reply = _chunked_reply(_sse())
+    outs, opened, _ = _calls([[reply], [reply]], True, calls=2, within_s=2.0, uvloop=True)
+    assert [_outcome(o) for o in outs] == [EXPECTED, EXPECTED] and opened == 1
+    outs, _, _ = _calls([[reply[:400], 3.0, reply[400:]]], True, within_s=0.3, uvloop=True)
+    assert isinstance(outs[0], ProviderTimeout)
