@@ -8,11 +8,16 @@ and its body (sized or chunked) are cut from one buffer, and a kept-alive connec
 per-host stack (the last one returned is the next one used: sequential steps share one
 connection). No per-request walk over the pool, no per-read task or cancel scope.
 
+Two ways in: ``handle_async_request`` (httpx's client API: a ``Response`` built over the body)
+and ``send`` (the providers' lean path, ``HTTPProvider.exchange``: the request's bytes in, a
+``Reply`` out, no httpx ``Request``/``Response`` per call, optionally one deadline for the
+whole call). The connection and the body's decoding live in ``connection.py``.
+
 What it does not do, and leaves to httpx's own (sharded) transport: TLS (every ``https://``
 URL), proxies (loomc's clients never trust the environment's), HTTP/2, request bodies that are
 streams of unknown length, and any event loop but asyncio's. Errors are httpx's exceptions,
 as the providers expect them: ``ConnectError``/``ConnectTimeout`` before anything was sent,
-``ReadTimeout`` past the read timeout, ``RemoteProtocolError`` when the peer closes early or
+``ReadTimeout`` past the read timeout (or the call's deadline), ``RemoteProtocolError`` when the peer closes early or
 breaks the protocol. httpx's write and pool timeouts have no counterpart: the request is handed
 to the kernel in one write (a peer that never reads it runs into the read timeout), and
 connections per host are not capped (the caller's concurrency bounds them: an eval's workers,
