@@ -9,6 +9,7 @@ answers leave it with every registered key removed.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import email.utils
@@ -20,6 +21,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, Literal
 
+import anyio
 import httpx
 
 from loomc.policy.models import ProviderConfig
@@ -45,6 +47,7 @@ from loomc.providers.base import (
     register_secret,
 )
 from loomc.providers.body import MAX_RESPONSE_BYTES, read_error_body
+from loomc.providers.reader import BodyReader, ReplyReader, ResponseReader
 from loomc.providers.transport import PlainHTTPTransport
 
 DEFAULT_TIMEOUT_S = 60.0
@@ -235,6 +238,9 @@ def transport_error(exc: httpx.HTTPError, *, provider: str, model: str) -> Provi
 
 # a request's headers before and after its Content-Length, as httpx orders them
 _HeadParts = tuple[list[tuple[bytes, bytes]], list[tuple[bytes, bytes]]]
+# the lean path's request head before and after its Content-Length line, the (host, port) it
+# goes to, and a request naming its URL for errors and status messages
+_LeanHead = tuple[bytes, bytes, tuple[str, int], httpx.Request]
 
 
 class HTTPProvider:
@@ -242,6 +248,9 @@ class HTTPProvider:
 
     default_base_url: str | None = None
     default_headers: Mapping[str, str] = {}
+    # ``complete(..., within_s=)`` bounds the whole call (an adapter whose ``_complete`` reads
+    # through ``exchange`` with its ``deadline``): ``loomc.exec.metered`` then needs no scope
+    keeps_deadlines = False
 
     def __init__(self, name: str, cfg: ProviderConfig, env: Mapping[str, str]) -> None:
         self.name = name
@@ -251,6 +260,7 @@ class HTTPProvider:
         self._transport: httpx.AsyncBaseTransport | None = None
         self._urls: dict[str, httpx.URL] = {}  # a path -> its URL under the client's base
         self._heads: dict[str, _HeadParts] = {}  # a path -> its headers (``_head_parts``)
+        self._lean: dict[str, _LeanHead] = {}  # a path -> its request head's bytes (``exchange``)
         self._extra_body: dict[str, Any] | None = None
         # the most one response body may hold (loomc.providers.body)
         self.max_response_bytes = cfg.max_response_bytes or MAX_RESPONSE_BYTES
@@ -263,14 +273,35 @@ class HTTPProvider:
         return self._extra_body
 
     async def complete(
-        self, request: CompletionRequest, on_event: StreamCallback | None = None
+        self,
+        request: CompletionRequest,
+        on_event: StreamCallback | None = None,
+        *,
+        within_s: float | None = None,
     ) -> Completion:
         """The adapter's ``_complete`` with every registered key removed from what it returns.
 
         Answers, streamed tokens (held back across chunk boundaries), frames, receipts and the
         partial text of a dropped stream are redacted here, once, before any sink, journal,
         receipt or report sees them. Error messages are redacted when the error is built.
+
+        ``within_s`` (``keeps_deadlines`` adapters, asked by ``loomc.exec.metered``): the whole
+        call ends in ``ProviderTimeout`` past it, as the caller's cancel scope would have cut
+        it off. On the lean path that is one deadline on the connection (one timer a call,
+        no scope: ~3 % of a streamed run's CPU); elsewhere a cancel scope here.
         """
+        deadline: float | None = None
+        if within_s is not None:
+            loop = self._lean_loop() if self.keeps_deadlines else None
+            if loop is None:
+                with anyio.CancelScope(deadline=anyio.current_time() + within_s):
+                    return await self.complete(request, on_event)
+                raise ProviderTimeout(
+                    f"{self.name}: no response in time (deadline)",
+                    provider=self.name,
+                    model=request.model,
+                )
+            deadline = loop.time() + within_s
         redactor = StreamRedactor()
         sink = on_event
 
@@ -290,7 +321,9 @@ class HTTPProvider:
                 )
 
         try:
-            completion = await self._complete(request, forward if sink is not None else None)
+            completion = await self._complete(
+                request, forward if sink is not None else None, deadline
+            )
         except StreamDropped as exc:
             exc.partial = redact_secrets(exc.partial)
             raise
@@ -312,8 +345,13 @@ class HTTPProvider:
         )
 
     async def _complete(
-        self, request: CompletionRequest, on_event: StreamCallback | None
+        self,
+        request: CompletionRequest,
+        on_event: StreamCallback | None,
+        deadline: float | None = None,
     ) -> Completion:
+        """The call; ``deadline`` (the loop's clock, set only on the lean path): see
+        ``exchange``."""
         raise NotImplementedError
 
     @property
@@ -328,7 +366,7 @@ class HTTPProvider:
                 default_headers=self.default_headers,
                 transport=transport,
             )
-            self._transport, self._urls, self._heads = transport, {}, {}
+            self._transport, self._urls, self._heads, self._lean = transport, {}, {}, {}
         return self._client
 
     async def aclose(self) -> None:
@@ -395,6 +433,83 @@ class HTTPProvider:
             yield response
         finally:
             await response.aclose()
+
+    def _lean_loop(self) -> asyncio.AbstractEventLoop | None:
+        """The running loop when this call can take the lean path (``exchange``), else None."""
+        client = self.client
+        transport = self._transport
+        if not isinstance(transport, PlainHTTPTransport) or client.cookies:
+            return None  # a cookie jar: its Cookie header is httpx's to build
+        return transport.lean(client.base_url)
+
+    @contextlib.asynccontextmanager
+    async def exchange(
+        self,
+        path: str,
+        request: CompletionRequest,
+        deadline: float | None = None,
+        describe: Callable[[str], str] = str,
+    ) -> AsyncIterator[BodyReader]:
+        """``post``, read as a ``BodyReader``: on the lean path (plain http on asyncio, no
+        cookie jar) the request's bytes go straight to the connection and the body is read off
+        its buffer, with no httpx ``Request``/``Response`` per call; elsewhere through ``post``.
+        The bytes sent are ``post``'s, byte for byte; a non-2xx answer raises the same error;
+        an encoded body (``Content-Encoding``) or a cookie the upstream sets goes through
+        httpx's ``Response`` as before. ``deadline`` (the loop's clock): every wait of the
+        call ends in ``ReadTimeout`` past it (``Connection.arm``); without it each wait has
+        the request's read timeout, as httpx's would."""
+        loop = self._lean_loop()
+        limit, model = self.max_response_bytes, request.model
+        if loop is None:
+            async with self.post(path, request, describe) as response:
+                yield ResponseReader(response, limit, self.name, model)
+            return
+        client = self.client
+        transport = self._transport
+        assert isinstance(transport, PlainHTTPTransport)
+        head, tail, key, shown = self._lean.get(path) or self._lean_head(path, client)
+        content = json.dumps(
+            self.body(request), ensure_ascii=False, separators=(",", ":"), allow_nan=False
+        ).encode()
+        data = b"".join((head, b"Content-Length: %d\r\n" % len(content), tail, content))
+        if request.timeout_s is None:
+            connect_s, read_s = client.timeout.connect, client.timeout.read
+        else:
+            connect_s = read_s = request.timeout_s
+        if deadline is not None:
+            read_s = None  # the deadline bounds every wait
+        reply = await transport.send(loop, key, data, shown, connect_s, deadline, read_s)
+        try:
+            if (
+                reply.status_code >= 400
+                or reply.header(b"content-encoding") is not None
+                or reply.header(b"set-cookie") is not None
+            ):
+                response = reply.response()
+                if "set-cookie" in response.headers:  # kept for the next call
+                    client.cookies.extract_cookies(response)
+                if response.status_code >= 400:
+                    text = describe(await read_error_body(response))
+                    raise status_error(response, text, provider=self.name, model=model)
+                yield ResponseReader(response, limit, self.name, model)
+            else:
+                yield ReplyReader(reply, limit, self.name, model)
+            if reply.body.conn.expired:  # it passed while a sink held the call
+                raise httpx.ReadTimeout("no data from the server in time", request=shown)
+        finally:
+            reply.body.close()
+
+    def _lean_head(self, path: str, client: httpx.AsyncClient) -> _LeanHead:
+        url = self._urls.get(path)
+        if url is None:
+            url = self._urls[path] = client.build_request("POST", path).url
+        before, after = self._heads.get(path) or self._head_parts(path, url, client)
+        head = b"POST %s HTTP/1.1\r\n" % url.raw_path
+        head += b"".join(b"%s: %s\r\n" % (name, value) for name, value in before)
+        tail = b"".join(b"%s: %s\r\n" % (name, value) for name, value in after) + b"\r\n"
+        shown = httpx.Request("POST", url)
+        parts = self._lean[path] = (head, tail, (url.host, url.port or 80), shown)
+        return parts
 
     def _head_parts(self, path: str, url: httpx.URL, client: httpx.AsyncClient) -> _HeadParts:
         """The headers httpx sends with a JSON body to ``url`` (its own request, built once),

@@ -57,7 +57,10 @@ class OllamaProvider(HTTPProvider):
         return body
 
     async def _complete(
-        self, request: CompletionRequest, on_event: StreamCallback | None = None
+        self,
+        request: CompletionRequest,
+        on_event: StreamCallback | None = None,
+        deadline: float | None = None,  # never set: not ``keeps_deadlines``
     ) -> Completion:
         started = time.monotonic()
         ids = {"provider": self.name, "model": request.model}

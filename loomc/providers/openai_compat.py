@@ -31,7 +31,6 @@ from loomc.providers.base import (
     StreamEvent,
     TokenUsage,
 )
-from loomc.providers.body import drain, read_body, read_line_batches
 from loomc.providers.http import (
     HTTPProvider,
     ReadEvents,
@@ -219,6 +218,8 @@ def _error_in_body(chunk: dict[str, Any], provider: str, model: str) -> Provider
 
 
 class OpenAICompatProvider(HTTPProvider):
+    keeps_deadlines = True  # every read goes through ``exchange``, which keeps the deadline
+
     def __init__(self, name: str, cfg: ProviderConfig, env: Mapping[str, str]) -> None:
         super().__init__(name, cfg, env)
         self.preset = PRESETS.get(cfg.type, PRESETS["openai-compatible"])
@@ -241,15 +242,18 @@ class OpenAICompatProvider(HTTPProvider):
         return body
 
     async def _complete(
-        self, request: CompletionRequest, on_event: StreamCallback | None = None
+        self,
+        request: CompletionRequest,
+        on_event: StreamCallback | None = None,
+        deadline: float | None = None,
     ) -> Completion:
         started = time.monotonic()
         state = _State()
         try:
             if request.stream:
-                await self._stream(request, state, on_event)
+                await self._stream(request, state, on_event, deadline)
             else:
-                await self._whole(request, state, on_event)
+                await self._whole(request, state, on_event, deadline)
         except httpx.HTTPError as exc:
             raise failure(exc, state.text, provider=self.name, model=request.model) from exc
         return self._completion(request, state, started)
@@ -276,10 +280,10 @@ class OpenAICompatProvider(HTTPProvider):
         request: CompletionRequest,
         state: _State,
         on_event: StreamCallback | None,
+        deadline: float | None,
     ) -> None:
-        ids = {"provider": self.name, "model": request.model}
-        async with self.post("chat/completions", request) as response:
-            text = await read_body(response, self.max_response_bytes, **ids)
+        async with self.exchange("chat/completions", request, deadline) as body:
+            text = await body.text()
         self._absorb_body(text, request, state)
         if on_event is not None:
             for frame in state.frames:
@@ -320,13 +324,14 @@ class OpenAICompatProvider(HTTPProvider):
         request: CompletionRequest,
         state: _State,
         on_event: StreamCallback | None,
+        deadline: float | None,
     ) -> None:
         ids = {"provider": self.name, "model": request.model}
-        async with self.post("chat/completions", request) as response:
-            ctype = response.headers.get("content-type", "")
+        async with self.exchange("chat/completions", request, deadline) as body:
+            ctype = body.content_type
             if "text/event-stream" not in ctype and "json" in ctype:
                 # A server that ignores `stream: true` answers with one JSON body.
-                text = await read_body(response, self.max_response_bytes, **ids)
+                text = await body.text()
                 self._absorb_body(text, request, state)
                 if on_event is not None:
                     if state.text:
@@ -336,11 +341,10 @@ class OpenAICompatProvider(HTTPProvider):
                 return
             done = False
             parser = SSEParser()
-            # the parser inline, not an async generator over the lines: a generator left at
-            # ``[DONE]`` is closed by the event loop's finaliser, a task (and a wake-up of the
-            # loop through its self-pipe) per call
-            lines = read_line_batches(response, self.max_response_bytes, **ids)
-            async for batch in lines:
+            # the reader's batches in a plain loop, not an async generator over them: a
+            # generator left at ``[DONE]`` is closed by the event loop's finaliser, a task (and
+            # a wake-up of the loop through its self-pipe) per call
+            while (batch := await body.batch()) is not None:
                 events = parser.feed(batch)
                 if events and await self._take(events, state, ids, on_event):
                     done = True
@@ -349,7 +353,7 @@ class OpenAICompatProvider(HTTPProvider):
                 events = parser.end()
                 done = bool(events) and await self._take(events, state, ids, on_event)
             if done:  # read on to the body's end: the connection then stays in the pool
-                await drain(response, lines)
+                await body.drain()
             elif state.finish_reason is None:
                 raise StreamDropped(
                     f"{self.name}: stream closed before the answer finished "

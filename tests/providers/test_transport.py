@@ -269,7 +269,9 @@ def test_nobody_listening_is_a_connect_error() -> None:
 
 
 def test_a_response_closed_before_its_end_gives_its_connection_up() -> None:
-    handler = _serve([[_chunked([b"a" * 10, b"b" * 10])], [_sized(b"next")]])
+    # 20 bytes declared, 10 sent: the body's end is still to come when the reader stops
+    short = b"HTTP/1.1 200 OK\r\ncontent-length: 20\r\n\r\n" + b"a" * 10
+    handler = _serve([[short], [_sized(b"next")]])
 
     async def body(base: str) -> tuple[bytes, int]:
         transport = PlainHTTPTransport()
@@ -282,6 +284,26 @@ def test_a_response_closed_before_its_end_gives_its_connection_up() -> None:
 
     content, opened = _run(handler, body)
     assert content == b"next" and opened == 2
+
+
+def test_a_body_whose_end_came_with_its_data_keeps_its_connection() -> None:
+    """A chunked body's framing is read as far as the buffer goes: when its last chunk and
+    terminator arrived with the data, the reader that stops at the data has read it all, and
+    the connection carries the next request."""
+    handler = _serve([[_chunked([b"a" * 10, b"b" * 10])], [_sized(b"next")]])
+
+    async def body(base: str) -> tuple[bytes, bytes, int]:
+        transport = PlainHTTPTransport()
+        async with httpx.AsyncClient(base_url=base, transport=transport) as client:
+            async with client.stream("GET", "/") as response:
+                first = b""
+                async for part in response.aiter_raw():
+                    first = part
+                    break  # the one read held the whole body, its end included
+            got = await client.get("/")
+        return first, got.content, transport.opened
+
+    assert _run(handler, body) == (b"a" * 10 + b"b" * 10, b"next", 1)
 
 
 def test_a_cancelled_call_closes_its_connection_and_the_next_call_works() -> None:
