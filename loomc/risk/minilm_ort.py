@@ -95,7 +95,17 @@ def build_graph(w: dict[str, Array], heads: int, layers: int, eps: float) -> Any
         )
 
     def linear(x: str, key: str, out: str) -> str:
-        return node("Add", [node("MatMul", [x, key], out + ".mm"), f"{key}_b"], out)
+        if f"{key}.scale" not in w:
+            return node("Add", [node("MatMul", [x, key], out + ".mm"), f"{key}_b"], out)
+        # int8 weights (loomc.risk.minilm_q8): the pattern ORT's quantize_dynamic writes, which
+        # its optimiser fuses into one DynamicQuantizeMatMul: x to uint8 per tensor, an integer
+        # product (int32), scaled by x's scale times the weight's per-column scale, plus bias.
+        q, s, z = (f"{out}.{c}" for c in ("xq", "xs", "xz"))
+        nodes.append(helper.make_node("DynamicQuantizeLinear", [x], [q, s, z], name=out + ".dq"))
+        acc = node("MatMulInteger", [q, key, z], out + ".mmi")
+        real = node("Cast", [acc], out + ".acc", to=TensorProto.FLOAT)
+        scale = node("Mul", [s, f"{key}.scale"], out + ".scale")
+        return node("Add", [node("Mul", [real, scale], out + ".mm"), f"{key}_b"], out)
 
     x = layer_norm("emb", "emb_ln", "emb.ln")
     for i in range(layers):
@@ -181,7 +191,7 @@ class OrtMiniLM(MiniLM):
         self.hidden = int(config["hidden_size"])
         model_file = path / "model.safetensors"
         with TensorFile(model_file) as raw:
-            w = _weights(raw, layers)
+            w = self._graph_weights(raw, layers)
             self._pos = np.ascontiguousarray(raw["embeddings.position_embeddings.weight"])
             self._type0 = np.array(raw["embeddings.token_type_embeddings.weight"][0])
         # The word table (45 MB) stays on the map, as in minilm.py: only a prompt's rows are read.
@@ -193,6 +203,10 @@ class OrtMiniLM(MiniLM):
         self._session = session(model, self.threads)
         self._tokenizer = WordPiece(path / "vocab.txt", MAX_TOKENS)
         self.load_seconds = time.perf_counter() - start
+
+    def _graph_weights(self, raw: TensorFile, layers: int) -> dict[str, Array]:
+        """The weights the graph is built from (float32 here; ``minilm_q8`` quantises them)."""
+        return _weights(raw, layers)
 
     def pooled(self, ids: Sequence[int]) -> Array:
         """The mean of the last hidden states of one unpadded sequence (not normalised)."""
