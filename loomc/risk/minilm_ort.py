@@ -101,11 +101,18 @@ def build_graph(w: dict[str, Array], heads: int, layers: int, eps: float) -> Any
         # its optimiser fuses into one DynamicQuantizeMatMul: x to uint8 per tensor, an integer
         # product (int32), scaled by x's scale times the weight's per-column scale, plus bias.
         q, s, z = (f"{out}.{c}" for c in ("xq", "xs", "xz"))
-        nodes.append(helper.make_node("DynamicQuantizeLinear", [x], [q, s, z], name=out + ".dq"))
+        xin = x
+        if f"{key}.keep" in w:  # outlier channels: zeroed here, their float product added below
+            xin = node("Mul", [x, f"{key}.keep"], out + ".kept")
+        nodes.append(helper.make_node("DynamicQuantizeLinear", [xin], [q, s, z], name=out + ".dq"))
         acc = node("MatMulInteger", [q, key, z], out + ".mmi")
         real = node("Cast", [acc], out + ".acc", to=TensorProto.FLOAT)
         scale = node("Mul", [s, f"{key}.scale"], out + ".scale")
-        return node("Add", [node("Mul", [real, scale], out + ".mm"), f"{key}_b"], out)
+        if f"{key}.keep" not in w:
+            return node("Add", [node("Mul", [real, scale], out + ".mm"), f"{key}_b"], out)
+        y = node("Add", [node("Mul", [real, scale], out + ".mm"), f"{key}_b"], out + ".q")
+        xo = node("Gather", [x, f"{key}.oidx"], out + ".ox", axis=1)
+        return node("Add", [y, node("MatMul", [xo, f"{key}.orows"], out + ".of")], out)
 
     x = layer_norm("emb", "emb_ln", "emb.ln")
     for i in range(layers):

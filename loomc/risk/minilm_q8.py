@@ -16,6 +16,13 @@ depend on the machine that trained it. Here the quantisation is ours and exact o
   and q rounded half to even and clipped to [0, 255].
 - the product: the integer accumulator of (q_x - zero point) x q_w, scaled by the two scales
   (their product in float32, as ORT's Mul computes it), plus the float bias.
+- outlier channels (``OUTLIERS``, fixed by ``research/calibrate_q8.py``): the few input
+  channels of a layer whose values dwarf the rest (MiniLM's residual dimension 99 reaches ~30
+  where the median channel stays under 2) are zeroed before quantising and multiplied in float
+  (a (tokens x 1-4) by (1-4 x out) product) - LLM.int8()'s decomposition with a fixed set. With
+  them in, a per-tensor step of ~0.12 put most FFN inputs on a handful of codes: the embedding
+  was ~2e-2 from the float model's (cosine >= 0.985); without, ~1e-2 (>= 0.996), and ORT's
+  graph stays closer to the reference (largest gap 2.4e-2 -> 7e-3, benchmarks/README.md q8).
 
 Attention's two products (QK^T and PV), LayerNorm, softmax and GELU stay float, as in
 ``loomc.risk.minilm``. Two implementations of the one definition:
@@ -29,8 +36,11 @@ Attention's two products (QK^T and PV), LayerNorm, softmax and GELU stay float, 
   with each linear layer as DynamicQuantizeLinear + MatMulInteger + Cast + Mul + Add (fused by
   ORT into DynamicQuantizeMatMul), float32 elsewhere. Its integers are exact too; it differs
   from the reference only where its float32 activations round to another uint8 than the
-  reference's float64 ones (a few per pass, a step of one), measured in
-  ``benchmarks/bench_minilm_backends.py``.
+  reference's float64 ones. That is not rare: a float32/float64 difference of ~1e-7 crosses a
+  rounding boundary somewhere in most passes, and the step it makes is of the int8 noise's own
+  size, so over the corpus the embeddings differ by up to ~1e-2 and a few decisions near a
+  threshold move (benchmarks/README.md, q8). Bit-equal codes would need ORT's float parts in
+  float64 too; ORT 1.32 has no float64 Erf (GELU), so that was not built.
 """
 
 from __future__ import annotations
@@ -51,6 +61,26 @@ QMAX = 63  # |q_w| <= 63: a u8 x s8 pair sum fits int16 (2 * 255 * 63 < 32,768)
 # partial sum of EXACT_K terms is an integer below 2^24 (float32's exact-integer range).
 EXACT_K = 2**24 // (255 * QMAX)
 LINEARS = ("qkv", "attn_out", "inter", "out")  # each layer's Linear weights (minilm.py's keys)
+# Input channels whose largest |x| over the calibration prompts is more than 4x the layer's
+# median channel's (at most 4 a layer; research/calibrate_q8.py, float64 MiniLM over
+# evals/routing/train.jsonl): MiniLM's residual dimension 99 reaches ~30 at the FFN's input where
+# the median channel stays under 2, so with it per-tensor steps put most inputs on a few codes.
+OUTLIERS: dict[str, tuple[int, ...]] = {
+    "0.inter": (99, 63),
+    "0.out": (856,),
+    "1.inter": (99, 63, 223),
+    "1.out": (607,),
+    "2.inter": (99, 223),
+    "2.out": (1004, 218),
+    "2.qkv": (99,),
+    "3.inter": (99, 223, 63),
+    "3.out": (358,),
+    "3.qkv": (99,),
+    "4.inter": (99, 223, 127, 63),
+    "4.qkv": (99,),
+    "5.inter": (99, 223, 319, 127),
+    "5.qkv": (99,),
+}
 
 
 def quantise(w: Array) -> tuple[npt.NDArray[np.int8], npt.NDArray[np.float32]]:
@@ -95,13 +125,30 @@ def accumulate(a: Array, wq: Array) -> npt.NDArray[np.float64]:
     return acc
 
 
-def quantised(w: dict[str, Array], layers: int) -> dict[str, Array]:
+def quantised(
+    w: dict[str, Array], layers: int, outliers: dict[str, tuple[int, ...]] | None = None
+) -> dict[str, Array]:
     """``w`` (minilm_ort's float32 weights, linear ones (in, out)) with each Linear weight
-    replaced in place by its int8 (in, out) and a ``<key>.scale`` (float32, per out column)."""
+    replaced in place by its int8 (in, out) and a ``<key>.scale`` (float32, per out column).
+
+    ``outliers`` (default ``OUTLIERS``): input channels kept out of the int8 product: their
+    weight rows stay float32 (``<key>.orows``, with ``<key>.oidx``) and are zeroed in the int8
+    weight, and ``<key>.keep`` (1, 0 at those channels) zeroes them in the input before it is
+    quantised, so they no longer set the step of every other channel."""
+    table = OUTLIERS if outliers is None else outliers
     for i in range(layers):
         for name in LINEARS:
             key = f"{i}.{name}"
-            q, scale = quantise(w[key].T)
+            weight = w[key]
+            idx = table.get(key, ())
+            if idx:
+                oidx = np.array(idx, dtype=np.int64)
+                w[f"{key}.oidx"], w[f"{key}.orows"] = oidx, np.ascontiguousarray(weight[oidx])
+                keep = np.ones(weight.shape[0], dtype=np.float32)
+                keep[oidx] = 0
+                w[f"{key}.keep"] = keep
+                weight = weight * keep[:, None]
+            q, scale = quantise(weight.T)
             w[key] = np.ascontiguousarray(q.T)
             w[f"{key}.scale"] = scale
     return w
@@ -128,16 +175,19 @@ class MiniLMQ8(MiniLM):
             value = src.pop(key)
             if value.dtype == np.int8:
                 w[key] = value.astype(np.float32)
-            elif key.endswith(".scale"):
+            elif key.endswith((".scale", ".keep", ".oidx")):
                 w[key] = value
             else:
                 w[key] = value.astype(dt)
         return w
 
     def _linear(self, x: Array, key: str, residual: Array | None = None) -> Array:
-        a, xs = activations(x)
+        keep = self._w.get(f"{key}.keep")
+        a, xs = activations(x if keep is None else x * keep)
         out = accumulate(a, self._w[key])
         out *= (xs * self._w[f"{key}.scale"]).astype(np.float64)  # float32 product, as ORT's Mul
+        if keep is not None:  # the outlier channels' float product
+            out += x[:, self._w[f"{key}.oidx"]] @ self._w[f"{key}.orows"]
         out += self._w[f"{key}_b"]
         if residual is not None:
             out += residual

@@ -18,15 +18,15 @@ from hypothesis.extra import numpy as hnp
 from needs import need
 
 from loomc.risk.evaluate import load_rows
-from loomc.risk.minilm_q8 import EXACT_K, QMAX, accumulate, activations, quantise
+from loomc.risk.minilm_q8 import EXACT_K, LINEARS, QMAX, accumulate, activations, quantise
 
 ROOT = Path(__file__).resolve().parents[2]
 # ORT's float32 activations round to another uint8 than the reference's float64 ones now and
 # then (a code one step away somewhere in the pass, and what follows from it): over the 2,256
-# corpus prompts 1,402 agree to 1e-6 and the largest gap on a unit embedding is 2.4e-2
-# (benchmarks/README.md, q8). The float model is 2.3e-2 from either.
-TOL = 3e-2
-CLOSE = 1e-5  # no code rounded differently anywhere in the pass: most prompts (62 %)
+# corpus prompts the largest gap on a unit embedding is ~7e-3 and the median ~4e-4
+# (benchmarks/README.md, q8); the float model is ~2e-2 from either.
+TOL = 1.5e-2
+MEDIAN = 2e-3
 
 
 floats = st.floats(-4.0, 4.0, allow_nan=False, width=32)
@@ -163,12 +163,12 @@ def test_graph_weights_are_seven_bit_so_no_kernel_saturates(ort_q8: Any) -> None
         w[f"0.{key}_b"] = np.zeros(o, np.float32)
     for key in ("ln1", "ln2"):
         w[f"0.{key}.weight"], w[f"0.{key}.bias"] = np.ones(d, np.float32), np.zeros(d, np.float32)
-    model = build_graph(quantised(w, layers), 2, layers, 1e-12)
+    model = build_graph(quantised(w, layers, {"0.inter": (3,)}), 2, layers, 1e-12)
     inits = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
     mmi = [n for n in model.graph.node if n.op_type == "MatMulInteger"]
-    assert len(mmi) == 4 and not [
-        n for n in model.graph.node if n.op_type == "MatMul" and n.input[1] in inits
-    ]
+    float_mm = [n for n in model.graph.node if n.op_type == "MatMul" and n.input[1] in inits]
+    assert len(mmi) == 4 and [n.input[1] for n in float_mm] == ["0.inter.orows"]
+    assert inits["0.inter.orows"].shape == (1, 4 * d)  # only the outlier channel stays float
     for n in mmi:
         b = inits[n.input[1]]
         assert b.dtype == np.int8 and int(np.abs(b.astype(np.int64)).max()) <= QMAX
@@ -183,8 +183,8 @@ def test_ort_q8_matches_the_reference_on_corpus_prompts(ref: Any, ort_q8: Any) -
     prompts = corpus_prompts()[::15]  # ~150 prompts of every file (all 2,256: the benchmark)
     a, b = ref.encode(prompts), ort_q8.encode(prompts)
     gap = np.abs(a - b).max(axis=1)
-    assert float(gap.max()) <= TOL
-    assert float(np.mean(gap <= CLOSE)) >= 0.5, np.sort(gap)[-10:]
+    assert float(gap.max()) <= TOL, np.sort(gap)[-10:]
+    assert float(np.median(gap)) <= MEDIAN
 
 
 @settings(
@@ -205,3 +205,19 @@ def test_reference_is_close_to_the_float_model(ref: Any) -> None:
     f = MiniLM("float64")
     cos = np.sum(f.encode(texts) * ref.encode(texts), axis=1)
     assert np.all(cos > 0.97), cos
+
+
+def test_outlier_channels_leave_the_int8_product_and_keep_their_float_rows() -> None:
+    """An outlier channel's weight row is zero in the int8 weight (so it does not widen any
+    column's scale) and kept exactly in float; the other rows round to half a step."""
+    from loomc.risk.minilm_q8 import quantised
+
+    rng = np.random.default_rng(2)
+    w = {f"0.{k}": rng.standard_normal((6, 5)).astype(np.float32) for k in LINEARS}
+    w["0.qkv"][2] *= 100  # an outlier input channel's row
+    out = quantised(dict(w), 1, {"0.qkv": (2,)})
+    q, scale = out["0.qkv"].astype(np.float64), out["0.qkv.scale"].astype(np.float64)
+    assert not q[2].any() and np.array_equal(out["0.qkv.orows"], w["0.qkv"][[2]])
+    assert out["0.qkv.keep"].tolist() == [1, 1, 0, 1, 1, 1]
+    rest = np.delete(w["0.qkv"].astype(np.float64), 2, axis=0)
+    assert np.all(np.abs(np.delete(q, 2, axis=0) * scale - rest) <= scale / 2 * (1 + 1e-6))
