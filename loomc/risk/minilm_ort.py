@@ -35,6 +35,7 @@ from loomc.risk.minilm import MAX_TOKENS, WORD, MiniLM, TensorFile, model_dir, r
 
 Array = npt.NDArray[Any]
 OPSET = 17  # LayerNormalization is in the default domain from 17
+TANH_C, TANH_K = math.sqrt(2.0 / math.pi), 0.044715  # GELU's tanh form (float64 graphs)
 
 
 def _weights(raw: TensorFile, layers: int) -> dict[str, Array]:
@@ -62,14 +63,23 @@ def _weights(raw: TensorFile, layers: int) -> dict[str, Array]:
     return {k: np.ascontiguousarray(v, dtype=np.float32) for k, v in w.items()}
 
 
-def build_graph(w: dict[str, Array], heads: int, layers: int, eps: float) -> Any:
-    """The encoder as an ONNX ModelProto: input ``emb`` (float32, [n, 384], the summed word,
-    position and token-type embeddings), output ``pooled`` (float32, [384], the mean of the
-    last hidden states, not yet normalised)."""
+def build_graph(
+    w: dict[str, Array], heads: int, layers: int, eps: float, precision: str = "float32"
+) -> Any:
+    """The encoder as an ONNX ModelProto: input ``emb`` ([n, 384], the summed word, position and
+    token-type embeddings), output ``pooled`` ([384], the mean of the last hidden states, not
+    yet normalised), both in ``precision``: float32, or float64 for the int8 model
+    (``loomc.risk.minilm_q8``), whose float parts must match its numpy reference's; ORT has no
+    float64 Erf, so that graph's GELU is the tanh form (the reference computes the same)."""
     from onnx import TensorProto, helper, numpy_helper
 
+    ft = np.dtype(precision)
+    tt = TensorProto.DOUBLE if ft == np.float64 else TensorProto.FLOAT
     nodes: list[Any] = []
-    inits = [numpy_helper.from_array(v, name=k) for k, v in w.items()]
+    inits = [
+        numpy_helper.from_array(v.astype(ft) if v.dtype.kind == "f" else v, name=k)
+        for k, v in w.items()
+    ]
     d = int(w["emb_ln.weight"].shape[0])
     hd = d // heads
 
@@ -84,10 +94,12 @@ def build_graph(w: dict[str, Array], heads: int, layers: int, eps: float) -> Any
     split = const("split3", np.array([d, d, d], dtype=np.int64))
     heads_shape = const("heads_shape", np.array([0, heads, hd], dtype=np.int64))
     flat_shape = const("flat_shape", np.array([0, d], dtype=np.int64))
-    scale = const("scale", np.array(1.0 / math.sqrt(hd), dtype=np.float32))
-    inv_sqrt2 = const("inv_sqrt2", np.array(1.0 / math.sqrt(2.0), dtype=np.float32))
-    one = const("one", np.array(1.0, dtype=np.float32))
-    half = const("half", np.array(0.5, dtype=np.float32))
+    scale = const("scale", np.array(1.0 / math.sqrt(hd), dtype=ft))
+    inv_sqrt2 = const("inv_sqrt2", np.array(1.0 / math.sqrt(2.0), dtype=ft))
+    one = const("one", np.array(1.0, dtype=ft))
+    half = const("half", np.array(0.5, dtype=ft))
+    tanh_c = const("tanh_c", np.array(TANH_C, dtype=ft))
+    tanh_k = const("tanh_k", np.array(TANH_K, dtype=ft))
 
     def layer_norm(x: str, key: str, out: str) -> str:
         return node(
@@ -104,9 +116,13 @@ def build_graph(w: dict[str, Array], heads: int, layers: int, eps: float) -> Any
         xin = x
         if f"{key}.keep" in w:  # outlier channels: zeroed here, their float product added below
             xin = node("Mul", [x, f"{key}.keep"], out + ".kept")
+        if tt == TensorProto.DOUBLE:  # DynamicQuantizeLinear reads float32
+            xin = node("Cast", [xin], out + ".x32", to=TensorProto.FLOAT)
         nodes.append(helper.make_node("DynamicQuantizeLinear", [xin], [q, s, z], name=out + ".dq"))
         acc = node("MatMulInteger", [q, key, z], out + ".mmi")
-        real = node("Cast", [acc], out + ".acc", to=TensorProto.FLOAT)
+        real = node("Cast", [acc], out + ".acc", to=tt)
+        if tt == TensorProto.DOUBLE:
+            s = node("Cast", [s], out + ".xs64", to=tt)
         scale = node("Mul", [s, f"{key}.scale"], out + ".scale")
         if f"{key}.keep" not in w:
             return node("Add", [node("Mul", [real, scale], out + ".mm"), f"{key}_b"], out)
@@ -137,8 +153,12 @@ def build_graph(w: dict[str, Array], heads: int, layers: int, eps: float) -> Any
         attn = node("Add", [linear(ctx, f"{i}.attn_out", f"l{i}.attn"), x], f"l{i}.res1")
         x = layer_norm(attn, f"{i}.ln1", f"l{i}.ln1")
         h = linear(x, f"{i}.inter", f"l{i}.inter")
-        # exact GELU, x * (1 + erf(x / sqrt 2)) / 2: ORT fuses this pattern into one Gelu op
-        erf = node("Erf", [node("Mul", [h, inv_sqrt2], f"l{i}.gs")], f"l{i}.erf")
+        if tt == TensorProto.DOUBLE:  # tanh GELU: x (1 + tanh(c (x + k x^3))) / 2
+            cube = node("Mul", [node("Mul", [h, h], f"l{i}.h2"), h], f"l{i}.h3")
+            inner = node("Add", [h, node("Mul", [cube, tanh_k], f"l{i}.kh3")], f"l{i}.gi")
+            erf = node("Tanh", [node("Mul", [inner, tanh_c], f"l{i}.gs")], f"l{i}.erf")
+        else:  # exact GELU, x * (1 + erf(x / sqrt 2)) / 2: ORT fuses this pattern into one Gelu op
+            erf = node("Erf", [node("Mul", [h, inv_sqrt2], f"l{i}.gs")], f"l{i}.erf")
         g = node(
             "Mul",
             [node("Mul", [h, node("Add", [erf, one], f"l{i}.e1")], f"l{i}.gx"), half],
@@ -150,8 +170,8 @@ def build_graph(w: dict[str, Array], heads: int, layers: int, eps: float) -> Any
     graph = helper.make_graph(
         nodes,
         "minilm",
-        [helper.make_tensor_value_info("emb", TensorProto.FLOAT, ["n", d])],
-        [helper.make_tensor_value_info("pooled", TensorProto.FLOAT, [d])],
+        [helper.make_tensor_value_info("emb", tt, ["n", d])],
+        [helper.make_tensor_value_info("pooled", tt, [d])],
         inits,
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
@@ -159,9 +179,9 @@ def build_graph(w: dict[str, Array], heads: int, layers: int, eps: float) -> Any
     return model
 
 
-def session(model: Any, threads: int = 1) -> Any:
+def session(model: Any, threads: int = 1, disabled: Sequence[str] = ()) -> Any:
     """An ORT session over ``model`` (a ModelProto): ``threads`` intra-op threads (0: ORT's
-    default), one inter-op thread, sequential, every graph optimisation."""
+    default), one inter-op thread, sequential, every graph optimisation but ``disabled``."""
     import onnxruntime as ort
 
     opts = ort.SessionOptions()
@@ -169,7 +189,12 @@ def session(model: Any, threads: int = 1) -> Any:
     opts.inter_op_num_threads = 1
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    return ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+    return ort.InferenceSession(
+        model.SerializeToString(),
+        opts,
+        providers=["CPUExecutionProvider"],
+        disabled_optimizers=list(disabled) or None,
+    )
 
 
 class OrtMiniLM(MiniLM):
@@ -181,6 +206,8 @@ class OrtMiniLM(MiniLM):
     it is not part of the profiler's options."""
 
     backend = "onnxruntime"  # what ``loomc doctor`` names
+    precision = "float32"  # the graph's float parts (minilm_q8's graph: float64)
+    disabled_optimizers: tuple[str, ...] = ()
 
     def __init__(self, *, threads: int = 1, path: Path | None = None, quantize: Any = None) -> None:
         # threads: ONNX Runtime's intra-op threads (0 lets it choose: every core), not BLAS's
@@ -203,11 +230,11 @@ class OrtMiniLM(MiniLM):
             self._type0 = np.array(raw["embeddings.token_type_embeddings.weight"][0])
         # The word table (45 MB) stays on the map, as in minilm.py: only a prompt's rows are read.
         self._word = read_safetensors(model_file)[WORD]
-        model = build_graph(w, heads, layers, float(config["layer_norm_eps"]))
+        model = build_graph(w, heads, layers, float(config["layer_norm_eps"]), self.precision)
         del w
         if self.quantize is not None:
             model = self.quantize(model)
-        self._session = session(model, self.threads)
+        self._session = session(model, self.threads, self.disabled_optimizers)
         self._tokenizer = WordPiece(path / "vocab.txt", MAX_TOKENS)
         self.load_seconds = time.perf_counter() - start
 

@@ -11,48 +11,55 @@ depend on the machine that trained it. Here the quantisation is ours and exact o
   Seven bits, not eight, so that a u8 x s8 pair sum is at most 2 * 255 * 63 = 32,130 < 2^15:
   the int16 intermediate of ``vpmaddubsw`` cannot saturate, and VNNI, ARM's dot products and
   plain int32 kernels all compute the same integers (``reduce_range`` in ORT's terms).
-- activations: per tensor, uint8 with a zero point, as ONNX's ``DynamicQuantizeLinear``
-  defines it (``activations``): scale = (max(0, x) - min(0, x)) / 255 in float32, zero point
-  and q rounded half to even and clipped to [0, 255].
-- the product: the integer accumulator of (q_x - zero point) x q_w, scaled by the two scales
-  (their product in float32, as ORT's Mul computes it), plus the float bias.
+- activations: per tensor, uint8 with a zero point, computed as ORT's ``DynamicQuantizeLinear``
+  computes it (``activations``): x cast to float32, scale = (max(0, x) - min(0, x)) / 255, zero
+  point = round(-min / scale), q = round(x / scale) + zero point (float32 division, rounding
+  half to even, clipped to [0, 255]).
+- the product: the integer accumulator of (q_x - zero point) x q_w, times the two scales'
+  product (float64), plus the bias.
 - outlier channels (``OUTLIERS``, fixed by ``research/calibrate_q8.py``): the few input
   channels of a layer whose values dwarf the rest (MiniLM's residual dimension 99 reaches ~30
-  where the median channel stays under 2) are zeroed before quantising and multiplied in float
-  (a (tokens x 1-4) by (1-4 x out) product) - LLM.int8()'s decomposition with a fixed set. With
-  them in, a per-tensor step of ~0.12 put most FFN inputs on a handful of codes: the embedding
-  was ~2e-2 from the float model's (cosine >= 0.985); without, ~1e-2 (>= 0.996), and ORT's
-  graph stays closer to the reference (largest gap 2.4e-2 -> 7e-3, benchmarks/README.md q8).
+  at the FFN's input where the median channel stays under 2) are zeroed before quantising and
+  multiplied in float (tokens x 1-4 by 1-4 x out), LLM.int8()'s decomposition with a fixed set:
+  with them in, a per-tensor step of ~0.12 put most FFN inputs on a handful of codes (the
+  embedding ~2e-2 from the float model's, cosine >= 0.985; without, ~1e-2, >= 0.994).
+- everything else in float64: attention's two products, LayerNorm, softmax, and GELU in its
+  tanh form, x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))) / 2 (ORT has no float64 Erf).
 
-Attention's two products (QK^T and PV), LayerNorm, softmax and GELU stay float, as in
-``loomc.risk.minilm``. Two implementations of the one definition:
+Why float64 between the integer products, not float32: the codes are a step function of the
+activations, and a float32 difference of ~1e-7 (another summation order, another exp) crosses
+a rounding boundary somewhere in most passes; the step that follows is of the int8 noise's own
+size. With the float parts in float32 on ORT and float64 in numpy, embeddings differed by up
+to 1e-2 and 7 of 2,256 corpus decisions of a release moved. In float64 both sides round the
+same codes (a difference of ~1e-16 essentially never lands on a boundary): over the 2,256
+corpus prompts ORT's embedding is within 4e-16 of the reference's and no decision differs.
+
+Two implementations of the one definition:
 
 - ``MiniLMQ8`` (numpy, the reference, what training uses): the integer products are float32
   matmuls over integer values in chunks of at most ``EXACT_K`` terms, so every partial sum is an
   integer below 2^24 and exact in float32 whatever the BLAS's order (``accumulate``; the tests
-  check it against int64), summed in float64; the rest in float64 as ``MiniLM("float64")``. So
-  its embeddings are the same on every CPU and BLAS up to float64 rounding in the float parts.
+  check it against int64), summed in float64; the rest in float64. So its embeddings are the
+  same on every CPU and BLAS up to float64 rounding.
 - ``OrtMiniLMQ8`` (ONNX Runtime, what serving uses where it is installed): ``minilm_ort``'s graph
-  with each linear layer as DynamicQuantizeLinear + MatMulInteger + Cast + Mul + Add (fused by
-  ORT into DynamicQuantizeMatMul), float32 elsewhere. Its integers are exact too; it differs
-  from the reference only where its float32 activations round to another uint8 than the
-  reference's float64 ones. That is not rare: a float32/float64 difference of ~1e-7 crosses a
-  rounding boundary somewhere in most passes, and the step it makes is of the int8 noise's own
-  size, so over the corpus the embeddings differ by up to ~1e-2 and a few decisions near a
-  threshold move (benchmarks/README.md, q8). Bit-equal codes would need ORT's float parts in
-  float64 too; ORT 1.32 has no float64 Erf (GELU), so that was not built.
+  in float64 with each linear layer as Cast + DynamicQuantizeLinear + MatMulInteger + Cast + Mul
+  + Add. Its integers are exact on every kernel (7-bit weights), its float parts float64.
+  ~1.5x faster than ORT's float32 graph at 16 tokens, ~2x at 128 (benchmarks/README.md, q8);
+  the float32 int8 graph (ORT's fused DynamicQuantizeMatMul) was ~2x faster again, at the cost
+  of the agreement above.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from loomc.risk.minilm import MiniLM, TensorFile
-from loomc.risk.minilm_ort import OrtMiniLM
+from loomc.risk.minilm_ort import TANH_C, TANH_K, OrtMiniLM
 from loomc.risk.minilm_ort import _weights as float_weights
 
 Array = npt.NDArray[Any]
@@ -98,18 +105,23 @@ def quantise(w: Array) -> tuple[npt.NDArray[np.int8], npt.NDArray[np.float32]]:
 
 
 def activations(x: Array) -> tuple[npt.NDArray[np.float32], np.float32]:
-    """``x`` quantised as DynamicQuantizeLinear defines it, returned as (q - zero point): float32
-    integers in [-255, 255] (exact), with the float32 scale (0 for an all-zero ``x``)."""
+    """``x`` quantised as ORT's DynamicQuantizeLinear computes it, returned as (q - zero point):
+    float32 integers in [-255, 255] (exact), with the float32 scale (0 for an all-zero ``x``).
+    Every step in float32 as ORT takes it (MLAS: x cast to float32, scale = (max - min) / 255,
+    zero point = round(-min / scale), q = round(x / scale) + zero point, rounding half to even,
+    clipped to [0, 255]), so equal inputs give equal codes."""
     f = np.float32
-    lo, hi = min(f(0), f(x.min())), max(f(0), f(x.max()))
+    x32 = np.asarray(x, dtype=f)
+    lo, hi = min(f(0), x32.min()), max(f(0), x32.max())
     scale = f((hi - lo) / f(255))
     if scale == 0:
-        return np.zeros(x.shape, dtype=np.float32), scale
-    s64 = float(scale)
-    zp = float(np.clip(np.rint(-float(lo) / s64), 0, 255))
-    q = np.clip(np.rint(x / s64) + zp, 0, 255)
+        return np.zeros(x32.shape, dtype=f), scale
+    zp = np.clip(np.rint(f(0) - lo / scale), 0, 255)
+    q = np.rint(x32 / scale)
+    q += zp
+    np.clip(q, 0, 255, out=q)
     q -= zp
-    return q.astype(np.float32), scale
+    return q, scale
 
 
 def accumulate(a: Array, wq: Array) -> npt.NDArray[np.float64]:
@@ -175,17 +187,31 @@ class MiniLMQ8(MiniLM):
             value = src.pop(key)
             if value.dtype == np.int8:
                 w[key] = value.astype(np.float32)
-            elif key.endswith((".scale", ".keep", ".oidx")):
+            elif key.endswith((".keep", ".oidx")):
                 w[key] = value
             else:
                 w[key] = value.astype(dt)
         return w
 
+    def _gelu(self, x: Array) -> Array:
+        """GELU's tanh form, x (1 + tanh(c (x + k x^3))) / 2, in float64 (ORT's graph computes
+        the same: it has no float64 Erf)."""
+        inner = x * x
+        inner *= x
+        inner *= TANH_K
+        inner += x
+        inner *= TANH_C
+        np.tanh(inner, out=inner)
+        inner += 1.0
+        inner *= x
+        inner *= 0.5
+        return inner
+
     def _linear(self, x: Array, key: str, residual: Array | None = None) -> Array:
         keep = self._w.get(f"{key}.keep")
         a, xs = activations(x if keep is None else x * keep)
         out = accumulate(a, self._w[key])
-        out *= (xs * self._w[f"{key}.scale"]).astype(np.float64)  # float32 product, as ORT's Mul
+        out *= np.float64(xs) * self._w[f"{key}.scale"]  # float64, as the graph's Mul
         if keep is not None:  # the outlier channels' float product
             out += x[:, self._w[f"{key}.oidx"]] @ self._w[f"{key}.orows"]
         out += self._w[f"{key}_b"]
@@ -196,10 +222,29 @@ class MiniLMQ8(MiniLM):
 
 class OrtMiniLMQ8(OrtMiniLM):
     """The int8 definition on ONNX Runtime (one intra-op thread): ``minilm_ort``'s graph with
-    the quantised linear layers (``minilm_ort.build_graph`` emits them for int8 weights)."""
+    the quantised linear layers (``minilm_ort.build_graph`` emits them for int8 weights) and
+    its float parts in float64, as the reference computes them."""
 
     backend = "onnxruntime-q8"
     kind = "minilm-q8"
+    precision = "float64"
+    # ORT 1.32 fuses MatMulInteger -> Cast -> Mul into MatMulIntegerToFloat without checking
+    # that the Cast is to float32, and then rejects its own graph (a float64 scale input).
+    disabled_optimizers = ("MatMulIntegerToFloatFusion", "DynamicQuantizeMatMulFusion")
+
+    def __init__(self, *, threads: int = 1, path: Any = None) -> None:
+        super().__init__(threads=threads, path=path)
+        self.dtype = np.dtype(np.float64)  # the unit embedding, as the reference's
+
+    def pooled(self, ids: Sequence[int]) -> Array:
+        """The mean of the last hidden states (float64), the embeddings summed as the
+        reference sums them (float32 rows, added in float64)."""
+        n = len(ids)
+        emb = self._word[np.asarray(ids)].astype(np.float64)
+        emb += self._pos[:n]
+        emb += self._type0.astype(np.float64)
+        out: Array = self._session.run(["pooled"], {"emb": emb})[0]
+        return out
 
     def _graph_weights(self, raw: TensorFile, layers: int) -> dict[str, Array]:
         return quantised(float_weights(raw, layers), layers)
