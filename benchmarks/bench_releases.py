@@ -43,8 +43,9 @@ LOAD = (
     "from loomc.policy.models import RiskSettings;from loomc.risk.factory import make_profiler;"
     "r,_,b=sys.argv[1].partition(':');o={'release':r,**({'backend':b} if b else {})};"
     "p=make_profiler(RiskSettings(profiler='semantic',options=o));"
-    "p.load();p.profile('warm up');c,v=time.process_time()-t,time.perf_counter()-w;import resource;"
-    "print(json.dumps({'cpu':c,'wall':v,'peak':resource.getrusage(resource.RUSAGE_SELF).ru_maxrss/1024}))"
+    "p.load();p.profile('warm up');c,v=time.process_time()-t,time.perf_counter()-w;"
+    "h=[int(x.split()[1])/1024 for x in open('/proc/self/status') if x.startswith('VmHWM')][0];"
+    "print(json.dumps({'cpu':c,'wall':v,'peak':h}))"
 )
 
 
