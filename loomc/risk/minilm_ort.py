@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,29 +38,39 @@ OPSET = 17  # LayerNormalization is in the default domain from 17
 TANH_C, TANH_K = math.sqrt(2.0 / math.pi), 0.044715  # GELU's tanh form (float64 graphs)
 
 
-def _weights(raw: TensorFile, layers: int) -> dict[str, Array]:
-    """Every float32 weight the graph needs, linear weights transposed to (in, out)."""
-    w: dict[str, Array] = {
-        "emb_ln.weight": raw["embeddings.LayerNorm.weight"],
-        "emb_ln.bias": raw["embeddings.LayerNorm.bias"],
-    }
+def _weights(
+    raw: TensorFile, layers: int, linear: Callable[[dict[str, Array], str], None] | None = None
+) -> dict[str, Array]:
+    """Every float32 weight the graph needs, linear weights transposed to (in, out), each made
+    contiguous as it is read (so the set is never held twice). ``linear`` (``minilm_q8``) is
+    called on each linear weight as soon as it is in ``w`` and may replace it (by its int8
+    form): then no more than one float32 linear weight is held at a time."""
+    w: dict[str, Array] = {}
+
+    def put(key: str, value: Array, is_linear: bool = False) -> None:
+        w[key] = np.ascontiguousarray(value, dtype=np.float32)
+        if is_linear and linear is not None:
+            linear(w, key)
+
+    put("emb_ln.weight", raw["embeddings.LayerNorm.weight"])
+    put("emb_ln.bias", raw["embeddings.LayerNorm.bias"])
     for i in range(layers):
         p = f"encoder.layer.{i}."
         a = p + "attention.self."
         names = ("query", "key", "value")
-        w[f"{i}.qkv"] = np.concatenate([raw[f"{a}{n}.weight"] for n in names]).T
-        w[f"{i}.qkv_b"] = np.concatenate([raw[f"{a}{n}.bias"] for n in names])
+        put(f"{i}.qkv", np.concatenate([raw[f"{a}{n}.weight"] for n in names]).T, True)
+        put(f"{i}.qkv_b", np.concatenate([raw[f"{a}{n}.bias"] for n in names]))
         for key, src in (
             ("attn_out", "attention.output.dense"),
             ("inter", "intermediate.dense"),
             ("out", "output.dense"),
         ):
-            w[f"{i}.{key}"] = raw[f"{p}{src}.weight"].T
-            w[f"{i}.{key}_b"] = raw[f"{p}{src}.bias"]
+            put(f"{i}.{key}", raw[f"{p}{src}.weight"].T, True)
+            put(f"{i}.{key}_b", raw[f"{p}{src}.bias"])
         for key, src in (("ln1", "attention.output.LayerNorm"), ("ln2", "output.LayerNorm")):
             for name in ("weight", "bias"):
-                w[f"{i}.{key}.{name}"] = raw[f"{p}{src}.{name}"]
-    return {k: np.ascontiguousarray(v, dtype=np.float32) for k, v in w.items()}
+                put(f"{i}.{key}.{name}", raw[f"{p}{src}.{name}"])
+    return w
 
 
 def build_graph(

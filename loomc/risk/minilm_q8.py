@@ -137,32 +137,39 @@ def accumulate(a: Array, wq: Array) -> npt.NDArray[np.float64]:
     return acc
 
 
-def quantised(
-    w: dict[str, Array], layers: int, outliers: dict[str, tuple[int, ...]] | None = None
-) -> dict[str, Array]:
-    """``w`` (minilm_ort's float32 weights, linear ones (in, out)) with each Linear weight
-    replaced in place by its int8 (in, out) and a ``<key>.scale`` (float32, per out column).
+def quantise_linear(
+    w: dict[str, Array], key: str, outliers: dict[str, tuple[int, ...]] | None = None
+) -> None:
+    """Replace ``w[key]`` (a float32 linear weight, (in, out)) in place by its int8 (in, out)
+    and ``<key>.scale`` (float32, per out column).
 
     ``outliers`` (default ``OUTLIERS``): input channels kept out of the int8 product: their
-    weight rows stay float32 (``<key>.orows``, with ``<key>.oidx``) and are zeroed in the int8
+    weight rows stay float (``<key>.orows``, with ``<key>.oidx``) and are zeroed in the int8
     weight, and ``<key>.keep`` (1, 0 at those channels) zeroes them in the input before it is
     quantised, so they no longer set the step of every other channel."""
     table = OUTLIERS if outliers is None else outliers
+    weight = w[key]
+    idx = table.get(key, ())
+    if idx:
+        oidx = np.array(idx, dtype=np.int64)
+        w[f"{key}.oidx"], w[f"{key}.orows"] = oidx, np.ascontiguousarray(weight[oidx])
+        keep = np.ones(weight.shape[0], dtype=np.float32)
+        keep[oidx] = 0
+        w[f"{key}.keep"] = keep
+        weight = weight * keep[:, None]
+    q, scale = quantise(weight.T)
+    w[key] = np.ascontiguousarray(q.T)
+    w[f"{key}.scale"] = scale
+
+
+def quantised(
+    w: dict[str, Array], layers: int, outliers: dict[str, tuple[int, ...]] | None = None
+) -> dict[str, Array]:
+    """``w`` (minilm_ort's float32 weights) with every linear weight quantised in place
+    (``quantise_linear``)."""
     for i in range(layers):
         for name in LINEARS:
-            key = f"{i}.{name}"
-            weight = w[key]
-            idx = table.get(key, ())
-            if idx:
-                oidx = np.array(idx, dtype=np.int64)
-                w[f"{key}.oidx"], w[f"{key}.orows"] = oidx, np.ascontiguousarray(weight[oidx])
-                keep = np.ones(weight.shape[0], dtype=np.float32)
-                keep[oidx] = 0
-                w[f"{key}.keep"] = keep
-                weight = weight * keep[:, None]
-            q, scale = quantise(weight.T)
-            w[key] = np.ascontiguousarray(q.T)
-            w[f"{key}.scale"] = scale
+            quantise_linear(w, f"{i}.{name}", outliers)
     return w
 
 
@@ -177,8 +184,9 @@ class MiniLMQ8(MiniLM):
 
     def _weights(self, raw: TensorFile, dt: np.dtype[Any]) -> dict[str, Array]:
         """Linear weights as float32 integers (in, out) with their scales; the rest in ``dt``.
-        Converted one at a time from minilm_ort's float32 set (the peak is that set, ~42 MB)."""
-        src = quantised(float_weights(raw, self.layers), self.layers)
+        Quantised as each is read (minilm_ort._weights), then widened one at a time: no more
+        than the int8 set (~11 MB), one float32 linear weight and the float32 result are held."""
+        src = float_weights(raw, self.layers, quantise_linear)  # int8 as read
         w: dict[str, Array] = {
             "pos": raw["embeddings.position_embeddings.weight"].astype(dt),
             "type0": raw["embeddings.token_type_embeddings.weight"][0].astype(dt),
@@ -247,4 +255,4 @@ class OrtMiniLMQ8(OrtMiniLM):
         return out
 
     def _graph_weights(self, raw: TensorFile, layers: int) -> dict[str, Array]:
-        return quantised(float_weights(raw, layers), layers)
+        return float_weights(raw, layers, quantise_linear)
