@@ -13,7 +13,8 @@ serves it (``loso_router.Scored``).
 The embeddings of every corpus prompt (``evals/routing``'s files named below and the seed
 suite) are computed once and cached with their prompts: ``static`` and ``minilm`` (float64, as
 ``loso_router.py``'s cache, which ``--reuse`` may name) and ``minilm-q8`` (the reference). The
-cache is what ``train_router.py --embeddings`` reads to write the shipped files.
+cache is what ``train_router.py --embeddings`` reads to write the shipped files. With
+``hard-train-v10-extra.jsonl`` present (branch data11) its rows join every fold's training.
 """
 
 from __future__ import annotations

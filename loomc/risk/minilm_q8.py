@@ -96,8 +96,13 @@ def quantise(w: Array) -> tuple[npt.NDArray[np.int8], npt.NDArray[np.float32]]:
     w64 = np.asarray(w, dtype=np.float64)
     amax = np.abs(w64).max(axis=1)
     scale = (amax / QMAX).astype(np.float32)
-    # a row of subnormals whose scale underflows keeps the smallest scale float32 has
-    scale[(scale == 0) & (amax > 0)] = np.nextafter(np.float32(0), np.float32(1))
+    # A scale rounded down in float32 (coarsely, for subnormal rows) could leave max|w| / scale
+    # above QMAX + 1/2: step it up an ulp at a time until the row's largest weight fits.
+    while True:
+        low = amax > scale.astype(np.float64) * (QMAX + 0.5)
+        if not low.any():
+            break
+        scale[low] = np.nextafter(scale[low], np.float32(np.inf))
     s64 = scale.astype(np.float64)
     safe = np.where(s64 > 0, s64, 1.0)[:, None]
     q = np.clip(np.rint(w64 / safe), -QMAX, QMAX).astype(np.int8)
