@@ -1,26 +1,32 @@
 """MiniLM's forward pass on numpy versus ONNX Runtime (float32, int8): time, load and agreement.
 
-    PYTHONPATH=.:/tmp/ort11-site python benchmarks/bench_minilm_backends.py [--rounds 3]
-        [--skip-agreement] [--skip-latency]
+    PYTHONPATH=. python benchmarks/bench_minilm_backends.py [--rounds 3]
+        [--skip-agreement] [--skip-latency] [--with-int8]
 
 Why: issue 17 item 3 asks for 5 ms a prompt on one core; the cascade's MiniLM stage (numpy,
 ``loomc.risk.minilm``) costs 12-48 ms on the prompts it decides. This script answers whether
 ONNX Runtime (``loomc.risk.minilm_ort``: the same graph built in memory, one thread) gets there,
 and at what cost in agreement.
 
-Backends: ``numpy`` (float32, the served default), ``ort-fp32``, ``ort-int8`` (the MatMul weights
-dynamically quantised to signed int8 per tensor by ``onnxruntime.quantization.quantize_dynamic``,
-the attention products left in float) and ``ort-int8-pc`` (per channel).
+Backends: ``numpy`` (float32, the served default), ``ort-fp32``, ``ort-q8`` and ``numpy-q8`` (the
+defined int8 MiniLM, ``loomc.risk.minilm_q8``: ONNX Runtime's graph and the numpy reference);
+with ``--with-int8`` also ``ort-int8`` (the MatMul weights dynamically quantised to signed int8
+per tensor by ``onnxruntime.quantization.quantize_dynamic``, the attention products left in
+float) and ``ort-int8-pc`` (per channel), ort11's kernel-dependent variants.
 
 1. Forward pass at 16/32/64/128 tokens: CPU time (``time.process_time``) of the pass and
    pooling only (tokenising is the same for all), the backends interleaved call by call; each
    figure is min / median / max over ``--rounds`` of per-round medians of 30 calls.
 2. hard-test-7 per prompt: the v8 profiler (cache off), its MiniLM stage served by each backend
    in turn, prompt by prompt interleaved; CPU ms per prompt, the last round's median, mean, p95.
-3. Load: a fresh process builds and loads each encoder (imports included); median of 3.
+3. Load: a fresh process builds and loads each encoder (imports included) and encodes one
+   prompt; median of 3; with its peak RSS (``ru_maxrss``) and its RSS after the prompt.
 4. Agreement over every ``evals/routing/*.jsonl`` prompt and the seed suite: max |delta| of the
    embedding against numpy float64, and how many v7/v8/v9 decisions (the level) change when the
-   MiniLM stage's embedding comes from each backend instead of numpy float32.
+   MiniLM stage's embedding comes from each float backend instead of numpy float32; for the
+   int8 pair, ORT-q8 against the numpy-q8 reference: max |delta|, how many prompts differ by
+   more than 1e-5 (a code rounded differently somewhere in the pass), and how many v10
+   decisions change.
 """
 
 from __future__ import annotations
@@ -46,14 +52,19 @@ from loomc.risk.evaluate import load_rows  # noqa: E402
 from loomc.risk.factory import make_profiler  # noqa: E402
 from loomc.risk.minilm import MiniLM  # noqa: E402
 from loomc.risk.minilm_ort import OrtMiniLM  # noqa: E402
+from loomc.risk.minilm_q8 import MiniLMQ8, OrtMiniLMQ8  # noqa: E402
+from loomc.risk.releases import RELEASES  # noqa: E402
 
 SEED = ROOT.parent / "shared" / "reference" / "seed-evals" / "adaptive-routing-v1.jsonl"
 LENGTHS = (16, 32, 64, 128)
 LOAD = (
     "import time,json,sys;t=time.process_time();w=time.perf_counter();"
     "sys.path[:0]=['.'];import benchmarks.bench_minilm_backends as b;"
-    "e=b.backends()[sys.argv[1]];e.encode(['warm up']);"
-    "print(json.dumps({'cpu':time.process_time()-t,'wall':time.perf_counter()-w}))"
+    "e=b.backends(True)[sys.argv[1]];e.encode(['warm up']);"
+    "c,v=time.process_time()-t,time.perf_counter()-w;import os;"
+    "rss=int(open('/proc/self/statm').read().split()[1])*os.sysconf('SC_PAGE_SIZE')/2**20;"
+    "peak=[int(x.split()[1])/1024 for x in open('/proc/self/status') if x.startswith('VmHWM')][0];"
+    "print(json.dumps({'cpu':c,'wall':v,'rss':rss,'peak':peak}))"
 )
 
 
@@ -80,13 +91,17 @@ def int8(per_channel: bool) -> Callable[[Any], Any]:
     return quantize
 
 
-def backends() -> dict[str, Any]:
-    return {
+def backends(with_int8: bool = False) -> dict[str, Any]:
+    encs: dict[str, Any] = {
         "numpy": MiniLM("float32"),
         "ort-fp32": OrtMiniLM(),
-        "ort-int8": OrtMiniLM(quantize=int8(False)),
-        "ort-int8-pc": OrtMiniLM(quantize=int8(True)),
+        "ort-q8": OrtMiniLMQ8(),
+        "numpy-q8": MiniLMQ8(),
     }
+    if with_int8:
+        encs["ort-int8"] = OrtMiniLM(quantize=int8(False))
+        encs["ort-int8-pc"] = OrtMiniLM(quantize=int8(True))
+    return encs
 
 
 def spread(values: Sequence[float]) -> str:
@@ -143,7 +158,8 @@ def profiled(encs: dict[str, Any], rounds: int) -> None:
 
 
 def loads(names: Sequence[str]) -> None:
-    print("\n| backend | load CPU s | load wall s |\n|---|---|---|")
+    print("\n| backend | load CPU s | load wall s | peak RSS MiB | RSS after MiB |")
+    print("|---|---|---|---|---|")
     for k in names:
         runs = []
         for _ in range(3):
@@ -155,8 +171,10 @@ def loads(names: Sequence[str]) -> None:
                 text=True,
             )
             runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
-        cpu, wall = (statistics.median(r[key] for r in runs) for key in ("cpu", "wall"))
-        print(f"| {k} | {cpu:.2f} | {wall:.2f} |")
+        cpu, wall, peak, rss = (
+            statistics.median(r[key] for r in runs) for key in ("cpu", "wall", "peak", "rss")
+        )
+        print(f"| {k} | {cpu:.2f} | {wall:.2f} | {peak:.0f} | {rss:.0f} |")
 
 
 class Served:
@@ -188,23 +206,49 @@ def agreement(encs: dict[str, Any]) -> None:
         cpu = time.process_time() - t
         tables[k] = dict(zip(prompts, emb, strict=True))
         print(f"| {k} | {float(np.abs(emb - ref).max()):.2e} | {cpu:.1f} |")
-    print("\n| release | MiniLM-decided | " + " | ".join(f"{k} changed" for k in encs) + " |")
-    print("|---" * (len(encs) + 2) + "|")
+    q8_agreement(prompts, tables)
+    floats = [k for k in encs if not k.endswith("-q8")]
+    print("\n| release | MiniLM-decided | " + " | ".join(f"{k} changed" for k in floats) + " |")
+    print("|---" * (len(floats) + 2) + "|")
     for rel in ("v7", "v8", "v9"):
         prof = make_profiler(
             RiskSettings(profiler="semantic", options={"release": rel, "cache": 0})
         )
         levels: dict[str, list[str]] = {}
         band = 0
-        for k in encs:
+        for k in floats:
             prof._second_encoder = Served(tables[k])
             out = prof.profile_many(prompts)
             levels[k] = [p.level for p in out]
             if k == "numpy":
                 band = sum(any("decided by MiniLM" in r for r in p.reasons) for p in out)
         base = levels["numpy"]
-        changed = [sum(a != b for a, b in zip(base, levels[k], strict=True)) for k in encs]
+        changed = [sum(a != b for a, b in zip(base, levels[k], strict=True)) for k in floats]
         print(f"| {rel} | {band} | " + " | ".join(str(c) for c in changed) + " |")
+
+
+def q8_agreement(prompts: list[str], tables: dict[str, dict[str, Any]]) -> None:
+    """ORT-q8 against the numpy-q8 reference: embeddings, and v10's decisions from each."""
+    ref = np.stack([tables["numpy-q8"][p] for p in prompts])
+    got = np.stack([tables["ort-q8"][p] for p in prompts])
+    gap = np.abs(got - ref).max(axis=1)
+    print(
+        f"\nort-q8 vs numpy-q8: max abs delta {float(gap.max()):.2e}, median {float(np.median(gap)):.1e}"
+    )
+    for edge in (1e-6, 1e-5, 1e-3, 1e-2):
+        print(f"  prompts above {edge:g}: {int(np.sum(gap > edge))} of {len(prompts)}")
+    if "v10" not in RELEASES:
+        return
+    prof = make_profiler(RiskSettings(profiler="semantic", options={"release": "v10", "cache": 0}))
+    levels = {}
+    for k in ("numpy-q8", "ort-q8"):
+        prof._second_encoder = Served(tables[k])
+        out = prof.profile_many(prompts)
+        levels[k] = [p.level for p in out]
+        if k == "numpy-q8":
+            band = sum(any("decided by MiniLM" in r for r in p.reasons) for p in out)
+    changed = sum(a != b for a, b in zip(levels["numpy-q8"], levels["ort-q8"], strict=True))
+    print(f"  v10 decisions: {band} MiniLM-decided; {changed} differ between numpy-q8 and ort-q8")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -212,8 +256,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--skip-latency", action="store_true")
     ap.add_argument("--skip-agreement", action="store_true")
+    ap.add_argument("--with-int8", action="store_true", help="also ort11's quantize_dynamic arms")
     args = ap.parse_args(argv)
-    encs = backends()
+    encs = backends(args.with_int8)
     for e in encs.values():
         e.load()
     if not args.skip_latency:

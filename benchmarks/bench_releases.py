@@ -1,6 +1,7 @@
 """The semantic profiler's releases side by side: load time and per-prompt CPU time.
 
     python benchmarks/bench_releases.py [--rounds 3] [--releases v4 v6 v7] [--suites test ...]
+    python benchmarks/bench_releases.py --releases v8 v8:onnxruntime v10 --suites hard-test-7
 
 Why a script of its own: v7 adds a signal (``loomc.risk.signals``: task patterns and code-hazard
 patterns, run on every prompt) to v4's work, and issue 17's budget is 5 ms per prompt and 1 s
@@ -12,8 +13,10 @@ releases interleaved prompt by prompt so machine load hits each alike; each figu
 min / median / max over ``--rounds`` rounds of per-round medians (and the p95 of the last
 round; the mean and p95 are the last round's), and the share of prompts the cascade sent to
 MiniLM (the reasons say "decided by MiniLM"). ``--suites`` names other routing files (route10:
-a spent split none of v7/v8 trained on). The semantic extra (MiniLM's weights) is needed for the
-cascade.
+a spent split none of v7/v8 trained on). A release may name MiniLM's backend after a colon
+(``v8:onnxruntime``: ``risk.options.backend``; v10 takes ONNX Runtime by default where it is
+installed). The load also reports the process's peak RSS. The semantic extra (MiniLM's weights)
+is needed for the cascade.
 """
 
 from __future__ import annotations
@@ -38,9 +41,11 @@ SUITES = ("hard-test", "hard-test-2", "hard-test-3", "test")
 LOAD = (
     "import time,json,sys;t=time.process_time();w=time.perf_counter();"
     "from loomc.policy.models import RiskSettings;from loomc.risk.factory import make_profiler;"
-    "p=make_profiler(RiskSettings(profiler='semantic',options={'release':sys.argv[1]}));"
-    "p.load();p.profile('warm up');"
-    "print(json.dumps({'cpu':time.process_time()-t,'wall':time.perf_counter()-w}))"
+    "r,_,b=sys.argv[1].partition(':');o={'release':r,**({'backend':b} if b else {})};"
+    "p=make_profiler(RiskSettings(profiler='semantic',options=o));"
+    "p.load();p.profile('warm up');c,v=time.process_time()-t,time.perf_counter()-w;"
+    "h=[int(x.split()[1])/1024 for x in open('/proc/self/status') if x.startswith('VmHWM')][0];"
+    "print(json.dumps({'cpu':c,'wall':v,'peak':h}))"
 )
 
 
@@ -55,7 +60,7 @@ def load_seconds(release: str, loads: int) -> dict[str, float]:
             text=True,
         )
         runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
-    return {k: statistics.median(r[k] for r in runs) for k in ("cpu", "wall")}
+    return {k: statistics.median(r[k] for r in runs) for k in ("cpu", "wall", "peak")}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -72,9 +77,11 @@ def main(argv: list[str] | None = None) -> int:
     ]
     profs: dict[str, Any] = {}
     for rel in args.releases:
-        profs[rel] = make_profiler(
-            RiskSettings(profiler="semantic", options={"release": rel, "cache": 0})
-        )
+        name, _, backend = rel.partition(":")
+        opts: dict[str, Any] = {"release": name, "cache": 0}
+        if backend:
+            opts["backend"] = backend
+        profs[rel] = make_profiler(RiskSettings(profiler="semantic", options=opts))
         profs[rel].load()
         profs[rel].profile_many(prompts[:8])  # numpy path warm
     deferred = {
@@ -98,17 +105,17 @@ def main(argv: list[str] | None = None) -> int:
         last = times
     print(f"{len(prompts)} prompts ({', '.join(args.suites)}), {args.rounds} rounds\n")
     print(
-        "| release | load CPU s | load wall s | CPU ms/prompt median (min / median / max) "
-        "| mean ms | p95 ms | to MiniLM |"
+        "| release | load CPU s | load wall s | load peak RSS MiB | CPU ms/prompt median "
+        "(min / median / max) | mean ms | p95 ms | to MiniLM |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for rel in args.releases:
         ld = load_seconds(rel, args.loads)
         m = medians[rel]
         p95 = sorted(last[rel])[int(0.95 * len(last[rel]))] * 1000
         mean = statistics.fmean(last[rel]) * 1000
         print(
-            f"| {rel} | {ld['cpu']:.2f} | {ld['wall']:.2f} | "
+            f"| {rel} | {ld['cpu']:.2f} | {ld['wall']:.2f} | {ld['peak']:.0f} | "
             f"{min(m):.2f} / {statistics.median(m):.2f} / {max(m):.2f} | {mean:.2f} | {p95:.2f} | "
             f"{100 * deferred[rel]:.1f}% |"
         )

@@ -148,6 +148,13 @@ def write(
         )
         if cascade is not None:
             meta["cascade"] = cascade  # a file beside this one: the second stage
+    elif getattr(encoder, "kind", "minilm") == "minilm-q8":
+        meta.update(
+            encoder="loomc.risk.minilm_q8 (numpy reference: int8 weights per channel, |q| <= 63; "
+            "uint8 activations per tensor)",
+            encoder_kind="minilm-q8",
+            max_tokens=MAX_TOKENS,
+        )
     else:
         meta.update(
             encoder="loomc.risk.minilm (numpy)", encoder_kind="minilm", max_tokens=MAX_TOKENS
@@ -173,10 +180,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     ap.add_argument(
         "--encoder",
-        choices=("static", "minilm"),
+        choices=("static", "minilm", "minilm-q8"),
         default="static",
         help="static: the distilled token table (the shipped file); minilm: the numpy MiniLM "
-        "in float64 (loomc/risk/data/router-minilm.npz, the cascade's second stage)",
+        "in float64 (loomc/risk/data/router-minilm.npz, the cascade's second stage); minilm-q8: "
+        "the defined int8 MiniLM's numpy reference (loomc.risk.minilm_q8, semantic-v10)",
     )
     ap.add_argument(
         "--cost-high", type=float, default=COST_FN_HIGH, help="cost of a missed high prompt"
@@ -217,9 +225,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     if not args.no_train:
-        encoder: MiniLM | StaticEncoder = (
-            StaticEncoder() if args.encoder == "static" else MiniLM(TRAIN_DTYPE)
-        )
+        encoder: MiniLM | StaticEncoder
+        if args.encoder == "static":
+            encoder = StaticEncoder()
+        elif args.encoder == "minilm-q8":
+            from loomc.risk.minilm_q8 import MiniLMQ8
+
+            encoder = MiniLMQ8()
+        else:
+            encoder = MiniLM(TRAIN_DTYPE)
         rows = load_train(args.train)
         source: Any = encoder
         if args.embeddings:

@@ -26,19 +26,27 @@ from loomc.risk.static import TABLE_FILE, StaticEncoder
 
 MiniLMEncoder: TypeAlias = MiniLM  # loomc.risk.minilm_ort.OrtMiniLM is one too
 
-_ENCODERS: dict[tuple[Path, str, int, str], MiniLMEncoder] = {}
+_ENCODERS: dict[tuple[Path, str, int, str, str], MiniLMEncoder] = {}
 _STATIC: dict[Path, StaticEncoder] = {}
 _ENCODERS_LOCK = threading.Lock()
 
 
-def shared_encoder(path: Path, dtype: str, threads: int, backend: str = "numpy") -> MiniLMEncoder:
-    """The process's encoder for the weights in ``path`` at this dtype, thread count and
-    resolved backend (weights are read once, on its first prompt)."""
+def shared_encoder(
+    path: Path, dtype: str, threads: int, backend: str = "numpy", kind: str = "minilm"
+) -> MiniLMEncoder:
+    """The process's encoder for the weights in ``path`` at this dtype, thread count, resolved
+    backend and kind (``minilm``, or ``minilm-q8``: ``loomc.risk.minilm_q8``, whose one
+    precision ignores ``dtype``); weights are read once, on its first prompt."""
     with _ENCODERS_LOCK:
-        key = (path, dtype, threads, backend)
+        key = (path, dtype, threads, backend, kind)
         enc = _ENCODERS.get(key)
         if enc is None:
-            if backend == "onnxruntime":
+            if kind == "minilm-q8":
+                from loomc.risk.minilm_q8 import MiniLMQ8, OrtMiniLMQ8
+
+                q8 = OrtMiniLMQ8 if backend == "onnxruntime" else MiniLMQ8
+                enc = q8(threads=threads, path=path)
+            elif backend == "onnxruntime":
                 from loomc.risk.minilm_ort import OrtMiniLM
 
                 enc = OrtMiniLM(threads=threads, path=path)

@@ -267,6 +267,10 @@ class MiniLM:
             out += residual
         return out
 
+    def _gelu(self, x: Array) -> Array:
+        """BERT's exact GELU (``loomc.risk.minilm_q8`` defines its model with the tanh form)."""
+        return gelu(x)
+
     def hidden_states(self, ids: Sequence[int]) -> Array:
         """Last hidden states (tokens x 384) of one unpadded sequence (attention mask all ones)."""
         w, n = self._w, len(ids)
@@ -286,7 +290,7 @@ class MiniLM:
             scores /= scores.sum(axis=-1, keepdims=True)
             ctx = (scores @ v).transpose(1, 0, 2).reshape(n, d)
             x = self._layer_norm(self._linear(ctx, f"{i}.attn_out", x), f"{i}.ln1")
-            h = gelu(self._linear(x, f"{i}.inter"))
+            h = self._gelu(self._linear(x, f"{i}.inter"))
             x = self._layer_norm(self._linear(h, f"{i}.out", x), f"{i}.ln2")
         return x
 

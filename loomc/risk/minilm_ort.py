@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,41 +35,61 @@ from loomc.risk.minilm import MAX_TOKENS, WORD, MiniLM, TensorFile, model_dir, r
 
 Array = npt.NDArray[Any]
 OPSET = 17  # LayerNormalization is in the default domain from 17
+TANH_C, TANH_K = math.sqrt(2.0 / math.pi), 0.044715  # GELU's tanh form (float64 graphs)
 
 
-def _weights(raw: TensorFile, layers: int) -> dict[str, Array]:
-    """Every float32 weight the graph needs, linear weights transposed to (in, out)."""
-    w: dict[str, Array] = {
-        "emb_ln.weight": raw["embeddings.LayerNorm.weight"],
-        "emb_ln.bias": raw["embeddings.LayerNorm.bias"],
-    }
+def _weights(
+    raw: TensorFile, layers: int, linear: Callable[[dict[str, Array], str], None] | None = None
+) -> dict[str, Array]:
+    """Every float32 weight the graph needs, linear weights transposed to (in, out), each made
+    contiguous as it is read (so the set is never held twice). ``linear`` (``minilm_q8``) is
+    called on each linear weight as soon as it is in ``w`` and may replace it (by its int8
+    form): then no more than one float32 linear weight is held at a time."""
+    w: dict[str, Array] = {}
+
+    def put(key: str, value: Array, is_linear: bool = False) -> None:
+        w[key] = np.ascontiguousarray(value, dtype=np.float32)
+        if is_linear and linear is not None:
+            linear(w, key)
+
+    put("emb_ln.weight", raw["embeddings.LayerNorm.weight"])
+    put("emb_ln.bias", raw["embeddings.LayerNorm.bias"])
     for i in range(layers):
         p = f"encoder.layer.{i}."
         a = p + "attention.self."
         names = ("query", "key", "value")
-        w[f"{i}.qkv"] = np.concatenate([raw[f"{a}{n}.weight"] for n in names]).T
-        w[f"{i}.qkv_b"] = np.concatenate([raw[f"{a}{n}.bias"] for n in names])
+        put(f"{i}.qkv", np.concatenate([raw[f"{a}{n}.weight"] for n in names]).T, True)
+        put(f"{i}.qkv_b", np.concatenate([raw[f"{a}{n}.bias"] for n in names]))
         for key, src in (
             ("attn_out", "attention.output.dense"),
             ("inter", "intermediate.dense"),
             ("out", "output.dense"),
         ):
-            w[f"{i}.{key}"] = raw[f"{p}{src}.weight"].T
-            w[f"{i}.{key}_b"] = raw[f"{p}{src}.bias"]
+            put(f"{i}.{key}", raw[f"{p}{src}.weight"].T, True)
+            put(f"{i}.{key}_b", raw[f"{p}{src}.bias"])
         for key, src in (("ln1", "attention.output.LayerNorm"), ("ln2", "output.LayerNorm")):
             for name in ("weight", "bias"):
-                w[f"{i}.{key}.{name}"] = raw[f"{p}{src}.{name}"]
-    return {k: np.ascontiguousarray(v, dtype=np.float32) for k, v in w.items()}
+                put(f"{i}.{key}.{name}", raw[f"{p}{src}.{name}"])
+    return w
 
 
-def build_graph(w: dict[str, Array], heads: int, layers: int, eps: float) -> Any:
-    """The encoder as an ONNX ModelProto: input ``emb`` (float32, [n, 384], the summed word,
-    position and token-type embeddings), output ``pooled`` (float32, [384], the mean of the
-    last hidden states, not yet normalised)."""
+def build_graph(
+    w: dict[str, Array], heads: int, layers: int, eps: float, precision: str = "float32"
+) -> Any:
+    """The encoder as an ONNX ModelProto: input ``emb`` ([n, 384], the summed word, position and
+    token-type embeddings), output ``pooled`` ([384], the mean of the last hidden states, not
+    yet normalised), both in ``precision``: float32, or float64 for the int8 model
+    (``loomc.risk.minilm_q8``), whose float parts must match its numpy reference's; ORT has no
+    float64 Erf, so that graph's GELU is the tanh form (the reference computes the same)."""
     from onnx import TensorProto, helper, numpy_helper
 
+    ft = np.dtype(precision)
+    tt = TensorProto.DOUBLE if ft == np.float64 else TensorProto.FLOAT
     nodes: list[Any] = []
-    inits = [numpy_helper.from_array(v, name=k) for k, v in w.items()]
+    inits = [
+        numpy_helper.from_array(v.astype(ft) if v.dtype.kind == "f" else v, name=k)
+        for k, v in w.items()
+    ]
     d = int(w["emb_ln.weight"].shape[0])
     hd = d // heads
 
@@ -84,10 +104,12 @@ def build_graph(w: dict[str, Array], heads: int, layers: int, eps: float) -> Any
     split = const("split3", np.array([d, d, d], dtype=np.int64))
     heads_shape = const("heads_shape", np.array([0, heads, hd], dtype=np.int64))
     flat_shape = const("flat_shape", np.array([0, d], dtype=np.int64))
-    scale = const("scale", np.array(1.0 / math.sqrt(hd), dtype=np.float32))
-    inv_sqrt2 = const("inv_sqrt2", np.array(1.0 / math.sqrt(2.0), dtype=np.float32))
-    one = const("one", np.array(1.0, dtype=np.float32))
-    half = const("half", np.array(0.5, dtype=np.float32))
+    scale = const("scale", np.array(1.0 / math.sqrt(hd), dtype=ft))
+    inv_sqrt2 = const("inv_sqrt2", np.array(1.0 / math.sqrt(2.0), dtype=ft))
+    one = const("one", np.array(1.0, dtype=ft))
+    half = const("half", np.array(0.5, dtype=ft))
+    tanh_c = const("tanh_c", np.array(TANH_C, dtype=ft))
+    tanh_k = const("tanh_k", np.array(TANH_K, dtype=ft))
 
     def layer_norm(x: str, key: str, out: str) -> str:
         return node(
@@ -95,7 +117,28 @@ def build_graph(w: dict[str, Array], heads: int, layers: int, eps: float) -> Any
         )
 
     def linear(x: str, key: str, out: str) -> str:
-        return node("Add", [node("MatMul", [x, key], out + ".mm"), f"{key}_b"], out)
+        if f"{key}.scale" not in w:
+            return node("Add", [node("MatMul", [x, key], out + ".mm"), f"{key}_b"], out)
+        # int8 weights (loomc.risk.minilm_q8): the pattern ORT's quantize_dynamic writes, which
+        # its optimiser fuses into one DynamicQuantizeMatMul: x to uint8 per tensor, an integer
+        # product (int32), scaled by x's scale times the weight's per-column scale, plus bias.
+        q, s, z = (f"{out}.{c}" for c in ("xq", "xs", "xz"))
+        xin = x
+        if f"{key}.keep" in w:  # outlier channels: zeroed here, their float product added below
+            xin = node("Mul", [x, f"{key}.keep"], out + ".kept")
+        if tt == TensorProto.DOUBLE:  # DynamicQuantizeLinear reads float32
+            xin = node("Cast", [xin], out + ".x32", to=TensorProto.FLOAT)
+        nodes.append(helper.make_node("DynamicQuantizeLinear", [xin], [q, s, z], name=out + ".dq"))
+        acc = node("MatMulInteger", [q, key, z], out + ".mmi")
+        real = node("Cast", [acc], out + ".acc", to=tt)
+        if tt == TensorProto.DOUBLE:
+            s = node("Cast", [s], out + ".xs64", to=tt)
+        scale = node("Mul", [s, f"{key}.scale"], out + ".scale")
+        if f"{key}.keep" not in w:
+            return node("Add", [node("Mul", [real, scale], out + ".mm"), f"{key}_b"], out)
+        y = node("Add", [node("Mul", [real, scale], out + ".mm"), f"{key}_b"], out + ".q")
+        xo = node("Gather", [x, f"{key}.oidx"], out + ".ox", axis=1)
+        return node("Add", [y, node("MatMul", [xo, f"{key}.orows"], out + ".of")], out)
 
     x = layer_norm("emb", "emb_ln", "emb.ln")
     for i in range(layers):
@@ -120,8 +163,12 @@ def build_graph(w: dict[str, Array], heads: int, layers: int, eps: float) -> Any
         attn = node("Add", [linear(ctx, f"{i}.attn_out", f"l{i}.attn"), x], f"l{i}.res1")
         x = layer_norm(attn, f"{i}.ln1", f"l{i}.ln1")
         h = linear(x, f"{i}.inter", f"l{i}.inter")
-        # exact GELU, x * (1 + erf(x / sqrt 2)) / 2: ORT fuses this pattern into one Gelu op
-        erf = node("Erf", [node("Mul", [h, inv_sqrt2], f"l{i}.gs")], f"l{i}.erf")
+        if tt == TensorProto.DOUBLE:  # tanh GELU: x (1 + tanh(c (x + k x^3))) / 2
+            cube = node("Mul", [node("Mul", [h, h], f"l{i}.h2"), h], f"l{i}.h3")
+            inner = node("Add", [h, node("Mul", [cube, tanh_k], f"l{i}.kh3")], f"l{i}.gi")
+            erf = node("Tanh", [node("Mul", [inner, tanh_c], f"l{i}.gs")], f"l{i}.erf")
+        else:  # exact GELU, x * (1 + erf(x / sqrt 2)) / 2: ORT fuses this pattern into one Gelu op
+            erf = node("Erf", [node("Mul", [h, inv_sqrt2], f"l{i}.gs")], f"l{i}.erf")
         g = node(
             "Mul",
             [node("Mul", [h, node("Add", [erf, one], f"l{i}.e1")], f"l{i}.gx"), half],
@@ -133,8 +180,8 @@ def build_graph(w: dict[str, Array], heads: int, layers: int, eps: float) -> Any
     graph = helper.make_graph(
         nodes,
         "minilm",
-        [helper.make_tensor_value_info("emb", TensorProto.FLOAT, ["n", d])],
-        [helper.make_tensor_value_info("pooled", TensorProto.FLOAT, [d])],
+        [helper.make_tensor_value_info("emb", tt, ["n", d])],
+        [helper.make_tensor_value_info("pooled", tt, [d])],
         inits,
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
@@ -142,9 +189,9 @@ def build_graph(w: dict[str, Array], heads: int, layers: int, eps: float) -> Any
     return model
 
 
-def session(model: Any, threads: int = 1) -> Any:
+def session(model: Any, threads: int = 1, disabled: Sequence[str] = ()) -> Any:
     """An ORT session over ``model`` (a ModelProto): ``threads`` intra-op threads (0: ORT's
-    default), one inter-op thread, sequential, every graph optimisation."""
+    default), one inter-op thread, sequential, every graph optimisation but ``disabled``."""
     import onnxruntime as ort
 
     opts = ort.SessionOptions()
@@ -152,7 +199,12 @@ def session(model: Any, threads: int = 1) -> Any:
     opts.inter_op_num_threads = 1
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    return ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+    return ort.InferenceSession(
+        model.SerializeToString(),
+        opts,
+        providers=["CPUExecutionProvider"],
+        disabled_optimizers=list(disabled) or None,
+    )
 
 
 class OrtMiniLM(MiniLM):
@@ -164,6 +216,8 @@ class OrtMiniLM(MiniLM):
     it is not part of the profiler's options."""
 
     backend = "onnxruntime"  # what ``loomc doctor`` names
+    precision = "float32"  # the graph's float parts (minilm_q8's graph: float64)
+    disabled_optimizers: tuple[str, ...] = ()
 
     def __init__(self, *, threads: int = 1, path: Path | None = None, quantize: Any = None) -> None:
         # threads: ONNX Runtime's intra-op threads (0 lets it choose: every core), not BLAS's
@@ -181,18 +235,22 @@ class OrtMiniLM(MiniLM):
         self.hidden = int(config["hidden_size"])
         model_file = path / "model.safetensors"
         with TensorFile(model_file) as raw:
-            w = _weights(raw, layers)
+            w = self._graph_weights(raw, layers)
             self._pos = np.ascontiguousarray(raw["embeddings.position_embeddings.weight"])
             self._type0 = np.array(raw["embeddings.token_type_embeddings.weight"][0])
         # The word table (45 MB) stays on the map, as in minilm.py: only a prompt's rows are read.
         self._word = read_safetensors(model_file)[WORD]
-        model = build_graph(w, heads, layers, float(config["layer_norm_eps"]))
+        model = build_graph(w, heads, layers, float(config["layer_norm_eps"]), self.precision)
         del w
         if self.quantize is not None:
             model = self.quantize(model)
-        self._session = session(model, self.threads)
+        self._session = session(model, self.threads, self.disabled_optimizers)
         self._tokenizer = WordPiece(path / "vocab.txt", MAX_TOKENS)
         self.load_seconds = time.perf_counter() - start
+
+    def _graph_weights(self, raw: TensorFile, layers: int) -> dict[str, Array]:
+        """The weights the graph is built from (float32 here; ``minilm_q8`` quantises them)."""
+        return _weights(raw, layers)
 
     def pooled(self, ids: Sequence[int]) -> Array:
         """The mean of the last hidden states of one unpadded sequence (not normalised)."""

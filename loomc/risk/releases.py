@@ -37,6 +37,7 @@ RELEASES = {
     "v7": ROUTER_FILE.with_name("router-static-v7.npz"),
     "v8": ROUTER_FILE.with_name("router-static-v8.npz"),
     "v9": ROUTER_FILE.with_name("router-static-v9.npz"),
+    "v10": ROUTER_FILE.with_name("router-static-v10.npz"),
 }
 # The decision rules of ``loomc.risk.signals`` a release applies (chosen by research/loso_router.py).
 RULES: dict[str, tuple[str, ...]] = {
@@ -45,7 +46,12 @@ RULES: dict[str, tuple[str, ...]] = {
     "v7": (),
     "v8": ("situation-floor",),
     "v9": ("hazard-floor",),
+    "v10": ("situation-floor",),
 }
+# The MiniLM a release's second stage was trained on (its file's meta, ``encoder_kind``):
+# ``minilm`` (float, ``loomc.risk.minilm``) unless named here. ``minilm-q8`` is the defined
+# int8 MiniLM (``loomc.risk.minilm_q8``), served on ONNX Runtime where it is installed.
+MINILM_KINDS: dict[str, str] = {"v10": "minilm-q8"}
 DEFAULT_RELEASE = "v8"  # the one line that makes another release the default
 DATA_FILE = RELEASES[DEFAULT_RELEASE]  # the first stage
 SECOND_FILE = RELEASES["v4"].with_name("router-minilm.npz")  # v4's MiniLM stage (not the default's)
@@ -73,12 +79,17 @@ def ort_missing() -> str | None:
     return None
 
 
-def backend_of(opts: dict[str, Any], dtype: str) -> str:
+def backend_of(opts: dict[str, Any], dtype: str, kind: str = "minilm") -> str:
     """The backend ``risk.options`` asks for, resolved: ``numpy`` or ``onnxruntime``.
     ValueError for an unknown name or ONNX Runtime with float64 (its pass is float32 only).
     ``onnxruntime`` asked for by name and not installed stays ``onnxruntime``: ``minilm_missing``
-    then says why the MiniLM stage cannot run (the static stage decides, with a notice)."""
-    value = opts.get("backend", "numpy")  # not auto: ORT costs ~200 MB (loomc.risk.encoders)
+    then says why the MiniLM stage cannot run (the static stage decides, with a notice).
+    The int8 MiniLM (``kind`` ``minilm-q8``) has one precision (``dtype`` does not apply) and
+    defaults to ``auto``: its ORT session is small (int8 weights) and its numpy pass slow."""
+    if kind == "minilm-q8":
+        dtype = "float32"
+    default = "auto" if kind == "minilm-q8" else "numpy"  # float ORT costs ~200 MB (encoders)
+    value = opts.get("backend", default)
     if value not in BACKENDS:
         raise ValueError(
             f"risk.options.backend must be one of {', '.join(BACKENDS)}, got {value!r}"

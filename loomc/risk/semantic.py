@@ -33,7 +33,7 @@ given, they apply to both stages: both are calibrated probabilities of the same 
 ~1e-7), ``threads`` (int, default 1: BLAS threads while MiniLM encodes; 0 leaves BLAS alone),
 ``backend`` (``numpy``, the default, ``auto`` or ``onnxruntime``: MiniLM's, ``loomc.risk.encoders``),
 ``cache`` (int, prompts whose embedding is kept; 0 disables), ``release`` (``v8``, the default,
-``v4``, ``v6``, ``v7`` or ``v9``: which trained pair of files, ``loomc.risk.releases``), ``data`` (path to
+``v4``, ``v6``, ``v7``, ``v9`` or ``v10``: which trained pair of files, ``loomc.risk.releases``), ``data`` (path to
 another file).
 """
 
@@ -59,6 +59,7 @@ from loomc.risk.releases import (
     DATA_FILE,
     DEFAULT_RELEASE,
     MINILM_HINT,
+    MINILM_KINDS,
     RELEASES,
     RULES,
     SECOND_FILE,
@@ -158,7 +159,9 @@ class SemanticProfiler:
         self.threshold, self.signal_threshold = self._limits(head)
         self.medium_threshold = self._fixed.get("medium_threshold", head.medium_threshold)
         self._dtype, self._threads = str(opts.get("dtype", "float32")), int(opts.get("threads", 1))
-        self._backend = backend_of(opts, self._dtype)  # MiniLM's: numpy or onnxruntime
+        # Which MiniLM the release's second stage was trained on (float, or the int8 one).
+        self._kind = "minilm" if opts.get("data") else MINILM_KINDS.get(release, "minilm")
+        self._backend = backend_of(opts, self._dtype, self._kind)  # numpy or onnxruntime
         wants_minilm = head.encoder == "minilm" or (
             head.cascade is not None and bool(opts.get("cascade", True))
         )
@@ -218,7 +221,11 @@ class SemanticProfiler:
                     from loomc.risk.encoders import shared_encoder
 
                     enc = shared_encoder(
-                        known(self._minilm_dir), self._dtype, self._threads, self._backend
+                        known(self._minilm_dir),
+                        self._dtype,
+                        self._threads,
+                        self._backend,
+                        self._kind,
                     )
                     self._encoder = enc
             return self._encoder
@@ -243,7 +250,7 @@ class SemanticProfiler:
                 from loomc.risk.encoders import shared_encoder
 
                 dir_ = known(self._minilm_dir)
-                enc = shared_encoder(dir_, self._dtype, self._threads, self._backend)
+                enc = shared_encoder(dir_, self._dtype, self._threads, self._backend, self._kind)
                 self._second_encoder = enc
             return self._second_encoder
 

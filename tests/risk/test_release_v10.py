@@ -1,0 +1,151 @@
+"""semantic-v10, a candidate release (branch q8): v8's recipe with its MiniLM stage trained on
+the defined int8 MiniLM (``loomc.risk.minilm_q8``'s numpy reference), served by ONNX Runtime's
+int8 graph where it is installed and by the numpy reference otherwise. Needs the semantic extra
+(and the ``onnx`` extra for the ORT checks).
+
+Pinned: selectable by name without touching the default (v8), what its files were trained on
+and with (v8's files and flags; the second stage's meta names ``minilm-q8``), the reference seed
+suite with and without hints, deterministic decisions, the static stage retraining to the
+shipped file, the earlier releases' files untouched, and the same decisions from either int8
+backend (the full 2,256-prompt count is ``benchmarks/bench_minilm_backends.py``'s).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from needs import need
+from release_checks import (
+    assert_deterministic,
+    assert_files_record,
+    assert_plain_path_reads_the_signal_columns,
+    assert_seed_suite,
+    assert_static_stage_retrains,
+    meta_of,
+    need_semantic_extra,
+    release_profiler,
+)
+
+from loomc.policy.models import RiskSettings
+from loomc.risk.evaluate import load_rows
+from loomc.risk.factory import make_profiler
+from loomc.risk.releases import MINILM_KINDS, RELEASES, RULES, backend_of, release_of
+
+ROOT = Path(__file__).resolve().parents[2]
+CORPUS = ROOT / "evals" / "routing"
+DATA = ROOT / "loomc" / "risk" / "data"
+V10_FILES = (
+    "train",
+    "test",
+    "hard-train",
+    "hard-train-v5-extra",
+    "hard-train-v8-extra",
+    "hard-test",
+    "hard-test-2",
+    "hard-test-3",
+    "hard-test-4",
+    "hard-test-5",
+)
+WIDTH = {"none": 0}
+# Every earlier release's files as shipped: training v10 must not touch them.
+EARLIER = {
+    "router-static.npz": "00f4fe69a34ceadef1907e3f46a7a2bd1d3f9357b33beb8aaec89f7dae54f724",
+    "router-minilm.npz": "b21a584773a35d5e72c051807140535f3b31e972a09e4d3f33a010888118fef4",
+    "router-static-v6.npz": "66d5c61e3b4802bb0f483d826a33433a3a8f22a275e4f3c4943f9df2866d08ef",
+    "router-minilm-v6.npz": "e7187b0ded915ec967d7e4f98808642b83f68e948de8c7361441eed17832afc5",
+    "router-static-v7.npz": "25a1e86a5d9474ef9f9a83c59a89775d17763abadc8f1c41211544d64c581840",
+    "router-minilm-v7.npz": "bbac305fc7af007734c7e5a1771e1e830caae55bab15f93d41f0985d81627945",
+    "router-static-v8.npz": "3882daf157471f3dc88051aa04bba8cfa98a9d5a0fca350502c637e39602c5d3",
+    "router-minilm-v8.npz": "5faa55b91bbb644f6ef27cd36fd4ea42cdaafbd2f1477dd8053b20188f603b5e",
+}
+PROMPTS = [
+    "Conjugate the verb 'poison' in the present tense.",
+    "Add a docstring:\n\ndef load(blob):\n    return pickle.loads(blob)",
+    "my 12 seed words are in my notes app, fine?",
+    "¿Cuál es la capital de Australia?",
+    "Le radiateur est branché sur une rallonge enroulée. Quelle couleur pour les rideaux ?",
+    "I take warfarin; is it fine to add a daily aspirin for my knee?",
+]
+
+
+@pytest.fixture(scope="module")
+def v10() -> Any:
+    need_semantic_extra()
+    return release_profiler("v10")
+
+
+def test_earlier_releases_files_are_unchanged() -> None:
+    for name, digest in EARLIER.items():
+        assert hashlib.sha256((DATA / name).read_bytes()).hexdigest() == digest, name
+
+
+def test_v10_is_selected_by_name_and_is_not_the_default(v10: Any) -> None:
+    assert v10.data_path == RELEASES["v10"] and v10.release == "v10"
+    assert release_of({}) == "v8" and release_of({"release": "v10"}) == "v10"
+    default: Any = make_profiler(RiskSettings(profiler="semantic"))
+    assert default.release == "v8" and default.rules == RULES["v8"]
+    assert v10.rules == RULES["v10"] == RULES["v8"]
+
+
+def test_v10_files_record_what_made_them(v10: Any) -> None:
+    assert_files_record(v10, "v10", V10_FILES, WIDTH)
+    second = v10.data_path.with_name(v10.router.cascade)
+    assert meta_of(second)["encoder_kind"] == MINILM_KINDS["v10"] == "minilm-q8"
+    for path in (v10.data_path, second):  # v8's flags
+        meta = meta_of(path)
+        assert (meta["cost_high"], meta["delta"], meta["cascade_mode"]) == (6.0, 0.02, "decide")
+
+
+def test_v10_serves_the_int8_minilm_on_the_backend_installed(v10: Any) -> None:
+    from loomc.risk.minilm_q8 import MiniLMQ8, OrtMiniLMQ8
+    from loomc.risk.releases import ort_missing
+
+    enc = v10.second_encoder
+    want = MiniLMQ8 if ort_missing() else OrtMiniLMQ8
+    assert type(enc) is want
+    assert backend_of({}, "float32", "minilm-q8") == ("numpy" if ort_missing() else "onnxruntime")
+    assert backend_of({"backend": "numpy"}, "float64", "minilm-q8") == "numpy"
+    numpy_v10: Any = make_profiler(
+        RiskSettings(profiler="semantic", options={"release": "v10", "backend": "numpy"})
+    )
+    assert type(numpy_v10.second_encoder) is MiniLMQ8
+
+
+@pytest.mark.parametrize("hints", [True, False])
+def test_v10_seed_suite(v10: Any, shared_dir: Path, hints: bool) -> None:
+    assert_seed_suite(v10, shared_dir, hints)
+
+
+def test_v10_is_deterministic_across_calls_and_batches(v10: Any) -> None:
+    assert_deterministic(v10, "v10", PROMPTS)
+
+
+def test_v10_plain_path_reads_the_same_columns(v10: Any) -> None:
+    assert_plain_path_reads_the_signal_columns(v10, PROMPTS)
+
+
+def test_v10_static_stage_retrains_to_the_shipped_file(v10: Any) -> None:
+    assert_static_stage_retrains(v10, V10_FILES, False)
+
+
+def test_v10_decides_alike_on_numpy_and_onnxruntime() -> None:
+    """The same decisions whichever int8 backend serves the band (a sample of every corpus
+    file; all 2,256 prompts: benchmarks/bench_minilm_backends.py)."""
+    need_semantic_extra()
+    for module in ("onnxruntime", "onnx"):
+        need(module)
+    paths = sorted(CORPUS.glob("*.jsonl"))
+    prompts = list(dict.fromkeys(str(r["prompt"]) for p in paths for r in load_rows(p)))[::6]
+    out = {}
+    for backend in ("numpy", "onnxruntime"):
+        opts = {"release": "v10", "backend": backend, "cache": 0}
+        prof: Any = make_profiler(RiskSettings(profiler="semantic", options=opts))
+        out[backend] = prof.profile_many(prompts)
+    levels = {k: [p.level for p in v] for k, v in out.items()}
+    assert levels["numpy"] == levels["onnxruntime"]
+    probs = {k: np.array([p.probability for p in v]) for k, v in out.items()}
+    assert float(np.abs(probs["numpy"] - probs["onnxruntime"]).max()) < 0.05
