@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from loomc.diagnostics import Diagnostic, Severity
-from loomc.risk.releases import BACKENDS, RELEASES
+from loomc.risk.releases import BACKENDS, DEFAULT_RELEASE, MINILM_KINDS, RELEASES
 
 if TYPE_CHECKING:
     from loomc.policy.load import PolicySource
@@ -54,7 +54,7 @@ def _check(key: str, value: Any) -> tuple[bool, str, str]:
     """(ok, what is wrong, hint) for one known option's value."""
     number = isinstance(value, int | float) and not isinstance(value, bool)
     if key == "release":
-        return _words(key, value, sorted(RELEASES))
+        return _words(key, value, list(RELEASES))  # in release order: v4 ... v10
     if key == "backend":
         return _words(key, value, BACKENDS)
     if key == "dtype":
@@ -99,7 +99,8 @@ def option_problems(options: Mapping[str, Any], *, files: bool = True) -> list[O
         elif key == "data" and files and not Path(value).is_file():
             hint = "the path is read from the working directory"
             out.append(OptionProblem(key, f"risk.options.data: no such file {value!r}", True, hint))
-    if options.get("backend") == "onnxruntime" and options.get("dtype") == "float64":
+    int8 = MINILM_KINDS.get(str(options.get("release") or DEFAULT_RELEASE)) == "minilm-q8"
+    if options.get("backend") == "onnxruntime" and options.get("dtype") == "float64" and not int8:
         out.append(
             OptionProblem(
                 "backend",

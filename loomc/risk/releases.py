@@ -62,7 +62,7 @@ def release_of(opts: dict[str, Any]) -> str:
     """The release ``risk.options`` names (the default when none); ValueError for an unknown."""
     release = str(opts.get("release") or DEFAULT_RELEASE)
     if release not in RELEASES:
-        known = ", ".join(sorted(RELEASES))
+        known = ", ".join(RELEASES)  # in release order: v4 ... v10
         raise ValueError(f"risk.options.release must be one of {known}, got {release!r}")
     return release
 
