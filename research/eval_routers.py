@@ -3,7 +3,8 @@
     .venv/bin/python research/eval_routers.py evals/routing/X.jsonl [--seed]
 
 For the lead's one measurement of a sealed split (issue 17): v8 (the default since hard-test-7)
-and the v4, v6, v7 and v9 releases, each as its cascade and as its static stage alone, plus
+and the v4, v6, v7, v9 and v10 releases, each as its cascade and as its static stage alone (v10,
+the int8 MiniLM, on ONNX Runtime where it is installed and on numpy: the two must agree), plus
 ``keywords`` as the floor.
 The decision is the balanced tier's (``loomc.risk.evaluate.escalates``), prompts only (no
 pipeline hints). ``--seed`` adds the reference seed suite (with and without hints), which must
@@ -38,6 +39,9 @@ ROUTERS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("semantic v8 static stage", {"release": "v8", "cascade": False}),
     ("semantic v9 cascade", {"release": "v9"}),
     ("semantic v9 static stage", {"release": "v9", "cascade": False}),
+    ("semantic v10 cascade", {"release": "v10"}),
+    ("semantic v10 cascade, numpy", {"release": "v10", "backend": "numpy"}),
+    ("semantic v10 static stage", {"release": "v10", "cascade": False}),
 )
 
 
@@ -89,7 +93,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(line(label, prof, rows, suite, hints))
     print(
         "\ncost: over-escalated low 1, missed medium 2, missed high 6. The goal: 0 high missed and"
-        " >= 90%; the default: the lowest-cost cascade of v7, v8, v9 (evals/routing/README.md)."
+        " >= 90%; which release is the default: the rule written for the split before it was run"
+        " (evals/routing/README.md)."
     )
     return 0
 
