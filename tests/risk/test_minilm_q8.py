@@ -264,3 +264,31 @@ def test_activations_are_the_codes_ort_computes(dql: Any, x: np.ndarray) -> None
         return
     assert np.float32(s) == scale
     assert np.array_equal(q.astype(np.float32) - np.float32(z), a)
+
+
+def test_the_int8_release_on_onnx_runtime_writes_nothing_to_stderr() -> None:
+    """ONNX Runtime logs a warning to stderr from C++ for every unused initializer of a graph
+    (the int8 graph once carried the erf GELU's constant beside its tanh form): a user's
+    ``loomc run`` showed three lines of it. A fresh process, since the log is the library's."""
+    import subprocess
+    import sys
+
+    need("onnxruntime")
+    need("onnx")
+    code = (
+        "from loomc.policy.models import RiskSettings\n"
+        "from loomc.risk.factory import make_profiler\n"
+        "p = make_profiler(RiskSettings(profiler='semantic', options={'release': 'v10', "
+        "'backend': 'onnxruntime', 'cache': 0}))\n"
+        "for prompt in ('hello', 'my dad took his pills twice today i think, is that bad?'):\n"
+        "    p.profile(prompt)\n"
+        "p.second_encoder.encode(['hello'])\n"  # the session is built on the band's first prompt
+        "print(p.second_encoder.backend)\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=root, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().startswith("onnxruntime")  # the int8 graph on ORT
+    assert done.stderr == ""
