@@ -113,6 +113,9 @@ def test_eval_routers_prints_every_router(
         "| semantic v8 static stage",
         "| semantic v9 cascade",
         "| semantic v9 static stage",
+        "| semantic v10 cascade",
+        "| semantic v10 cascade, numpy",
+        "| semantic v10 static stage",
     ]
     for ln in table:
         cells = ln.split(" | ")
