@@ -41,11 +41,24 @@ class OptionProblem:
         self.key, self.message, self.error, self.hint = key, message, error, hint
 
 
-def _words(key: str, value: Any, allowed: Sequence[str]) -> tuple[bool, str, str]:
+def _shown(value: Any) -> str:
+    """A value as an error quotes it: a hostile policy's 5,000-character string is cut."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _is_file(path: str) -> bool:
+    try:
+        return Path(path).is_file()
+    except (OSError, ValueError):  # a name too long for the file system, a NUL in it
+        return False
+
+
+def _words(value: Any, allowed: Sequence[str]) -> tuple[bool, str, str]:
     known = ", ".join(allowed)
     return (
         isinstance(value, str) and value in allowed,
-        f"must be one of {known}, got {value!r}",
+        f"must be one of {known}, got {_shown(value)}",
         f"use one of {known}",
     )
 
@@ -54,26 +67,26 @@ def _check(key: str, value: Any) -> tuple[bool, str, str]:
     """(ok, what is wrong, hint) for one known option's value."""
     number = isinstance(value, int | float) and not isinstance(value, bool)
     if key == "release":
-        return _words(key, value, list(RELEASES))  # in release order: v4 ... v10
+        return _words(value, list(RELEASES))  # in release order: v4 ... v10
     if key == "backend":
-        return _words(key, value, BACKENDS)
+        return _words(value, BACKENDS)
     if key == "dtype":
-        return _words(key, value, DTYPES)
+        return _words(value, DTYPES)
     if key in _FRACTIONS:
         ok = number and 0 <= value <= 1
-        return ok, f"must be between 0 and 1, got {value!r}", "a probability, e.g. 0.5"
+        return ok, f"must be between 0 and 1, got {_shown(value)}", "a probability, e.g. 0.5"
     if key in _COUNTS:
         ok = number and isinstance(value, int) and value >= 0
         hint = "threads: 1 (0 leaves BLAS alone); cache: 1024 (0 disables)"
-        return ok, f"must be a whole number of at least 0, got {value!r}", hint
+        return ok, f"must be a whole number of at least 0, got {_shown(value)}", hint
     if key in _SWITCHES:
         return (
             isinstance(value, bool),
-            f"must be true or false, got {value!r}",
+            f"must be true or false, got {_shown(value)}",
             "write true or false, unquoted",
         )
     ok = isinstance(value, str) and bool(value.strip())  # data: another router file
-    return ok, f"must be a file path, got {value!r}", "a router .npz file"
+    return ok, f"must be a file path, got {_shown(value)}", "a router .npz file"
 
 
 def _unknown(key: str) -> OptionProblem:
@@ -81,7 +94,7 @@ def _unknown(key: str) -> OptionProblem:
 
     near = difflib.get_close_matches(key, KNOWN, n=1)
     hint = f"did you mean `{near[0]}`?" if near else "known: " + ", ".join(KNOWN)
-    return OptionProblem(key, f"unknown risk option {key!r} (ignored)", False, hint)
+    return OptionProblem(key, f"unknown risk option {_shown(key)} (ignored)", False, hint)
 
 
 def option_problems(options: Mapping[str, Any], *, files: bool = True) -> list[OptionProblem]:
@@ -96,9 +109,10 @@ def option_problems(options: Mapping[str, Any], *, files: bool = True) -> list[O
         ok, wrong, hint = _check(key, value)
         if not ok:
             out.append(OptionProblem(key, f"risk.options.{key} {wrong}", True, hint))
-        elif key == "data" and files and not Path(value).is_file():
+        elif key == "data" and files and not _is_file(value):
             hint = "the path is read from the working directory"
-            out.append(OptionProblem(key, f"risk.options.data: no such file {value!r}", True, hint))
+            shown = f"risk.options.data: no such file {_shown(value)}"
+            out.append(OptionProblem(key, shown, True, hint))
     int8 = MINILM_KINDS.get(str(options.get("release") or DEFAULT_RELEASE)) == "minilm-q8"
     if options.get("backend") == "onnxruntime" and options.get("dtype") == "float64" and not int8:
         out.append(

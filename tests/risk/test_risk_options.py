@@ -99,3 +99,18 @@ def test_a_missing_data_file_is_refused_not_a_quiet_fallback(tmp_path: Any) -> N
     with pytest.raises(RiskSettingsError, match="no such file"):
         make_profiler(RiskSettings(options={"data": missing}))
     assert option_problems({"data": missing}, files=False) == []
+
+
+@given(
+    st.one_of(
+        st.text(min_size=1, max_size=8).map(lambda t: t + "\x00"),
+        st.integers(300, 6000).map(lambda n: "x" * n),
+    )
+)
+@settings(max_examples=40, deadline=None)
+def test_a_hostile_data_path_is_one_short_line(path: str) -> None:
+    """A NUL in the name or a name longer than the file system takes made ``Path.is_file``
+    raise (a traceback from ``loomc run``); the message quotes at most 60 characters of it."""
+    error = first_error({"data": path})
+    assert error is not None and error.startswith("risk.options.data: no such file ")
+    assert len(error) < 120 and "\n" not in error
