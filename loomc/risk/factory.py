@@ -41,16 +41,9 @@ def make_keywords(settings: RiskSettings) -> KeywordProfiler:
 def make_profiler(settings: RiskSettings, *, minilm: MiniLMFinder | None = None) -> RiskProfiler:
     """Return the configured profiler; ``semantic`` falls back to keywords with a ``notice``,
     ``auto`` silently (the reason is kept on ``fallback``). ``minilm``: see the module doc."""
-    from loomc.risk.options import first_error
-
-    error = first_error(settings.options)
-    if error is not None:  # before anything is built: run, eval, serve and doctor say it alike
-        raise RiskSettingsError(f"policy risk section: {error}")
-    if settings.profiler == "reference":
-        return ReferenceProfiler()
     keywords = make_keywords(settings)
     if settings.profiler in ("semantic", "auto"):
-        try:
+        try:  # it checks ``risk.options`` first (``loomc.risk.options``), even on a light install
             from loomc.risk.semantic import SemanticProfiler
 
             if minilm is None:
@@ -68,7 +61,12 @@ def make_profiler(settings: RiskSettings, *, minilm: MiniLMFinder | None = None)
                 keywords.notice = f"{reason} (install: {INSTALL_HINT})"
             return keywords
         return profiler
-    return keywords
+    from loomc.risk.options import first_error
+
+    error = first_error(settings.options)
+    if error is not None:  # refused alike by run, eval, serve and doctor, whichever profiler
+        raise RiskSettingsError(f"policy risk section: {error}")
+    return ReferenceProfiler() if settings.profiler == "reference" else keywords
 
 
 def describe(settings: RiskSettings, *, minilm: MiniLMFinder | None = None) -> tuple[bool, str]:

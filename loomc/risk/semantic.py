@@ -123,7 +123,14 @@ class SemanticProfiler:
         minilm: Callable[[], Path | None] = installed_dir,
     ) -> None:
         """``minilm`` finds the MiniLM weights folder, or returns None where there is none: the
-        installed package by default; a caller (or a test) may point elsewhere or hide it."""
+        installed package by default; a caller (or a test) may point elsewhere or hide it.
+        ValueError for a ``risk.options`` value it cannot take (before numpy is asked for, so a
+        light install refuses it too)."""
+        from loomc.risk.options import first_error
+
+        error = first_error(settings.options)
+        if error is not None:
+            raise ValueError(error)
         needs_numpy()
         self.settings = settings
         self.keywords = keywords
