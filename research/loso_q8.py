@@ -28,9 +28,8 @@ import argparse
 import json
 import sys
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -47,9 +46,9 @@ from loomc.risk.router import router_features  # noqa: E402
 from loomc.risk.signals import hazard_floor, signal_vector, situation_floor  # noqa: E402
 
 
-@dataclass(frozen=True)
-class Recipe:
-    """How a release is trained and served, everything but its rows."""
+class Recipe(NamedTuple):
+    """How a release is trained and served, everything but its rows (a NamedTuple, not a
+    dataclass: the tests load this script without registering it as a module)."""
 
     second: str  # the MiniLM stage's encoder: "minilm" (float64) or "minilm-q8"
     signals: str | bool  # False: v4's features; "v9": and every signal column up to v9's
@@ -80,8 +79,7 @@ V10 = Recipe("minilm-q8", False, ("situation-floor",), 0.02)
 V11 = Recipe("minilm-q8", "v9", ("hazard-floor",), 0.03)
 
 
-@dataclass(frozen=True)
-class Run:
+class Run(NamedTuple):
     """One round's LOSO: the files a fold may learn from, the folds, the recipes."""
 
     files: tuple[str, ...]
