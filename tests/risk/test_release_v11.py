@@ -110,6 +110,8 @@ def test_v11_files_record_what_made_them(v11: Any) -> None:
         meta = meta_of(path)
         assert (meta["cost_high"], meta["delta"], meta["cascade_mode"]) == (6.0, 0.03, "decide")
         assert meta["signals"] == "v9"
+    # the band's cap: 0.20, shipped by the rule written before the LOSO (evals/routing/README.md)
+    assert meta_of(v11.data_path)["max_defer"] == 0.2
 
 
 def test_v11_serves_the_int8_minilm(v11: Any) -> None:
