@@ -1,7 +1,7 @@
 """MiniLM's forward pass on numpy versus ONNX Runtime (float32, int8): time, load and agreement.
 
     PYTHONPATH=. python benchmarks/bench_minilm_backends.py [--rounds 3]
-        [--skip-agreement] [--skip-latency] [--with-int8]
+        [--skip-agreement] [--skip-latency] [--with-int8] [--q8-only]
 
 Why: issue 17 item 3 asks for 5 ms a prompt on one core; the cascade's MiniLM stage (numpy,
 ``loomc.risk.minilm``) costs 12-48 ms on the prompts it decides. This script answers whether
@@ -25,7 +25,7 @@ float) and ``ort-int8-pc`` (per channel), ort11's kernel-dependent variants.
    embedding against numpy float64, and how many v7/v8/v9 decisions (the level) change when the
    MiniLM stage's embedding comes from each float backend instead of numpy float32; for the
    int8 pair, ORT-q8 against the numpy-q8 reference: max |delta|, how many prompts differ by
-   more than 1e-5 (a code rounded differently somewhere in the pass), and how many v10
+   more than 1e-5 (a code rounded differently somewhere in the pass), and how many v10 and v11
    decisions change.
 """
 
@@ -53,7 +53,7 @@ from loomc.risk.factory import make_profiler  # noqa: E402
 from loomc.risk.minilm import MiniLM  # noqa: E402
 from loomc.risk.minilm_ort import OrtMiniLM  # noqa: E402
 from loomc.risk.minilm_q8 import MiniLMQ8, OrtMiniLMQ8  # noqa: E402
-from loomc.risk.releases import RELEASES  # noqa: E402
+from loomc.risk.releases import MINILM_KINDS, RELEASES  # noqa: E402
 
 SEED = ROOT.parent / "shared" / "reference" / "seed-evals" / "adaptive-routing-v1.jsonl"
 LENGTHS = (16, 32, 64, 128)
@@ -91,13 +91,11 @@ def int8(per_channel: bool) -> Callable[[Any], Any]:
     return quantize
 
 
-def backends(with_int8: bool = False) -> dict[str, Any]:
-    encs: dict[str, Any] = {
-        "numpy": MiniLM("float32"),
-        "ort-fp32": OrtMiniLM(),
-        "ort-q8": OrtMiniLMQ8(),
-        "numpy-q8": MiniLMQ8(),
-    }
+def backends(with_int8: bool = False, q8_only: bool = False) -> dict[str, Any]:
+    encs: dict[str, Any] = {"ort-q8": OrtMiniLMQ8(), "numpy-q8": MiniLMQ8()}
+    if q8_only:
+        return encs
+    encs = {"numpy": MiniLM("float32"), "ort-fp32": OrtMiniLM(), **encs}
     if with_int8:
         encs["ort-int8"] = OrtMiniLM(quantize=int8(False))
         encs["ort-int8-pc"] = OrtMiniLM(quantize=int8(True))
@@ -196,7 +194,8 @@ class Served:
 def agreement(encs: dict[str, Any]) -> None:
     files = [*sorted((ROOT / "evals/routing").glob("*.jsonl")), SEED]
     prompts = list(dict.fromkeys(str(r["prompt"]) for f in files for r in load_rows(f)))
-    ref = MiniLM("float64").encode(prompts)
+    floats = [k for k in encs if not k.endswith("-q8")]
+    ref = MiniLM("float64").encode(prompts) if floats else None  # --q8-only: not needed
     tables: dict[str, dict[str, Any]] = {}
     print(f"\nagreement: {len(prompts)} distinct prompts ({len(files)} files)")
     print("| backend | max abs delta vs float64 | encode CPU s |\n|---|---|---|")
@@ -205,9 +204,11 @@ def agreement(encs: dict[str, Any]) -> None:
         emb = e.encode(prompts)
         cpu = time.process_time() - t
         tables[k] = dict(zip(prompts, emb, strict=True))
-        print(f"| {k} | {float(np.abs(emb - ref).max()):.2e} | {cpu:.1f} |")
+        gap = "-" if ref is None else f"{float(np.abs(emb - ref).max()):.2e}"
+        print(f"| {k} | {gap} | {cpu:.1f} |")
     q8_agreement(prompts, tables)
-    floats = [k for k in encs if not k.endswith("-q8")]
+    if not floats:
+        return
     print("\n| release | MiniLM-decided | " + " | ".join(f"{k} changed" for k in floats) + " |")
     print("|---" * (len(floats) + 2) + "|")
     for rel in ("v7", "v8", "v9"):
@@ -228,7 +229,8 @@ def agreement(encs: dict[str, Any]) -> None:
 
 
 def q8_agreement(prompts: list[str], tables: dict[str, dict[str, Any]]) -> None:
-    """ORT-q8 against the numpy-q8 reference: embeddings, and v10's decisions from each."""
+    """ORT-q8 against the numpy-q8 reference: embeddings, and each int8 release's decisions
+    (v10, v11) from each."""
     ref = np.stack([tables["numpy-q8"][p] for p in prompts])
     got = np.stack([tables["ort-q8"][p] for p in prompts])
     gap = np.abs(got - ref).max(axis=1)
@@ -237,18 +239,20 @@ def q8_agreement(prompts: list[str], tables: dict[str, dict[str, Any]]) -> None:
     )
     for edge in (1e-6, 1e-5, 1e-3, 1e-2):
         print(f"  prompts above {edge:g}: {int(np.sum(gap > edge))} of {len(prompts)}")
-    if "v10" not in RELEASES:
-        return
-    prof = make_profiler(RiskSettings(profiler="semantic", options={"release": "v10", "cache": 0}))
-    levels = {}
-    for k in ("numpy-q8", "ort-q8"):
-        prof._second_encoder = Served(tables[k])
-        out = prof.profile_many(prompts)
-        levels[k] = [p.level for p in out]
-        if k == "numpy-q8":
-            band = sum(any("decided by MiniLM" in r for r in p.reasons) for p in out)
-    changed = sum(a != b for a, b in zip(levels["numpy-q8"], levels["ort-q8"], strict=True))
-    print(f"  v10 decisions: {band} MiniLM-decided; {changed} differ between numpy-q8 and ort-q8")
+    for rel in [r for r, kind in MINILM_KINDS.items() if kind == "minilm-q8" and r in RELEASES]:
+        opts = {"release": rel, "cache": 0}
+        prof = make_profiler(RiskSettings(profiler="semantic", options=opts))
+        levels = {}
+        for k in ("numpy-q8", "ort-q8"):
+            prof._second_encoder = Served(tables[k])
+            out = prof.profile_many(prompts)
+            levels[k] = [p.level for p in out]
+            if k == "numpy-q8":
+                band = sum(any("decided by MiniLM" in r for r in p.reasons) for p in out)
+        changed = sum(a != b for a, b in zip(levels["numpy-q8"], levels["ort-q8"], strict=True))
+        print(
+            f"  {rel} decisions: {band} MiniLM-decided; {changed} differ between numpy-q8 and ort-q8"
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -257,8 +261,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--skip-latency", action="store_true")
     ap.add_argument("--skip-agreement", action="store_true")
     ap.add_argument("--with-int8", action="store_true", help="also ort11's quantize_dynamic arms")
+    ap.add_argument(
+        "--q8-only", action="store_true", help="only the int8 pair (the int8 releases' count)"
+    )
     args = ap.parse_args(argv)
-    encs = backends(args.with_int8)
+    encs = backends(args.with_int8, args.q8_only)
     for e in encs.values():
         e.load()
     if not args.skip_latency:

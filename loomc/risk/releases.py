@@ -14,7 +14,8 @@ MiniLM embeddings (its meta says ``encoder_kind``) is served by MiniLM alone.
 
 Releases (``risk.options.release``): ``v4``, ``v6``, ``v7`` (the default from the seventh
 sealed split to the eighth), ``v8`` (the default since the eighth sealed split, by the rule
-written before it was measured: the lowest routing cost of v7, v8 and v9 there) and ``v9``, each trained on more splits and chosen by leave-one-split-out rules written
+written before it was measured: the lowest routing cost of v7, v8 and v9 there), ``v9``, ``v10``
+(v8's recipe on the int8 MiniLM) and ``v11`` (v9's recipe on it, every spent split in training), each trained on more splits and chosen by leave-one-split-out rules written
 before its sealed split was measured (``evals/routing/README.md``). A classifier whose weights are wider than
 v4's also reads the columns of ``loomc.risk.signals`` (task versus topic, code hazards and, from
 v8, the situations of ``loomc.risk.exposure``; from v9, what the prompt is for,
@@ -38,6 +39,7 @@ RELEASES = {
     "v8": ROUTER_FILE.with_name("router-static-v8.npz"),
     "v9": ROUTER_FILE.with_name("router-static-v9.npz"),
     "v10": ROUTER_FILE.with_name("router-static-v10.npz"),
+    "v11": ROUTER_FILE.with_name("router-static-v11.npz"),
 }
 # The decision rules of ``loomc.risk.signals`` a release applies (chosen by research/loso_router.py).
 RULES: dict[str, tuple[str, ...]] = {
@@ -47,11 +49,12 @@ RULES: dict[str, tuple[str, ...]] = {
     "v8": ("situation-floor",),
     "v9": ("hazard-floor",),
     "v10": ("situation-floor",),
+    "v11": ("hazard-floor",),
 }
 # The MiniLM a release's second stage was trained on (its file's meta, ``encoder_kind``):
 # ``minilm`` (float, ``loomc.risk.minilm``) unless named here. ``minilm-q8`` is the defined
 # int8 MiniLM (``loomc.risk.minilm_q8``), served on ONNX Runtime where it is installed.
-MINILM_KINDS: dict[str, str] = {"v10": "minilm-q8"}
+MINILM_KINDS: dict[str, str] = {"v10": "minilm-q8", "v11": "minilm-q8"}
 DEFAULT_RELEASE = "v8"  # the one line that makes another release the default
 DATA_FILE = RELEASES[DEFAULT_RELEASE]  # the first stage
 SECOND_FILE = RELEASES["v4"].with_name("router-minilm.npz")  # v4's MiniLM stage (not the default's)

@@ -33,7 +33,7 @@ given, they apply to both stages: both are calibrated probabilities of the same 
 ~1e-7), ``threads`` (int, default 1: BLAS threads while MiniLM encodes; 0 leaves BLAS alone),
 ``backend`` (``numpy``, the default, ``auto`` or ``onnxruntime``: MiniLM's, ``loomc.risk.encoders``),
 ``cache`` (int, prompts whose embedding is kept; 0 disables), ``release`` (``v8``, the default,
-``v4``, ``v6``, ``v7``, ``v9`` or ``v10``: which trained pair of files, ``loomc.risk.releases``), ``data`` (path to
+``v4``, ``v6``, ``v7``, ``v9``, ``v10`` or ``v11``: which trained pair of files, ``loomc.risk.releases``), ``data`` (path to
 another file).
 """
 

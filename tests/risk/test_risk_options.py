@@ -50,6 +50,7 @@ values = st.one_of(
             "v8",
             "v9",
             "v10",
+            "v11",
             "v99",
             "onnxruntime",
             "float64",
@@ -74,7 +75,10 @@ def test_an_option_is_an_error_exactly_when_the_documentation_says(opts: dict[st
     warned = {p.key for p in problems if not p.error}
     assert warned == {k for k in opts if k not in KNOWN}
     bad = {k for k, v in opts.items() if k in KNOWN and not _documented_ok(k, v)}
-    int8 = opts.get("release") == "v10"  # the int8 MiniLM has one precision: dtype does not apply
+    int8 = opts.get("release") in (
+        "v10",
+        "v11",
+    )  # the int8 MiniLM has one precision: dtype does not apply
     combo = opts.get("backend") == "onnxruntime" and opts.get("dtype") == "float64" and not int8
     assert errors == bad | ({"backend"} if combo else set())
     for p in problems:

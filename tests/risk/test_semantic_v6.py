@@ -116,6 +116,9 @@ def test_eval_routers_prints_every_router(
         "| semantic v10 cascade",
         "| semantic v10 cascade, numpy",
         "| semantic v10 static stage",
+        "| semantic v11 cascade",
+        "| semantic v11 cascade, numpy",
+        "| semantic v11 static stage",
     ]
     for ln in table:
         cells = ln.split(" | ")

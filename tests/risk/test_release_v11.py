@@ -1,0 +1,161 @@
+"""semantic-v11, a candidate release (branch route11): v9's recipe (v9's signal columns,
+``hazard-floor``, cost 6, delta 0.03, the cascade) with its MiniLM stage on the defined int8
+MiniLM (``loomc.risk.minilm_q8``), trained on v9's twelve files and the spent hard-test-7 and
+hard-test-8 (not ``hard-train-v10-extra``, which broke the seed suite for v8's and v10's
+recipes). Needs the semantic extra (and the ``onnx`` extra for the ORT checks).
+
+Pinned: selectable by name without touching the default (v8), what its files were trained on
+and with, the reference seed suite with and without hints, deterministic decisions, the static
+stage retraining to the shipped file, the earlier releases' files untouched (v4-v10), and the
+same decisions from either int8 backend (the full corpus count is
+``benchmarks/bench_minilm_backends.py --q8-only``'s).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from needs import need
+from release_checks import (
+    assert_deterministic,
+    assert_files_record,
+    assert_plain_path_reads_the_signal_columns,
+    assert_seed_suite,
+    assert_static_stage_retrains,
+    meta_of,
+    need_semantic_extra,
+    release_profiler,
+)
+
+from loomc.policy.models import RiskSettings
+from loomc.risk.evaluate import load_rows
+from loomc.risk.factory import make_profiler
+from loomc.risk.releases import MINILM_KINDS, RELEASES, RULES, release_of
+from loomc.risk.signals import SIGNAL_NAMES
+
+ROOT = Path(__file__).resolve().parents[2]
+CORPUS = ROOT / "evals" / "routing"
+DATA = ROOT / "loomc" / "risk" / "data"
+V11_FILES = (  # F14: v9's twelve (its meta's corpus), then the two splits spent since
+    "train",
+    "test",
+    "hard-train",
+    "hard-train-v5-extra",
+    "hard-train-v8-extra",
+    "hard-train-v9-extra",
+    "hard-test",
+    "hard-test-2",
+    "hard-test-3",
+    "hard-test-4",
+    "hard-test-5",
+    "hard-test-6",
+    "hard-test-7",
+    "hard-test-8",
+)
+WIDTH = {"v9": len(SIGNAL_NAMES)}
+# Every earlier release's files as shipped: training v11 must not touch them.
+EARLIER = {
+    "router-static.npz": "00f4fe69a34ceadef1907e3f46a7a2bd1d3f9357b33beb8aaec89f7dae54f724",
+    "router-minilm.npz": "b21a584773a35d5e72c051807140535f3b31e972a09e4d3f33a010888118fef4",
+    "router-static-v6.npz": "66d5c61e3b4802bb0f483d826a33433a3a8f22a275e4f3c4943f9df2866d08ef",
+    "router-minilm-v6.npz": "e7187b0ded915ec967d7e4f98808642b83f68e948de8c7361441eed17832afc5",
+    "router-static-v7.npz": "25a1e86a5d9474ef9f9a83c59a89775d17763abadc8f1c41211544d64c581840",
+    "router-minilm-v7.npz": "bbac305fc7af007734c7e5a1771e1e830caae55bab15f93d41f0985d81627945",
+    "router-static-v8.npz": "3882daf157471f3dc88051aa04bba8cfa98a9d5a0fca350502c637e39602c5d3",
+    "router-minilm-v8.npz": "5faa55b91bbb644f6ef27cd36fd4ea42cdaafbd2f1477dd8053b20188f603b5e",
+    "router-static-v9.npz": "0dd5fa33dc8ec1c400dc0753966c1cf360f02a3739820bfc4dac18b806a702c2",
+    "router-minilm-v9.npz": "ca4b02a733d9988c270b08435bf5f3979a47de24ca429dac9f6c65003fccbcd1",
+    "router-static-v10.npz": "5c6859ff9c77baba4fa07422f858c5cc5a6be56d077968891beb60317163e10b",
+    "router-minilm-v10.npz": "1be6c59e9c007fe419d1c4e1fcfa5bc30b8a358fbded30de4764bbdfd7521c87",
+}
+PROMPTS = [
+    "Conjugate the verb 'poison' in the present tense.",
+    "Add a docstring:\n\ndef load(blob):\n    return pickle.loads(blob)",
+    "my 12 seed words are in my notes app, fine?",
+    "¿Cuál es la capital de Australia?",
+    "Le radiateur est branché sur une rallonge enroulée. Quelle couleur pour les rideaux ?",
+    "I take warfarin; is it fine to add a daily aspirin for my knee?",
+]
+
+
+@pytest.fixture(scope="module")
+def v11() -> Any:
+    need_semantic_extra()
+    return release_profiler("v11")
+
+
+def test_earlier_releases_files_are_unchanged() -> None:
+    for name, digest in EARLIER.items():
+        assert hashlib.sha256((DATA / name).read_bytes()).hexdigest() == digest, name
+
+
+def test_v11_is_selected_by_name_and_is_not_the_default(v11: Any) -> None:
+    assert v11.data_path == RELEASES["v11"] and v11.release == "v11"
+    assert release_of({}) == "v8" and release_of({"release": "v11"}) == "v11"
+    default: Any = make_profiler(RiskSettings(profiler="semantic"))
+    assert default.release == "v8" and default.rules == RULES["v8"]
+    assert v11.rules == RULES["v11"] == RULES["v9"] == ("hazard-floor",)
+
+
+def test_v11_files_record_what_made_them(v11: Any) -> None:
+    assert_files_record(v11, "v11", V11_FILES, WIDTH)
+    second = v11.data_path.with_name(v11.router.cascade)
+    assert second.name == "router-minilm-v11.npz"
+    assert meta_of(second)["encoder_kind"] == MINILM_KINDS["v11"] == "minilm-q8"
+    for path in (v11.data_path, second):  # v9's flags
+        meta = meta_of(path)
+        assert (meta["cost_high"], meta["delta"], meta["cascade_mode"]) == (6.0, 0.03, "decide")
+        assert meta["signals"] == "v9"
+    # the band's cap: 0.20, shipped by the rule written before the LOSO (evals/routing/README.md)
+    assert meta_of(v11.data_path)["max_defer"] == 0.2
+
+
+def test_v11_serves_the_int8_minilm(v11: Any) -> None:
+    from loomc.risk.minilm_q8 import MiniLMQ8, OrtMiniLMQ8
+    from loomc.risk.releases import ort_missing
+
+    assert type(v11.second_encoder) is (MiniLMQ8 if ort_missing() else OrtMiniLMQ8)
+    numpy_v11: Any = make_profiler(
+        RiskSettings(profiler="semantic", options={"release": "v11", "backend": "numpy"})
+    )
+    assert type(numpy_v11.second_encoder) is MiniLMQ8
+
+
+@pytest.mark.parametrize("hints", [True, False])
+def test_v11_seed_suite(v11: Any, shared_dir: Path, hints: bool) -> None:
+    assert_seed_suite(v11, shared_dir, hints)
+
+
+def test_v11_is_deterministic_across_calls_and_batches(v11: Any) -> None:
+    assert_deterministic(v11, "v11", PROMPTS)
+
+
+def test_v11_plain_path_reads_the_signal_columns(v11: Any) -> None:
+    assert_plain_path_reads_the_signal_columns(v11, PROMPTS)
+
+
+def test_v11_static_stage_retrains_to_the_shipped_file(v11: Any) -> None:
+    assert_static_stage_retrains(v11, V11_FILES, "v9")
+
+
+def test_v11_decides_alike_on_numpy_and_onnxruntime() -> None:
+    """The same decisions whichever int8 backend serves the band (a sample of every corpus
+    file; every prompt: benchmarks/bench_minilm_backends.py --q8-only)."""
+    need_semantic_extra()
+    for module in ("onnxruntime", "onnx"):
+        need(module)
+    paths = sorted(CORPUS.glob("*.jsonl"))
+    prompts = list(dict.fromkeys(str(r["prompt"]) for p in paths for r in load_rows(p)))[::6]
+    out = {}
+    for backend in ("numpy", "onnxruntime"):
+        opts = {"release": "v11", "backend": backend, "cache": 0}
+        prof: Any = make_profiler(RiskSettings(profiler="semantic", options=opts))
+        out[backend] = prof.profile_many(prompts)
+    levels = {k: [p.level for p in v] for k, v in out.items()}
+    assert levels["numpy"] == levels["onnxruntime"]
+    probs = {k: np.array([p.probability for p in v]) for k, v in out.items()}
+    assert float(np.abs(probs["numpy"] - probs["onnxruntime"]).max()) < 0.05
