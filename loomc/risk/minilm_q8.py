@@ -156,8 +156,8 @@ def accumulate_t(a: Array, wt: Array) -> npt.NDArray[Any]:
     if parts == 1:
         return wt @ a.T
     step = math.ceil(k / parts)
-    acc = np.zeros((wt.shape[0], a.shape[0]), dtype=np.float64)
-    for start in range(0, k, step):
+    acc: npt.NDArray[np.float64] = (wt[:, :step] @ a[:, :step].T).astype(np.float64)
+    for start in range(step, k, step):
         acc += wt[:, start : start + step] @ a[:, start : start + step].T
     return acc
 
