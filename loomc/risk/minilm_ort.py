@@ -203,10 +203,9 @@ def session(model: Any, threads: int = 1, disabled: Sequence[str] = ()) -> Any:
     opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     opts.log_severity_level = 3  # errors only: ORT's warnings would reach a user's terminal
     # No arena and no memory pattern: with them the session keeps the buffers of the longest
-    # prompt it has seen (256 tokens: +67 MiB over the loaded session, freed never), which put
-    # an eval's peak RSS over its 150 MiB; without, a pass's buffers go back to malloc when it
-    # ends (the longest prompt: +24 MiB while it runs) and a pass is no slower (fast9,
-    # benchmarks/README.md).
+    # prompt it has seen (256 tokens: +67 MiB over the loaded session, freed never); without,
+    # a pass's buffers go back to malloc when it ends (the longest prompt: +24 MiB while it
+    # runs) and a pass is no slower (fast9, benchmarks/README.md).
     opts.enable_cpu_mem_arena = False
     opts.enable_mem_pattern = False
     return ort.InferenceSession(
