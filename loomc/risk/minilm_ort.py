@@ -5,7 +5,8 @@ these small shapes (tokens x 384) reach only ~40 GFLOPS on one core through Open
 are ~85 % of a pass. ONNX Runtime's MLAS kernels and fused operators (Gelu, LayerNorm, attention)
 do the same arithmetic with fewer passes over memory.
 
-No torch and no exported file: the graph is built with ``onnx.helper`` at load time, in memory,
+No torch and no exported file: the graph is built as protobuf bytes at load time, in memory
+(``loomc.risk.onnx_bytes``: without importing ``onnx``, whose import held ~11 MiB for good),
 from the packaged ``model.safetensors`` (read as ``minilm.py`` reads it) and run with one intra-op
 and one inter-op thread. The graph follows ``minilm.py`` operator by operator from the summed
 embeddings (word + position + token type 0, gathered in numpy from the memory-mapped table as
@@ -16,7 +17,8 @@ taken in numpy as ``minilm.py`` takes it. Prompts are encoded one at a time, unp
 embedding never depends on its batch. float32 throughout: the embedding differs from numpy's
 float32 one only by summation order (~1e-7).
 
-``onnx`` and ``onnxruntime`` are imported on ``load()`` only (the ``onnx`` extra).
+``onnxruntime`` is imported on ``load()`` only (the ``onnx`` extra); ``onnx`` only by a benchmark's
+``quantize`` hook.
 """
 
 from __future__ import annotations
@@ -31,10 +33,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from loomc.risk import onnx_bytes as ob
 from loomc.risk.minilm import MAX_TOKENS, WORD, MiniLM, TensorFile, model_dir, read_safetensors
 
 Array = npt.NDArray[Any]
 OPSET = 17  # LayerNormalization is in the default domain from 17
+IR_VERSION = 8
 TANH_C, TANH_K = math.sqrt(2.0 / math.pi), 0.044715  # GELU's tanh form (float64 graphs)
 
 
@@ -76,29 +80,24 @@ def _weights(
 def build_graph(
     w: dict[str, Array], heads: int, layers: int, eps: float, precision: str = "float32"
 ) -> Any:
-    """The encoder as an ONNX ModelProto: input ``emb`` ([n, 384], the summed word, position and
+    """The encoder as a serialised ONNX ModelProto (bytes): input ``emb`` ([n, 384], the summed word, position and
     token-type embeddings), output ``pooled`` ([384], the mean of the last hidden states, not
     yet normalised), both in ``precision``: float32, or float64 for the int8 model
     (``loomc.risk.minilm_q8``), whose float parts must match its numpy reference's; ORT has no
     float64 Erf, so that graph's GELU is the tanh form (the reference computes the same)."""
-    from onnx import TensorProto, helper, numpy_helper
-
     ft = np.dtype(precision)
-    tt = TensorProto.DOUBLE if ft == np.float64 else TensorProto.FLOAT
-    nodes: list[Any] = []
-    inits = [
-        numpy_helper.from_array(v.astype(ft) if v.dtype.kind == "f" else v, name=k)
-        for k, v in w.items()
-    ]
+    tt = ob.DOUBLE if ft == np.float64 else ob.FLOAT
+    nodes: list[bytes] = []
+    inits = [ob.tensor(k, v.astype(ft) if v.dtype.kind == "f" else v) for k, v in w.items()]
     d = int(w["emb_ln.weight"].shape[0])
     hd = d // heads
 
     def const(name: str, value: Array) -> str:
-        inits.append(numpy_helper.from_array(value, name=name))
+        inits.append(ob.tensor(name, value))
         return name
 
     def node(op: str, inputs: list[str], out: str, **attrs: Any) -> str:
-        nodes.append(helper.make_node(op, inputs, [out], name=out, **attrs))
+        nodes.append(ob.node(op, inputs, [out], out, **attrs))
         return out
 
     split = const("split3", np.array([d, d, d], dtype=np.int64))
@@ -108,7 +107,7 @@ def build_graph(
     one = const("one", np.array(1.0, dtype=ft))
     half = const("half", np.array(0.5, dtype=ft))
     # Only the GELU form the graph uses: ORT warns on stderr about every unused initializer.
-    if tt == TensorProto.DOUBLE:
+    if tt == ob.DOUBLE:
         tanh_c = const("tanh_c", np.array(TANH_C, dtype=ft))
         tanh_k = const("tanh_k", np.array(TANH_K, dtype=ft))
     else:
@@ -129,12 +128,12 @@ def build_graph(
         xin = x
         if f"{key}.keep" in w:  # outlier channels: zeroed here, their float product added below
             xin = node("Mul", [x, f"{key}.keep"], out + ".kept")
-        if tt == TensorProto.DOUBLE:  # DynamicQuantizeLinear reads float32
-            xin = node("Cast", [xin], out + ".x32", to=TensorProto.FLOAT)
-        nodes.append(helper.make_node("DynamicQuantizeLinear", [xin], [q, s, z], name=out + ".dq"))
+        if tt == ob.DOUBLE:  # DynamicQuantizeLinear reads float32
+            xin = node("Cast", [xin], out + ".x32", to=ob.FLOAT)
+        nodes.append(ob.node("DynamicQuantizeLinear", [xin], [q, s, z], out + ".dq"))
         acc = node("MatMulInteger", [q, key, z], out + ".mmi")
         real = node("Cast", [acc], out + ".acc", to=tt)
-        if tt == TensorProto.DOUBLE:
+        if tt == ob.DOUBLE:
             s = node("Cast", [s], out + ".xs64", to=tt)
         scale = node("Mul", [s, f"{key}.scale"], out + ".scale")
         if f"{key}.keep" not in w:
@@ -147,7 +146,7 @@ def build_graph(
     for i in range(layers):
         qkv = linear(x, f"{i}.qkv", f"l{i}.qkv")
         q, k, v = (f"l{i}.{c}" for c in "qkv")
-        nodes.append(helper.make_node("Split", [qkv, split], [q, k, v], name=f"l{i}.split", axis=1))
+        nodes.append(ob.node("Split", [qkv, split], [q, k, v], f"l{i}.split", axis=1))
         qh = node(
             "Transpose", [node("Reshape", [q, heads_shape], f"l{i}.qr")], f"l{i}.qh", perm=[1, 0, 2]
         )
@@ -166,7 +165,7 @@ def build_graph(
         attn = node("Add", [linear(ctx, f"{i}.attn_out", f"l{i}.attn"), x], f"l{i}.res1")
         x = layer_norm(attn, f"{i}.ln1", f"l{i}.ln1")
         h = linear(x, f"{i}.inter", f"l{i}.inter")
-        if tt == TensorProto.DOUBLE:  # tanh GELU: x (1 + tanh(c (x + k x^3))) / 2
+        if tt == ob.DOUBLE:  # tanh GELU: x (1 + tanh(c (x + k x^3))) / 2
             cube = node("Mul", [node("Mul", [h, h], f"l{i}.h2"), h], f"l{i}.h3")
             inner = node("Add", [h, node("Mul", [cube, tanh_k], f"l{i}.kh3")], f"l{i}.gi")
             erf = node("Tanh", [node("Mul", [inner, tanh_c], f"l{i}.gs")], f"l{i}.erf")
@@ -180,21 +179,21 @@ def build_graph(
         out = node("Add", [linear(g, f"{i}.out", f"l{i}.out"), x], f"l{i}.res2")
         x = layer_norm(out, f"{i}.ln2", f"l{i}.ln2")
     node("ReduceMean", [x], "pooled", axes=[0], keepdims=0)
-    graph = helper.make_graph(
+    return ob.model(
         nodes,
         "minilm",
-        [helper.make_tensor_value_info("emb", tt, ["n", d])],
-        [helper.make_tensor_value_info("pooled", tt, [d])],
+        [ob.value_info("emb", tt, ["n", d])],
+        [ob.value_info("pooled", tt, [d])],
         inits,
+        OPSET,
+        IR_VERSION,
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
-    model.ir_version = 8
-    return model
 
 
 def session(model: Any, threads: int = 1, disabled: Sequence[str] = ()) -> Any:
-    """An ORT session over ``model`` (a ModelProto): ``threads`` intra-op threads (0: ORT's
-    default), one inter-op thread, sequential, every graph optimisation but ``disabled``."""
+    """An ORT session over ``model`` (serialised bytes, or a ModelProto): ``threads`` intra-op
+    threads (0: ORT's default), one inter-op thread, sequential, every graph optimisation but
+    ``disabled``."""
     import onnxruntime as ort
 
     opts = ort.SessionOptions()
@@ -203,8 +202,14 @@ def session(model: Any, threads: int = 1, disabled: Sequence[str] = ()) -> Any:
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     opts.log_severity_level = 3  # errors only: ORT's warnings would reach a user's terminal
+    # No arena and no memory pattern: with them the session keeps the buffers of the longest
+    # prompt it has seen (256 tokens: +67 MiB over the loaded session, freed never); without,
+    # a pass's buffers go back to malloc when it ends (the longest prompt: +24 MiB while it
+    # runs) and a pass is no slower (fast9, benchmarks/README.md).
+    opts.enable_cpu_mem_arena = False
+    opts.enable_mem_pattern = False
     return ort.InferenceSession(
-        model.SerializeToString(),
+        model if isinstance(model, bytes) else model.SerializeToString(),
         opts,
         providers=["CPUExecutionProvider"],
         disabled_optimizers=list(disabled) or None,
@@ -246,8 +251,10 @@ class OrtMiniLM(MiniLM):
         self._word = read_safetensors(model_file)[WORD]
         model = build_graph(w, heads, layers, float(config["layer_norm_eps"]), self.precision)
         del w
-        if self.quantize is not None:
-            model = self.quantize(model)
+        if self.quantize is not None:  # a benchmark's quantiser takes a ModelProto
+            import onnx
+
+            model = self.quantize(onnx.load_from_string(model))
         self._session = session(model, self.threads, self.disabled_optimizers)
         self._tokenizer = WordPiece(path / "vocab.txt", MAX_TOKENS)
         self.load_seconds = time.perf_counter() - start

@@ -115,14 +115,21 @@ def activations(x: Array) -> tuple[npt.NDArray[np.float32], np.float32]:
     Every step in float32 as ORT takes it (MLAS: x cast to float32, scale = (max - min) / 255,
     zero point = round(-min / scale), q = round(x / scale) + zero point, rounding half to even,
     clipped to [0, 255]), so equal inputs give equal codes."""
+    return _codes(np.array(x, dtype=np.float32))
+
+
+def _codes(x32: npt.NDArray[np.float32]) -> tuple[npt.NDArray[np.float32], np.float32]:
+    """``activations`` of ``x32`` (float32), overwriting it: the same float32 operations in
+    the same order, without a temporary per step (fast9)."""
     f = np.float32
-    x32 = np.asarray(x, dtype=f)
     lo, hi = min(f(0), x32.min()), max(f(0), x32.max())
     scale = f((hi - lo) / f(255))
     if scale == 0:
-        return np.zeros(x32.shape, dtype=f), scale
+        x32[...] = 0
+        return x32, scale
     zp = np.clip(np.rint(f(0) - lo / scale), 0, 255)
-    q = np.rint(x32 / scale)
+    q = np.divide(x32, scale, out=x32)
+    np.rint(q, out=q)
     q += zp
     np.clip(q, 0, 255, out=q)
     q -= zp
@@ -133,12 +140,25 @@ def accumulate(a: Array, wq: Array) -> npt.NDArray[np.float64]:
     """The integer product ``a @ wq`` (both float32 integer-valued: (q_x - zp) and q_w (in,
     out)), exact: float32 matmuls over chunks of at most ``EXACT_K`` rows of ``wq``, summed in
     float64 (every partial sum an integer below 2^24, so any summation order gives it)."""
-    k = wq.shape[0]
+    return np.ascontiguousarray(accumulate_t(a, np.ascontiguousarray(wq.T)).T)
+
+
+def accumulate_t(a: Array, wt: Array) -> npt.NDArray[Any]:
+    """``accumulate``'s product transposed, (out, tokens), from the weight as stored (``wt``:
+    (out, in)): ``wt @ a.T`` in chunks of at most ``EXACT_K`` input channels, each chunk exact
+    in float32. Why transposed: OpenBLAS's sgemm at these shapes (a few tokens x 384 by 384 x
+    1,536) runs 1.1-1.6x faster with the weight as the left (out, in) operand than as the
+    right one (benchmarks/README.md, fast9); the integers are the same whatever the layout. One
+    chunk (k = 384) is returned as float32 (exact integers; the caller's float64 product widens
+    them exactly), two or more are summed in float64."""
+    k = wt.shape[1]
     parts = max(1, math.ceil(k / EXACT_K))
+    if parts == 1:
+        return wt @ a.T
     step = math.ceil(k / parts)
-    acc = np.zeros((a.shape[0], wq.shape[1]), dtype=np.float64)
-    for start in range(0, k, step):
-        acc += a[:, start : start + step] @ wq[start : start + step]
+    acc: npt.NDArray[np.float64] = (wt[:, :step] @ a[:, :step].T).astype(np.float64)
+    for start in range(step, k, step):
+        acc += wt[:, start : start + step] @ a[:, start : start + step].T
     return acc
 
 
@@ -188,9 +208,10 @@ class MiniLMQ8(MiniLM):
         super().__init__("float64", threads=threads, path=path)
 
     def _weights(self, raw: TensorFile, dt: np.dtype[Any]) -> dict[str, Array]:
-        """Linear weights as float32 integers (in, out) with their scales; the rest in ``dt``.
-        Quantised as each is read (minilm_ort._weights), then widened one at a time: no more
-        than the int8 set (~11 MB), one float32 linear weight and the float32 result are held."""
+        """Linear weights as float32 integers, stored (out, in) (``accumulate_t``), with their
+        scales; the rest in ``dt``. Quantised as each is read (minilm_ort._weights), then
+        widened one at a time: no more than the int8 set (~11 MB), one float32 linear weight
+        and the float32 result are held."""
         src = float_weights(raw, self.layers, quantise_linear)  # int8 as read
         w: dict[str, Array] = {
             "pos": raw["embeddings.position_embeddings.weight"].astype(dt),
@@ -199,7 +220,7 @@ class MiniLMQ8(MiniLM):
         for key in list(src):
             value = src.pop(key)
             if value.dtype == np.int8:
-                w[key] = value.astype(np.float32)
+                w[key] = np.ascontiguousarray(value.T, dtype=np.float32)
             elif key.endswith((".keep", ".oidx")):
                 w[key] = value
             else:
@@ -221,13 +242,24 @@ class MiniLMQ8(MiniLM):
         return inner
 
     def _linear(self, x: Array, key: str, residual: Array | None = None) -> Array:
-        keep = self._w.get(f"{key}.keep")
-        a, xs = activations(x if keep is None else x * keep)
-        out = accumulate(a, self._w[key])
-        out *= np.float64(xs) * self._w[f"{key}.scale"]  # float64, as the graph's Mul
+        """The int8 linear layer: the same float64 operations in the same order as its
+        definition (module docstring), each into one output buffer (fast9): codes from a
+        float32 copy of ``x`` (outlier channels zeroed by ``keep``), the exact integer product,
+        times the two scales, plus the outlier channels' float product, the bias, the residual."""
+        w = self._w
+        keep = w.get(f"{key}.keep")
+        x32 = np.empty(x.shape, dtype=np.float32)
+        if keep is None:
+            np.copyto(x32, x, casting="same_kind")
+        else:  # x * keep in float64, then cast: a product by 0 or 1 is exact in either
+            np.multiply(x, keep, out=x32, casting="same_kind")
+        a, xs = _codes(x32)
+        wt = w[key]
+        out = np.empty((x.shape[0], wt.shape[0]), dtype=np.float64)
+        np.multiply(accumulate_t(a, wt).T, np.float64(xs) * w[f"{key}.scale"], out=out)
         if keep is not None:  # the outlier channels' float product
-            out += x[:, self._w[f"{key}.oidx"]] @ self._w[f"{key}.orows"]
-        out += self._w[f"{key}_b"]
+            out += x[:, w[f"{key}.oidx"]] @ w[f"{key}.orows"]
+        out += w[f"{key}_b"]
         if residual is not None:
             out += residual
         return out

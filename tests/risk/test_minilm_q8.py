@@ -140,7 +140,7 @@ def ort_q8() -> Any:
 def test_graph_weights_are_seven_bit_so_no_kernel_saturates(ort_q8: Any) -> None:
     """Every MatMulInteger's weight is int8 within [-63, 63]: a u8 x s8 pair sum then fits
     int16 (vpmaddubsw on AVX2 without VNNI), so every kernel computes the same integers."""
-    from onnx import numpy_helper
+    from onnx import load_from_string, numpy_helper
 
     from loomc.risk.minilm_ort import build_graph
     from loomc.risk.minilm_q8 import quantised
@@ -161,7 +161,7 @@ def test_graph_weights_are_seven_bit_so_no_kernel_saturates(ort_q8: Any) -> None
         w[f"0.{key}_b"] = np.zeros(o, np.float32)
     for key in ("ln1", "ln2"):
         w[f"0.{key}.weight"], w[f"0.{key}.bias"] = np.ones(d, np.float32), np.zeros(d, np.float32)
-    model = build_graph(quantised(w, layers, {"0.inter": (3,)}), 2, layers, 1e-12)
+    model = load_from_string(build_graph(quantised(w, layers, {"0.inter": (3,)}), 2, layers, 1e-12))
     inits = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
     mmi = [n for n in model.graph.node if n.op_type == "MatMulInteger"]
     float_mm = [n for n in model.graph.node if n.op_type == "MatMul" and n.input[1] in inits]
