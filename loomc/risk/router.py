@@ -46,6 +46,43 @@ def similarities(emb: npt.NDArray[Any], index: npt.NDArray[Any]) -> npt.NDArray[
     return np.hstack([emb @ index[i : i + SIM_BLOCK].T for i in range(0, len(index), SIM_BLOCK)])
 
 
+# How far below the k-th nearest (or the nearest of a label) a row's float32 similarity may lie
+# and still be re-scored in float64: for unit vectors the float32 product is within
+# dim x 2^-24 x sum|a_i b_i| <= 384 x 6e-8 ~ 2.3e-5 of the float64 one (plus the query's own
+# rounding, ~6e-8), so a row further below than this cannot be among the k nearest, nor the
+# nearest escalating or direct prompt, whichever way the rounding went.
+RESCORE_MARGIN = 1e-3
+
+
+def neighbour_similarities(
+    emb: npt.NDArray[Any], index32: npt.NDArray[Any], labels: FloatArray, k: int = KNN_K
+) -> FloatArray:
+    """The float64 similarities ``knn_features`` reads, from a float32 index (exact: the file
+    stores float16), for rows of ``emb`` (float64).
+
+    Why not one float64 product: the index in float64 is twice the memory (v11: 7.2 MB a
+    stage, of an eval's 150 MiB budget) and the product twice the time. The float32 product
+    ranks every row; the few within ``RESCORE_MARGIN`` of the k-th nearest or of the nearest of
+    either label are re-scored in float64, and only those reach ``knn_features``: the rest keep
+    their float32 value, which lies below every similarity ``knn_features`` reads."""
+    import numpy as np
+
+    emb64 = np.asarray(emb, dtype=np.float64)
+    sims = similarities(emb64.astype(np.float32), index32).astype(np.float64)
+    n = sims.shape[1]
+    if n == 0:
+        return sims
+    kth = np.partition(sims, n - min(k, n), axis=1)[:, n - min(k, n)]
+    has = labels > 0
+    top_pos = np.where(has[None, :], sims, -1.0).max(axis=1)
+    top_neg = np.where(has[None, :], -1.0, sims).max(axis=1)
+    floor = np.minimum(kth, np.minimum(top_pos, top_neg)) - RESCORE_MARGIN
+    for r in range(len(sims)):
+        idx = np.flatnonzero(sims[r] >= floor[r])
+        sims[r, idx] = index32[idx].astype(np.float64) @ emb64[r]
+    return sims
+
+
 def knn_features(sims: FloatArray, labels: FloatArray, k: int = KNN_K) -> FloatArray:
     """Nearest-neighbour evidence from cosine similarities to the labelled train prompts:
     the similarity-weighted share of escalating prompts among the ``k`` nearest, and the
@@ -85,8 +122,8 @@ def classifier_input(
     ``columns`` signal columns), computed only then and only as wide as the weights read."""
     import numpy as np
 
-    sims = similarities(emb.astype(np.float64), router.train_emb64)
-    knn = knn_features(sims, np.array(router.train_labels, dtype=np.float64))
+    labels = np.array(router.train_labels, dtype=np.float64)
+    knn = knn_features(neighbour_similarities(emb, router.train_emb, labels), labels)
     width = router.weights.shape[0]
     base = emb.shape[1] + kw.reshape(len(emb), -1).shape[1] + knn.shape[1]
     if extra is None or width <= base:
@@ -111,9 +148,9 @@ class RouterWeights:
     train_ids: tuple[str, ...]
     train_labels: tuple[bool, ...]
     train_levels: tuple[str, ...]
-    # float64, as the features read them: exact (the file stores float16). The float32 copy the
-    # explanation reads is made only for a router that explains (``train_emb``).
-    train_emb64: npt.NDArray[np.float64]
+    # float32, exact (the file stores float16): the explanation's nearest prompts read it as is,
+    # the features through ``neighbour_similarities`` (float64 where it matters).
+    train_emb: npt.NDArray[np.float32]
     encoder: str = "minilm"  # which embeddings it was trained on: "minilm" or "static"
     # The cascade: prompts with cascade_low < P < cascade_high go on to the file named (beside
     # this one), whose encoder is MiniLM; None when the file decides every prompt itself.
@@ -151,22 +188,13 @@ class RouterWeights:
             train_ids=tuple(str(s) for s in z["train_ids"]),
             train_labels=tuple(bool(b) for b in z["train_labels"]),
             train_levels=tuple(str(s) for s in z["train_levels"]),
-            train_emb64=np.asarray(z["train_emb"], dtype=np.float64),
+            train_emb=np.ascontiguousarray(z["train_emb"], dtype=np.float32),
             encoder="static" if meta.get("encoder_kind") == "static" else "minilm",
             cascade=meta.get("cascade") if "cascade_low" in z else None,
             cascade_low=float(z["cascade_low"]) if "cascade_low" in z else 0.0,
             cascade_high=float(z["cascade_high"]) if "cascade_high" in z else 0.0,
             cascade_mode=str(meta.get("cascade_mode", "decide")),
         )
-
-    @property
-    def train_emb(self) -> npt.NDArray[np.float32]:
-        """The train embeddings in float32 (exact: float16 in the file), for the explanation's
-        nearest prompts: made for each batch (~0.3 ms for v8's 1,692 rows) and dropped, not held
-        beside the float64 rows (v8: 2.6 MB a router, of an eval's 150 MiB budget)."""
-        import numpy as np
-
-        return self.train_emb64.astype(np.float32)
 
     def probability(self, x: FloatArray) -> FloatArray:
         """Calibrated P(escalate) for rows of raw features."""

@@ -213,6 +213,9 @@ class SemanticProfiler:
         with self._lazy_lock:
             if self._router is None:
                 self._router = self._load_router(self.data_path)
+                # The same file's fields: the plain reader's copy of the train embeddings
+                # (~3.6 MB for v11) is dropped once no profiler serves prompts through it.
+                self._head = self._router
             return self._router
 
     @property
