@@ -147,7 +147,7 @@ def finetune(
             loss.backward()
             opt.step()
             sched.step()
-            total += float(loss) * len(b)
+            total += float(loss.detach()) * len(b)
             seen += len(b)
         log(
             f"epoch {epoch + 1}/{epochs}: loss {total / seen:.4f} "
@@ -214,8 +214,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     with args.out.open("wb") as fh:
         np.savez_compressed(fh, **delta, meta=np.array(json.dumps(meta, sort_keys=True)))
     size = args.out.stat().st_size / 1024
-    print(f"wrote {args.out} ({size:.0f} KiB, {len(meta['modules'])} modules, "
-          f"{meta['cpu_seconds']} s CPU)")
+    print(
+        f"wrote {args.out} ({size:.0f} KiB, {len(meta['modules'])} modules, "
+        f"{meta['cpu_seconds']} s CPU)"
+    )
     return 0
 
 
