@@ -93,6 +93,7 @@ def finetune(
     lr: float = 5e-4,
     batch: int = 16,
     layers: Sequence[int] | None = None,
+    medium: float = WEIGHT["medium"],
     log: Any = print,
 ) -> dict[str, np.ndarray]:
     """Train and return {``<module>.A``: (r, in), ``<module>.B``: (out, r)} float32."""
@@ -110,7 +111,8 @@ def finetune(
     tok = WordPiece(folder / "vocab.txt", max_tokens)
     ids = [tok.encode(str(r["prompt"])) for r in rows]
     y = torch.tensor([1 if r["expectedEscalation"] else 0 for r in rows])
-    wt = torch.tensor([WEIGHT[str(r["level"])] for r in rows], dtype=torch.float32)
+    weight = {**WEIGHT, "medium": medium}
+    wt = torch.tensor([weight[str(r["level"])] for r in rows], dtype=torch.float32)
     base = BertModel.from_pretrained(str(folder), add_pooling_layer=False)
     blocks = "|".join(str(i) for i in (layers if layers is not None else range(6)))
     mods = "|".join(t.replace(".", r"\.") for t in TARGETS)
@@ -176,6 +178,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--lr", type=float, default=5e-4)
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--layers", type=int, nargs="*", help="blocks to adapt (default: all six)")
+    ap.add_argument(
+        "--medium-weight",
+        type=float,
+        default=WEIGHT["medium"],
+        help="a medium row's loss weight (2: its routing cost; 1: v12b, high 6 vs the rest 1)",
+    )
     args = ap.parse_args(argv)
     rows = load_rows(args.train)
     t0, c0 = time.perf_counter(), time.process_time()
@@ -189,6 +197,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         lr=args.lr,
         batch=args.batch,
         layers=args.layers,
+        medium=args.medium_weight,
         log=lambda s: print(s, file=sys.stderr, flush=True),
     )
     base = model_dir() / "model.safetensors"
@@ -206,7 +215,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "max_tokens": args.max_tokens,
         "lr": args.lr,
         "batch": args.batch,
-        "loss": "cross-entropy weighted low 1, medium 2, high 6; mean pooling + linear head",
+        "loss": f"cross-entropy weighted low 1, medium {args.medium_weight:g}, high 6; "
+        "mean pooling + linear head",
         "cpu_seconds": round(time.process_time() - c0, 1),
         "wall_seconds": round(time.perf_counter() - t0, 1),
     }
