@@ -12,8 +12,12 @@ agree as they do for the base model.
 
 The delta names the base it was trained on; a different ``model.safetensors`` (another version
 of the package) would merge into nonsense silently, so ``check_base`` compares sha256s first
-and refuses with one line (``LoraError``, a ValueError: ``make_profiler`` turns it into a
-settings error). The hash of the 87 MB base is taken once per process and file.
+and refuses with one line (``LoraError``, a ValueError, which ``make_profiler`` turns into a
+settings error where a profiler builds the encoder). The hash of the 87 MB base is taken once
+per process and file (~0.07 s CPU).
+
+No release ships a delta yet: semantic-v12 failed its pre-registered rule (evals/routing/
+README.md); ``research/loso_lora.py`` and ``train_router.py --encoder minilm-q8-lora`` use this.
 """
 
 from __future__ import annotations
