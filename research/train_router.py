@@ -155,6 +155,16 @@ def write(
             encoder_kind="minilm-q8",
             max_tokens=MAX_TOKENS,
         )
+    elif getattr(encoder, "kind", "minilm") == "minilm-q8-lora":
+        delta = encoder.delta.path  # type: ignore[union-attr]
+        meta.update(
+            encoder="loomc.risk.lora (the int8 MiniLM of minilm_q8 over the base merged with a "
+            "LoRA delta)",
+            encoder_kind="minilm-q8-lora",
+            lora=delta.name,
+            lora_sha256=sha256(delta),
+            max_tokens=MAX_TOKENS,
+        )
     else:
         meta.update(
             encoder="loomc.risk.minilm (numpy)", encoder_kind="minilm", max_tokens=MAX_TOKENS
@@ -180,12 +190,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     ap.add_argument(
         "--encoder",
-        choices=("static", "minilm", "minilm-q8"),
+        choices=("static", "minilm", "minilm-q8", "minilm-q8-lora"),
         default="static",
         help="static: the distilled token table (the shipped file); minilm: the numpy MiniLM "
         "in float64 (loomc/risk/data/router-minilm.npz, the cascade's second stage); minilm-q8: "
-        "the defined int8 MiniLM's numpy reference (loomc.risk.minilm_q8, semantic-v10)",
+        "the defined int8 MiniLM's numpy reference (loomc.risk.minilm_q8, semantic-v10); "
+        "minilm-q8-lora: the same over the base merged with --lora (semantic-v12)",
     )
+    ap.add_argument("--lora", type=Path, help="the LoRA delta of --encoder minilm-q8-lora")
     ap.add_argument(
         "--cost-high", type=float, default=COST_FN_HIGH, help="cost of a missed high prompt"
     )
@@ -232,6 +244,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             from loomc.risk.minilm_q8 import MiniLMQ8
 
             encoder = MiniLMQ8()
+        elif args.encoder == "minilm-q8-lora":
+            from loomc.risk.lora import MiniLMQ8Lora
+
+            if args.lora is None:
+                ap.error("--encoder minilm-q8-lora needs --lora")
+            encoder = MiniLMQ8Lora(args.lora)
         else:
             encoder = MiniLM(TRAIN_DTYPE)
         rows = load_train(args.train)

@@ -1,0 +1,47 @@
+"""research/finetune_minilm.py's batching (what every fine-tune's step order rests on) and
+research/loso_lora.py's folds (F14 minus the held-out file, never hard-train-v10-extra)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from research_script import research_script
+
+from loomc.risk.releases import RELEASES
+
+ft = research_script("finetune_minilm")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(1, 128), max_size=80), st.integers(1, 16), st.integers(0, 2**32 - 1))
+def test_batches_cover_every_row_once_sorted_by_length(
+    lengths: list[int], size: int, seed: int
+) -> None:
+    out = ft.batches(lengths, size, random.Random(seed))
+    flat = [i for b in out for i in b]
+    assert sorted(flat) == list(range(len(lengths)))  # every row exactly once
+    assert all(1 <= len(b) <= size for b in out)
+    assert sum(len(b) < size for b in out) <= 1  # only the last cut may be short
+    # length-sorted: the batches' length ranges do not interleave
+    spans = sorted((min(lengths[i] for i in b), max(lengths[i] for i in b)) for b in out)
+    assert all(a[1] <= b[0] for a, b in itertools.pairwise(spans))
+    assert out == ft.batches(lengths, size, random.Random(seed))  # seeded: the same order
+
+
+def test_the_loss_weights_are_the_routing_costs() -> None:
+    assert ft.WEIGHT == {"low": 1.0, "medium": 2.0, "high": 6.0}
+
+
+def test_loso_lora_folds_are_f14_without_the_v10_extra_rows() -> None:
+    ll = research_script("loso_lora")
+    v9 = ll.F14[:12]
+    assert (*v9, "hard-test-7", "hard-test-8") == ll.F14
+    assert "hard-train-v10-extra" not in ll.F14 and "hard-test-6" in v9
+    assert ll.HELD_OUT == ("hard-test-6", "hard-test-7", "hard-test-8")
+    with np.load(RELEASES["v9"], allow_pickle=False) as z:  # v9's twelve files, as its meta says
+        assert json.loads(str(z["meta"]))["corpus"] == [f"{n}.jsonl" for n in v9]
