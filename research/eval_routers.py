@@ -2,11 +2,10 @@
 
     .venv/bin/python research/eval_routers.py evals/routing/X.jsonl [--seed]
 
-For the lead's one measurement of a sealed split (issue 17): v8 (the default since hard-test-7)
-and the v4, v6, v7, v9, v10 and v11 releases, each as its cascade and as its static stage alone
+For the lead's one measurement of a sealed split (issue 17): v11 (the default since hard-test-9)
+and the v4, v6, v7, v8, v9 and v10 releases, each as its cascade and as its static stage alone
 (v10 and v11, on the int8 MiniLM, on ONNX Runtime where it is installed and on numpy: the two
-must agree), plus
-``keywords`` as the floor.
+must agree), plus ``keywords`` as the floor.
 The decision is the balanced tier's (``loomc.risk.evaluate.escalates``), prompts only (no
 pipeline hints). ``--seed`` adds the reference seed suite (with and without hints), which must
 stay at 24/24. Reads only the file named; prints one markdown table.
@@ -36,14 +35,14 @@ ROUTERS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("semantic v6 static stage", {"release": "v6", "cascade": False}),
     ("semantic v7 cascade", {"release": "v7"}),
     ("semantic v7 static stage", {"release": "v7", "cascade": False}),
-    ("semantic v8 cascade (default)", {"release": "v8"}),
+    ("semantic v8 cascade", {"release": "v8"}),
     ("semantic v8 static stage", {"release": "v8", "cascade": False}),
     ("semantic v9 cascade", {"release": "v9"}),
     ("semantic v9 static stage", {"release": "v9", "cascade": False}),
-    ("semantic v10 cascade", {"release": "v10"}),
+    ("semantic v10 cascade, auto backend", {"release": "v10", "backend": "auto"}),
     ("semantic v10 cascade, numpy", {"release": "v10", "backend": "numpy"}),
     ("semantic v10 static stage", {"release": "v10", "cascade": False}),
-    ("semantic v11 cascade", {"release": "v11"}),
+    ("semantic v11 cascade (default), auto backend", {"release": "v11", "backend": "auto"}),
     ("semantic v11 cascade, numpy", {"release": "v11", "backend": "numpy"}),
     ("semantic v11 static stage", {"release": "v11", "cascade": False}),
 )

@@ -85,9 +85,9 @@ def test_earlier_releases_files_are_unchanged() -> None:
 
 def test_v10_is_selected_by_name_and_is_not_the_default(v10: Any) -> None:
     assert v10.data_path == RELEASES["v10"] and v10.release == "v10"
-    assert release_of({}) == "v8" and release_of({"release": "v10"}) == "v10"
+    assert release_of({}) == "v11" and release_of({"release": "v10"}) == "v10"
     default: Any = make_profiler(RiskSettings(profiler="semantic"))
-    assert default.release == "v8" and default.rules == RULES["v8"]
+    assert default.release == "v11" and default.rules == RULES["v11"]
     assert v10.rules == RULES["v10"] == RULES["v8"]
 
 
@@ -104,10 +104,14 @@ def test_v10_serves_the_int8_minilm_on_the_backend_installed(v10: Any) -> None:
     from loomc.risk.minilm_q8 import MiniLMQ8, OrtMiniLMQ8
     from loomc.risk.releases import ort_missing
 
-    enc = v10.second_encoder
-    want = MiniLMQ8 if ort_missing() else OrtMiniLMQ8
-    assert type(enc) is want
-    assert backend_of({}, "float32", "minilm-q8") == ("numpy" if ort_missing() else "onnxruntime")
+    assert type(v10.second_encoder) is MiniLMQ8  # numpy unless ONNX Runtime is asked for
+    assert backend_of({}, "float32", "minilm-q8") == "numpy"
+    auto = {"backend": "auto"}
+    assert backend_of(auto, "float32", "minilm-q8") == ("numpy" if ort_missing() else "onnxruntime")
+    fast: Any = make_profiler(
+        RiskSettings(profiler="semantic", options={"release": "v10", "backend": "auto"})
+    )
+    assert type(fast.second_encoder) is (MiniLMQ8 if ort_missing() else OrtMiniLMQ8)
     assert backend_of({"backend": "numpy"}, "float64", "minilm-q8") == "numpy"
     numpy_v10: Any = make_profiler(
         RiskSettings(profiler="semantic", options={"release": "v10", "backend": "numpy"})

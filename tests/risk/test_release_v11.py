@@ -93,11 +93,14 @@ def test_earlier_releases_files_are_unchanged() -> None:
         assert hashlib.sha256((DATA / name).read_bytes()).hexdigest() == digest, name
 
 
-def test_v11_is_selected_by_name_and_is_not_the_default(v11: Any) -> None:
+def test_v11_is_selected_by_name_and_is_the_default(v11: Any) -> None:
+    """v11 became the default by the rule written before hard-test-9 was measured (its
+    no-goal clause: the lowest cost there, fewer high misses than v8, within v8's budgets)."""
     assert v11.data_path == RELEASES["v11"] and v11.release == "v11"
-    assert release_of({}) == "v8" and release_of({"release": "v11"}) == "v11"
+    assert release_of({}) == "v11" and release_of({"release": "v8"}) == "v8"
     default: Any = make_profiler(RiskSettings(profiler="semantic"))
-    assert default.release == "v8" and default.rules == RULES["v8"]
+    assert default.release == "v11" and default.rules == RULES["v11"]
+    assert default.data_path == RELEASES["v11"]
     assert v11.rules == RULES["v11"] == RULES["v9"] == ("hazard-floor",)
 
 
@@ -118,11 +121,11 @@ def test_v11_serves_the_int8_minilm(v11: Any) -> None:
     from loomc.risk.minilm_q8 import MiniLMQ8, OrtMiniLMQ8
     from loomc.risk.releases import ort_missing
 
-    assert type(v11.second_encoder) is (MiniLMQ8 if ort_missing() else OrtMiniLMQ8)
-    numpy_v11: Any = make_profiler(
-        RiskSettings(profiler="semantic", options={"release": "v11", "backend": "numpy"})
+    assert type(v11.second_encoder) is MiniLMQ8  # numpy by default: an eval's memory budget
+    fast: Any = make_profiler(
+        RiskSettings(profiler="semantic", options={"release": "v11", "backend": "auto"})
     )
-    assert type(numpy_v11.second_encoder) is MiniLMQ8
+    assert type(fast.second_encoder) is (MiniLMQ8 if ort_missing() else OrtMiniLMQ8)
 
 
 @pytest.mark.parametrize("hints", [True, False])

@@ -89,10 +89,10 @@ def test_earlier_releases_files_are_unchanged() -> None:
 
 def test_v9_is_selected_by_name_and_is_not_the_default(v9: Any) -> None:
     assert v9.data_path == RELEASES["v9"] and v9.release == "v9"
-    assert release_of({}) == "v8" and release_of({"release": "v9"}) == "v9"
+    assert release_of({}) == "v11" and release_of({"release": "v9"}) == "v9"
     assert RELEASES["v9"].exists() and RELEASES["v9"].name == "router-static-v9.npz"
     default: Any = make_profiler(RiskSettings(profiler="semantic"))
-    assert default.release == "v8" and default.rules == RULES["v8"]
+    assert default.release == "v11" and default.rules == RULES["v11"]
     assert v9.rules == RULES["v9"]
 
 

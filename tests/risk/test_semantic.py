@@ -319,7 +319,7 @@ def test_router_files_small() -> None:
     1.6 MB for it)."""
     from loomc.risk.semantic import DATA_FILE, RELEASES
 
-    assert RELEASES["v8"] == DATA_FILE  # the default since hard-test-7 (evals/routing/README.md)
+    assert RELEASES["v11"] == DATA_FILE  # the default since hard-test-9 (evals/routing/README.md)
     for first in RELEASES.values():
         second = first.with_name(first.name.replace("router-static", "router-minilm"))
         for path in (first, second):

@@ -47,11 +47,18 @@ def test_shipped_profiler_serves_the_static_table() -> None:
 
     prof: Any = make_profiler(RiskSettings(profiler="semantic"))
     assert prof.name == "semantic" and isinstance(prof.encoder, StaticEncoder)
-    # the cascade's second stage: numpy's pass by default, installed extras or not
-    assert type(prof.second_encoder).__name__ == "MiniLM"
+    # the cascade's second stage: numpy's pass by default, installed extras or not (the
+    # default release, v11, runs the int8 MiniLM; v8 the float one)
+    assert type(prof.second_encoder).__name__ == "MiniLMQ8"
     fast: Any = make_profiler(RiskSettings(profiler="semantic", options={"backend": "auto"}))
-    want = "OrtMiniLM" if backend_of({"backend": "auto"}, "float32") == "onnxruntime" else "MiniLM"
-    assert type(fast.second_encoder).__name__ == want
+    ort = backend_of({"backend": "auto"}, "float32") == "onnxruntime"
+    assert type(fast.second_encoder).__name__ == ("OrtMiniLMQ8" if ort else "MiniLMQ8")
+    v8: Any = make_profiler(RiskSettings(profiler="semantic", options={"release": "v8"}))
+    assert type(v8.second_encoder).__name__ == "MiniLM"
+    fast8: Any = make_profiler(
+        RiskSettings(profiler="semantic", options={"release": "v8", "backend": "auto"})
+    )
+    assert type(fast8.second_encoder).__name__ == ("OrtMiniLM" if ort else "MiniLM")
     alone: Any = make_profiler(RiskSettings(profiler="semantic", options={"cascade": False}))
     assert alone.second is None and alone.second_encoder is None
     # a file trained on MiniLM embeddings (the cascade's stage) is served by MiniLM alone
