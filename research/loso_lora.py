@@ -30,22 +30,7 @@ sys.path.insert(0, str(ROOT / "research"))
 import loso_q8 as lq  # noqa: E402
 import loso_router as lr  # noqa: E402
 
-F14 = (
-    "train",
-    "test",
-    "hard-train",
-    "hard-train-v5-extra",
-    "hard-train-v8-extra",
-    "hard-train-v9-extra",
-    "hard-test",
-    "hard-test-2",
-    "hard-test-3",
-    "hard-test-4",
-    "hard-test-5",
-    "hard-test-6",
-    "hard-test-7",
-    "hard-test-8",
-)
+F14 = (*lq.V9_FILES, "hard-test-7", "hard-test-8")  # route11's F14: v9's twelve, then -7, -8
 HELD_OUT = ("hard-test-6", "hard-test-7", "hard-test-8")
 
 
