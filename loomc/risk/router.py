@@ -64,7 +64,8 @@ def neighbour_similarities(
     stage, of an eval's 150 MiB budget) and the product twice the time. The float32 product
     ranks every row; the few within ``RESCORE_MARGIN`` of the k-th nearest or of the nearest of
     either label are re-scored in float64, and only those reach ``knn_features``: the rest keep
-    their float32 value, which lies below every similarity ``knn_features`` reads."""
+    their float32 value, which lies below every similarity ``knn_features`` reads. Equal train
+    rows score exactly equal, so ties go to the earlier row, as a stable sort says."""
     import numpy as np
 
     emb64 = np.asarray(emb, dtype=np.float64)
@@ -79,7 +80,10 @@ def neighbour_similarities(
     floor = np.minimum(kth, np.minimum(top_pos, top_neg)) - RESCORE_MARGIN
     for r in range(len(sims)):
         idx = np.flatnonzero(sims[r] >= floor[r])
-        sims[r, idx] = index32[idx].astype(np.float64) @ emb64[r]
+        # Row by row (numpy's pairwise sum over each row), not a BLAS product: a product may
+        # round two equal train rows differently by their position, and a tie between two
+        # labels would then be broken by the rounding instead of by the train order.
+        sims[r, idx] = (index32[idx].astype(np.float64) * emb64[r]).sum(axis=1)
     return sims
 
 
