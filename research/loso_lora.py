@@ -155,12 +155,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         emb = base | {"minilm-q8-lora": lora["final"]}
         for name, s in lq.fold(all_rows, seed, emb, recipes).items():
             seeds[name] = f"{round(len(seed) * s.figures(recipes[name].delta)['acc'])}/{len(seed)}"
-    print(
-        "| arm | "
-        + " | ".join(rnd.held_out)
-        + " | mean | high missed | medium missed | over | cost | deferred | seed |"
-    )
-    print("|---|" + "---|" * len(rnd.held_out) + "---:|---:|---:|---:|---:|---:|---:|")
+    if not args.seed_only:
+        print(
+            "| arm | "
+            + " | ".join(rnd.held_out)
+            + " | mean | high missed | medium missed | over | cost | deferred | seed |"
+        )
+        print("|---|" + "---|" * len(rnd.held_out) + "---:|---:|---:|---:|---:|---:|---:|")
     for name in recipes:
         if figs[name]:
             print(lq.row(name, figs[name], seeds[name]), flush=True)
