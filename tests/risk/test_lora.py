@@ -59,6 +59,21 @@ def test_merge_is_w_plus_scaled_b_a_rounded_once(
     assert np.array_equal(merged(w, a, np.zeros_like(b), scale), w)  # a zero B changes nothing
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 40), st.integers(1, 40), st.integers(1, 8), st.floats(0.0, 8.0), st.data())
+def test_merge_gives_the_numbers_of_the_float64_copy_formula(
+    out: int, inp: int, r: int, scale: float, data: Any
+) -> None:
+    """The in-place merge (load time) is bit for bit lora12's ``float64(w) + scale * (b @ a)``."""
+    w = data.draw(hnp.arrays(np.float32, (out, inp), elements=floats))
+    a = data.draw(hnp.arrays(np.float32, (r, inp), elements=floats))
+    b = data.draw(hnp.arrays(np.float32, (out, r), elements=floats))
+    old = (w.astype(np.float64) + scale * (b.astype(np.float64) @ a.astype(np.float64))).astype(
+        np.float32
+    )
+    assert np.array_equal(merged(w, a, b, scale), old)
+
+
 def write_delta(path: Path, factors: dict[str, tuple[np.ndarray, np.ndarray]], **meta: Any) -> Path:
     arrays = {}
     for key, (a, b) in factors.items():
