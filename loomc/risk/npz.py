@@ -109,8 +109,8 @@ class Member:
         return [b != 0 for b in self.data]
 
 
-def _parse(raw: bytes | memoryview) -> tuple[str, tuple[int, ...], int]:
-    """(descr, shape, offset of the data) from the start of a ``.npy`` member."""
+def npy_header(raw: bytes | memoryview) -> tuple[str, tuple[int, ...], int]:
+    """(descr, shape, offset of the data) from the start of a ``.npy`` member or file."""
     head = bytes(raw[:12])
     if len(head) < 12 or head[:6] != b"\x93NUMPY":
         raise NpzFormatError("not an .npy member")
@@ -286,22 +286,35 @@ def _read(fh: IO[bytes], entry: _Entry, name: str) -> bytes:
     return raw
 
 
-def read_members(path: Path, names: tuple[str, ...] = ()) -> dict[str, Member]:
-    """The members ``names`` of the archive at ``path`` (every member when empty), read whole
-    (deflated ones decompressed)."""
+def read_members(
+    path: Path, names: tuple[str, ...] = (), skip: tuple[str, ...] = ()
+) -> dict[str, Member]:
+    """The members ``names`` of the archive at ``path`` (every member but ``skip`` when empty),
+    read whole (deflated ones decompressed)."""
     out: dict[str, Member] = {}
     with path.open("rb") as fh:
         entries = _directory(fh, path.name)
         for name, entry in entries.items():
-            if names and name not in names:
+            if (names and name not in names) or name in skip:
                 continue
             raw = _read(fh, entry, path.name)
-            descr, shape, offset = _parse(raw)
+            descr, shape, offset = npy_header(raw)
             out[name] = Member(descr, shape, memoryview(raw)[offset:])
     missing = set(names) - set(out)
     if missing:
         raise NpzFormatError(f"{path.name} has no member {sorted(missing)[0]!r}")
     return out
+
+
+def member_entry(path: Path, name: str) -> tuple[int, int]:
+    """(CRC-32, uncompressed size) the archive's directory records for member ``name``, read
+    without inflating anything: what ties a derived copy of a member to the exact bytes it was
+    made from."""
+    with path.open("rb") as fh:
+        entry = _directory(fh, path.name).get(name)
+    if entry is None:
+        raise NpzFormatError(f"{path.name} has no member {name!r}")
+    return entry.crc, entry.size
 
 
 def locate_member(path: Path, name: str) -> tuple[str, tuple[int, ...], int]:
@@ -317,7 +330,7 @@ def locate_member(path: Path, name: str) -> tuple[str, tuple[int, ...], int]:
         begin = _data_offset(fh, entry, path.name)
         fh.seek(begin)
         head = fh.read(min(entry.size, 65_536))
-    descr, shape, offset = _parse(head)
+    descr, shape, offset = npy_header(head)
     itemsize = struct.calcsize(_CASTS.get(descr, "x"))
     member = Member(descr, shape, memoryview(b""))
     if descr not in _CASTS or offset + member.size * itemsize != entry.size:

@@ -56,6 +56,8 @@ RULES: dict[str, tuple[str, ...]] = {
 # ``minilm`` (float, ``loomc.risk.minilm``) unless named here. ``minilm-q8`` is the defined
 # int8 MiniLM (``loomc.risk.minilm_q8``), served on ONNX Runtime where it is installed.
 MINILM_KINDS: dict[str, str] = {"v10": "minilm-q8", "v11": "minilm-q8"}
+# The default's static router ships its train embeddings widened to float32 too, for cold runs
+# (``loomc.risk.emb32.write_copy``; tests/risk/test_emb32.py fails until a new default has one).
 DEFAULT_RELEASE = "v11"  # the one line that makes another release the default
 DATA_FILE = RELEASES[DEFAULT_RELEASE]  # the first stage
 SECOND_FILE = RELEASES["v4"].with_name("router-minilm.npz")  # v4's MiniLM stage (not the default's)

@@ -28,7 +28,7 @@ from loomc.policy.models import RiskSettings
 from loomc.risk.base import RiskProfile
 from loomc.risk.evaluate import load_rows
 from loomc.risk.factory import make_profiler
-from loomc.risk.npz import NpzFormatError, _parse, locate_member, read_members
+from loomc.risk.npz import NpzFormatError, locate_member, npy_header, read_members
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "evals" / "routing"
@@ -222,7 +222,7 @@ def test_refuses_what_it_does_not_read(tmp_path: Path) -> None:
 def test_hostile_member_bytes_raise_only_the_format_error(data: bytes) -> None:
     for raw in (data, b"\x93NUMPY" + data):
         try:
-            descr, shape, offset = _parse(raw)
+            descr, shape, offset = npy_header(raw)
         except NpzFormatError:
             continue
         assert isinstance(descr, str) and all(d >= 0 for d in shape) and offset <= len(raw) + 1
