@@ -32,9 +32,11 @@ def test_every_shipped_copy_is_numpys_widening_of_the_member_it_names(copy: Path
     assert got.tobytes() == expected.tobytes()
 
 
-def test_the_default_release_ships_a_copy_for_cold_runs() -> None:
+def test_the_default_release_ships_a_copy_for_cold_runs_and_it_alone() -> None:
+    """Each copy is ~3.6 MB of package data: only the release a cold run loads has one."""
     npz = RELEASES[DEFAULT_RELEASE]
     assert read_copy(npz) is not None, f"a cold run would widen float16: {WRITE.format(npz)}"
+    assert sorted(DATA.glob("*.f32.npy")) == [copy_path(npz)]
 
 
 def _shape(npz: Path) -> tuple[int, int]:
