@@ -1,10 +1,10 @@
-"""What the HTTP adapters share: key resolution, the httpx client, and status → typed error.
+"""What the HTTP adapters share: ``HTTPProvider`` (one request, streamed or not, read within
+its bounds) and ``ReadEvents`` (one network read's stream events).
 
-Keys are resolved from ``env:NAME`` when a client is first built (``api_key``, and any
-``env:NAME`` written inside a header value or an ``extra_body`` string), registered with
-``redact`` so that no message, trace or report can carry them. ``HTTPProvider.complete`` is the
-one point where provider text enters loomc: answers, streamed tokens, frames and partial
-answers leave it with every registered key removed.
+``HTTPProvider.complete`` is the one point where provider text enters loomc: answers, streamed
+tokens, frames and partial answers leave it with every registered key removed. Its client (keys
+from ``env:NAME``, TLS, transport, timeouts) is ``loomc.providers.client``'s; its failures, typed
+for the executor's retries, are ``loomc.providers.failures``'.
 """
 
 from __future__ import annotations
@@ -12,12 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import email.utils
 import json
-import os
-import re
-import ssl
-import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, Literal
 
@@ -28,213 +23,22 @@ from loomc.policy.models import ProviderConfig
 from loomc.providers.base import (
     Completion,
     CompletionRequest,
-    ConnectionFailed,
-    HTTPStatusError,
     Message,
-    ProviderConfigError,
-    ProviderError,
     ProviderTimeout,
-    RateLimited,
     StreamCallback,
     StreamDropped,
     StreamEvent,
     StreamRedactor,
     TokenUsage,
     estimate_tokens,
-    redact,
     redact_data,
     redact_secrets,
-    register_secret,
 )
 from loomc.providers.body import MAX_RESPONSE_BYTES, read_error_body
+from loomc.providers.client import build_client, plain_transport, request_timeout, resolve_refs
+from loomc.providers.failures import status_error
 from loomc.providers.reader import BodyReader, ReplyReader, ResponseReader
 from loomc.providers.transport import PlainHTTPTransport
-
-DEFAULT_TIMEOUT_S = 60.0
-_BODY_EXCERPT = 300
-
-
-def resolve_key(name: str, cfg: ProviderConfig, env: Mapping[str, str]) -> str | None:
-    """``env:NAME`` → the variable's value; a literal key never gets this far (LOOM6xx)."""
-    ref = cfg.api_key
-    if ref is None:
-        return None
-    var = ref[4:] if ref.startswith("env:") else None
-    if not var:
-        raise ProviderConfigError(
-            f"provider {name!r}: api_key must be an env:NAME reference", provider=name
-        )
-    value = env.get(var)
-    if not value:
-        raise ProviderConfigError(
-            f"provider {name!r}: environment variable {var} is not set", provider=name
-        )
-    register_secret(value)
-    return value
-
-
-_ENV_IN_TEXT = re.compile(r"\benv:([A-Za-z_][A-Za-z0-9_]*)\b")
-
-
-def resolve_refs(name: str, value: Any, env: Mapping[str, str]) -> Any:
-    """Replace each ``env:NAME`` inside strings (``Bearer env:TOKEN``) with the variable's value.
-
-    Every resolved value is registered as a secret; an unset variable is a config error, never
-    sent literally.
-    """
-    if isinstance(value, str):
-
-        def sub(m: re.Match[str]) -> str:
-            resolved = env.get(m.group(1))
-            if not resolved:
-                raise ProviderConfigError(
-                    f"provider {name!r}: environment variable {m.group(1)} is not set",
-                    provider=name,
-                )
-            register_secret(resolved)
-            return resolved
-
-        return _ENV_IN_TEXT.sub(sub, value)
-    if isinstance(value, Mapping):
-        return {k: resolve_refs(name, v, env) for k, v in value.items()}
-    if isinstance(value, list):
-        return [resolve_refs(name, v, env) for v in value]
-    return value
-
-
-_TLS: dict[tuple[str, str | None, str | None], ssl.SSLContext] = {}
-
-
-def tls_context(base_url: str) -> ssl.SSLContext:
-    """The TLS context of a client for ``base_url``, shared by every client of this process.
-
-    Loading the CA bundle costs ~30 ms, most of building a client, and a loopback ``http://``
-    provider never needs it. An ``https`` client gets the verified context httpx would build
-    (certifi's bundle, or ``SSL_CERT_FILE`` / ``SSL_CERT_DIR``), built on first use. A plain-http
-    client gets a context that verifies against no CA at all: it never uses TLS, and were it
-    ever pointed at an https URL it would fail closed, never connect unverified.
-    """
-    if base_url.startswith("https://"):
-        key = ("https", os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
-    else:
-        key = ("http", None, None)
-    context = _TLS.get(key)
-    if context is None:
-        context = (
-            httpx.create_ssl_context()
-            if key[0] == "https"
-            else ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # verifies (CERT_REQUIRED), trusts none
-        )
-        _TLS[key] = context
-    return context
-
-
-def build_client(
-    name: str,
-    cfg: ProviderConfig,
-    env: Mapping[str, str],
-    *,
-    default_base_url: str | None,
-    default_headers: Mapping[str, str] | None = None,
-    auth_header: bool = True,
-    transport: httpx.AsyncBaseTransport | None = None,
-) -> httpx.AsyncClient:
-    base_url = (cfg.base_url or default_base_url or "").rstrip("/")
-    if not base_url.startswith(("http://", "https://")):
-        raise ProviderConfigError(
-            f"provider {name!r}: base_url must be an http(s) URL, got {base_url or 'nothing'!r}",
-            provider=name,
-        )
-    headers = {
-        "User-Agent": "loomc",
-        **(default_headers or {}),
-        **resolve_refs(name, dict(cfg.headers), env),
-    }
-    key = resolve_key(name, cfg, env)
-    if key is not None and auth_header:
-        headers["Authorization"] = f"Bearer {key}"
-    timeout_s = cfg.timeout / 1000 if cfg.timeout else DEFAULT_TIMEOUT_S
-    return httpx.AsyncClient(
-        base_url=base_url + "/",
-        headers=headers,
-        timeout=httpx.Timeout(timeout_s),
-        # Retries belong to the executor (it reserves budget for each attempt), never to httpx.
-        # An eval or a server keeps ~128 calls in flight against one provider: httpx's default
-        # pool (100 connections, 20 kept alive) would queue past 100 and reconnect past 20, and
-        # one pool's bookkeeping costs O(calls in flight) per call; see loomc.providers.pool.
-        # Plain http goes through loomc.providers.transport (no httpcore); https through the shards.
-        transport=transport or plain_transport(base_url),
-        trust_env=False,
-    )
-
-
-def plain_transport(base_url: str) -> PlainHTTPTransport:
-    """A client's transport: loomc's lean one for http, httpx's sharded one behind it."""
-    return PlainHTTPTransport(retries=0, verify=tls_context(base_url))
-
-
-def request_timeout(request: CompletionRequest, client: httpx.AsyncClient) -> httpx.Timeout:
-    """The step's timeout bounds connect and each read; the run deadline nests outside."""
-    if request.timeout_s is None:
-        return client.timeout
-    return httpx.Timeout(request.timeout_s)
-
-
-def parse_retry_after(headers: httpx.Headers, now: float | None = None) -> float | None:
-    """Seconds from ``Retry-After`` (delta or HTTP date) or ``retry-after-ms``; None if absent."""
-    millis = headers.get("retry-after-ms")
-    if millis is not None:
-        try:
-            return max(0.0, float(millis) / 1000)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - (time.time() if now is None else now))
-
-
-def excerpt(body: str, limit: int = _BODY_EXCERPT) -> str:
-    """A one-line excerpt of provider text: redacted first, then cut (never the other way)."""
-    text = redact(" ".join(body.split()))
-    return text[:limit] + ("…" if len(text) > limit else "")
-
-
-def status_error(
-    response: httpx.Response, body: str, *, provider: str, model: str
-) -> ProviderError:
-    """Map a non-2xx response to the typed error the executor's retry policy understands."""
-    status = response.status_code
-    where = f"{provider}: POST {response.request.url.path} -> HTTP {status}"
-    detail = excerpt(body)
-    message = f"{where}: {detail}" if detail else where
-    ids = {"provider": provider, "model": model}
-    if status == 429:
-        return RateLimited(message, retry_after_s=parse_retry_after(response.headers), **ids)
-    if status in (401, 403):
-        message += " (check the provider's api_key environment variable)"
-    return HTTPStatusError(message, status=status, **ids)
-
-
-def transport_error(exc: httpx.HTTPError, *, provider: str, model: str) -> ProviderError:
-    """httpx's own failures (no HTTP status) as typed provider errors."""
-    ids = {"provider": provider, "model": model}
-    if isinstance(exc, httpx.TimeoutException):
-        return ProviderTimeout(f"{provider}: no response in time ({type(exc).__name__})", **ids)
-    url = ""
-    with contextlib.suppress(RuntimeError):
-        url = f" {exc.request.url.host}:{exc.request.url.port or ''}"
-    return ConnectionFailed(f"{provider}: cannot reach{url}: {type(exc).__name__}: {exc}", **ids)
-
 
 # a request's headers before and after its Content-Length, as httpx orders them
 _HeadParts = tuple[list[tuple[bytes, bytes]], list[tuple[bytes, bytes]]]
@@ -568,19 +372,6 @@ class ReadEvents:
 
 def wire_messages(request: CompletionRequest) -> list[dict[str, str]]:
     return [{"role": m.role, "content": m.content} for m in request.messages]
-
-
-def failure(exc: httpx.HTTPError, partial: str, *, provider: str, model: str) -> ProviderError:
-    """A connection lost after text arrived is a dropped stream (partial kept, retryable)."""
-    if partial and isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError)):
-        return StreamDropped(
-            f"{provider}: connection dropped mid-stream after {len(partial)} chars "
-            f"({type(exc).__name__})",
-            partial=partial,
-            provider=provider,
-            model=model,
-        )
-    return transport_error(exc, provider=provider, model=model)
 
 
 def estimated_usage(messages: tuple[Message, ...], completion: str) -> TokenUsage:

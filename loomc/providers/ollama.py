@@ -26,13 +26,8 @@ from loomc.providers.base import (
     estimate_tokens,
 )
 from loomc.providers.body import drain, read_line_batches
-from loomc.providers.http import (
-    HTTPProvider,
-    ReadEvents,
-    excerpt,
-    failure,
-    wire_messages,
-)
+from loomc.providers.failures import excerpt, failure
+from loomc.providers.http import HTTPProvider, ReadEvents, wire_messages
 
 DEFAULT_BASE_URL = "http://127.0.0.1:11434"
 

@@ -31,14 +31,8 @@ from loomc.providers.base import (
     StreamEvent,
     TokenUsage,
 )
-from loomc.providers.http import (
-    HTTPProvider,
-    ReadEvents,
-    estimated_usage,
-    excerpt,
-    failure,
-    wire_messages,
-)
+from loomc.providers.failures import excerpt, failure
+from loomc.providers.http import HTTPProvider, ReadEvents, estimated_usage, wire_messages
 from loomc.providers.sse import SSEEvent, SSEParser
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import httpx
 
 from loomc.policy.models import ProviderConfig
-from loomc.providers.http import tls_context
+from loomc.providers.client import tls_context
 from loomc.providers.ollama import DEFAULT_BASE_URL as OLLAMA_BASE_URL
 from loomc.providers.openai_compat import PRESETS
 

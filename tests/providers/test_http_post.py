@@ -13,7 +13,7 @@ import pytest
 
 from loomc.policy.models import ProviderConfig
 from loomc.providers.base import CompletionRequest, ConnectionFailed, Message, register_secret
-from loomc.providers.http import request_timeout
+from loomc.providers.client import request_timeout
 from loomc.providers.openai_compat import OpenAICompatProvider
 
 TOKEN = "sk-http-post-test-0123456789"

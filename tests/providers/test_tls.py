@@ -23,7 +23,7 @@ from replay import ReplayServer
 
 from loomc.policy.models import ProviderConfig
 from loomc.providers.base import CompletionRequest, ConnectionFailed, Message
-from loomc.providers.http import build_client, tls_context
+from loomc.providers.client import build_client, tls_context
 from loomc.providers.openai_compat import OpenAICompatProvider
 
 LITELLM_TEXT = "The capital of France is Paris. It has been the capital since 987."

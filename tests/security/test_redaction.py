@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from loomc import secrets
-from loomc.providers.http import excerpt
+from loomc.providers.failures import excerpt
 from loomc.secrets import (
     REDACTED,
     StreamRedactor,
