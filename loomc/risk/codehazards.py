@@ -22,6 +22,7 @@ import re
 from functools import cache
 
 from loomc.risk.cues import any_of
+from loomc.risk.memo import per_prompt
 
 _F = re.IGNORECASE | re.MULTILINE
 
@@ -138,11 +139,13 @@ def _compiled(source: str) -> re.Pattern[str]:
     return re.compile(source, _F)
 
 
+@per_prompt
 def code_present(prompt: str) -> bool:
     """Whether ``prompt`` carries code (a block, a definition, a statement, a shell line)."""
     return _compiled(_CODE_SOURCES["present"]).search(prompt) is not None
 
 
+@per_prompt
 def hazards_of(prompt: str) -> tuple[str, ...]:
     """The hazard families found in ``prompt``'s code, in ``HAZARD_NAMES`` order; () when it
     carries no code (a sentence that names ``eval`` is not code that calls it)."""

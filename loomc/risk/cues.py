@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping
 
+from loomc.risk.memo import per_prompt
 from loomc.risk.prescan import Prescanned, fold
 
 _F = re.IGNORECASE | re.UNICODE
@@ -177,6 +178,7 @@ CUES = LazyPatterns(_CUE_SOURCES)
 CUE_NAMES: tuple[str, ...] = tuple(CUES)
 
 
+@per_prompt
 def cues_of(prompt: str) -> tuple[str, ...]:
     """Names of the cue families that match ``prompt``, in ``CUE_NAMES`` order."""
     return CUES.matching(prompt)
@@ -226,6 +228,7 @@ FLOORS = LazyPatterns(_FLOOR_SOURCES)
 FLOOR_NAMES: tuple[str, ...] = tuple(FLOORS)
 
 
+@per_prompt
 def floors_of(prompt: str) -> tuple[str, ...]:
     """Floors that fire on ``prompt``: situations escalated whatever the probability."""
     folded = fold(prompt)

@@ -34,6 +34,7 @@ import re
 from functools import cache
 
 from loomc.risk.cues import any_of
+from loomc.risk.memo import per_prompt
 
 _F = re.IGNORECASE | re.UNICODE
 
@@ -167,6 +168,7 @@ def _compiled(name: str) -> re.Pattern[str]:
     return re.compile(_SOURCES[name], _F)
 
 
+@per_prompt
 def families_of(prompt: str) -> tuple[str, ...]:
     """The families that match ``prompt``, in ``EXPOSURE_NAMES`` order (``x8:exposure`` when
     both an act of sharing and records about people are named)."""

@@ -28,6 +28,8 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from loomc.risk.memo import per_prompt
+
 LETTERS = "àáâäçèéêëìíîïñòóôöùúûüß"
 """The non-ASCII letters a case-insensitive pattern's literals keep (others end a literal)."""
 
@@ -37,6 +39,7 @@ FOLD = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s"})
 derive this list from ``re`` itself, over every code point."""
 
 
+@per_prompt
 def fold(text: str) -> str:
     """``text`` as a case-insensitive pattern's literals are looked for in it: each character
     that ``re.IGNORECASE`` matches to an ASCII character or one of ``LETTERS`` becomes that

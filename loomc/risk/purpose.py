@@ -42,6 +42,7 @@ from functools import cache
 
 from loomc.risk.codehazards import code_present, hazards_of
 from loomc.risk.cues import any_of
+from loomc.risk.memo import per_prompt
 from loomc.risk.tasks import tasks_of
 
 _F = re.IGNORECASE | re.UNICODE | re.MULTILINE
@@ -189,6 +190,7 @@ _CONFIG = re.compile(
 )
 
 
+@per_prompt
 def code_like(prompt: str) -> bool:
     """Code, or a configuration block (a JSON policy, YAML, INI): what ``p9:code-purpose`` reads."""
     return code_present(prompt) or _CONFIG.search(prompt) is not None
@@ -205,6 +207,7 @@ def _family(name: str) -> re.Pattern[str]:
     return re.compile(_SOURCES[name], _F)
 
 
+@per_prompt
 def domains_of(prompt: str) -> tuple[str, ...]:
     """The consequential domains ``prompt`` names, in ``DOMAIN_NAMES`` order."""
     return tuple(n for n in DOMAIN_NAMES if _domain(n).search(prompt))
@@ -217,6 +220,7 @@ def _hit(name: str, prompt: str) -> bool:
 LONG = 500  # characters: the corpus's "long" prompts start here
 
 
+@per_prompt
 def families_of(prompt: str) -> tuple[str, ...]:
     """The ``p9:*`` families that match ``prompt``, in ``PURPOSE_NAMES`` order."""
     code = code_like(prompt)

@@ -52,6 +52,7 @@ from loomc.risk.embeddings import EmbeddingCache
 from loomc.risk.features import router_features
 from loomc.risk.files import TABLE_FILE, VOCAB_FILE, installed_dir
 from loomc.risk.keywords import KeywordProfiler
+from loomc.risk.memo import one_pass
 from loomc.risk.npz import NpzFormatError
 from loomc.risk.pure import PureRouter, PureStatic, shared_pure_router, shared_pure_static
 from loomc.risk.pure import take_budget as take_pure_budget
@@ -328,6 +329,10 @@ class SemanticProfiler:
             raise ValueError("pipeline_hints must match prompts one to one")
         if not prompts:
             return []
+        with one_pass():  # each per-prompt analysis once per call (loomc.risk.memo)
+            return self._profile_all(prompts, hints)
+
+    def _profile_all(self, prompts: list[str], hints: list[str | None]) -> list[RiskProfile]:
         if (
             self._plain
             and self._head.encoder == "static"

@@ -33,6 +33,7 @@ import re
 from functools import cache
 
 from loomc.risk.cues import any_of
+from loomc.risk.memo import per_prompt
 
 _F = re.IGNORECASE | re.UNICODE
 
@@ -107,6 +108,7 @@ def _compiled(name: str) -> re.Pattern[str]:
     return re.compile(_TASK_SOURCES[name], _F | re.MULTILINE)
 
 
+@per_prompt
 def tasks_of(prompt: str) -> tuple[str, ...]:
     """The task families that match ``prompt``, in ``TASK_NAMES`` order."""
     return tuple(name for name in TASK_NAMES if _compiled(name).search(prompt))
@@ -115,6 +117,7 @@ def tasks_of(prompt: str) -> tuple[str, ...]:
 _SENTENCE_END = re.compile(r"[.?!:\n]")
 
 
+@per_prompt
 def operation_first(prompt: str) -> bool:
     """Whether the prompt *opens* with an operation (``do:*`` within its first sentence): "Conjugate
     'poison'" does, "We turned off the login limit. Can you write the release note?" does not;
