@@ -45,8 +45,8 @@ class LazyPatterns(Mapping[str, "re.Pattern[str]"]):
     the risk), and a cold run that profiles one prompt needs few of them: ``may_match`` says
     which a prompt can match at all (``loomc.risk.prescan``) before any is compiled."""
 
-    def __init__(self, sources: Mapping[str, str]) -> None:
-        self.patterns = {name: Prescanned(src, _F) for name, src in sources.items()}
+    def __init__(self, sources: Mapping[str, str], flags: int = _F) -> None:
+        self.patterns = {name: Prescanned(src, flags) for name, src in sources.items()}
 
     def __getitem__(self, name: str) -> re.Pattern[str]:
         return self.patterns[name].compiled
