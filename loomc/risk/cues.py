@@ -25,7 +25,7 @@ import re
 from collections.abc import Iterator, Mapping
 
 from loomc.risk.memo import per_prompt
-from loomc.risk.prescan import Prescanned, fold
+from loomc.risk.prescan import INDEX, Prescanned, fold, may_match_folded, present
 
 _F = re.IGNORECASE | re.UNICODE
 
@@ -47,6 +47,7 @@ class LazyPatterns(Mapping[str, "re.Pattern[str]"]):
 
     def __init__(self, sources: Mapping[str, str], flags: int = _F) -> None:
         self.patterns = {name: Prescanned(src, flags) for name, src in sources.items()}
+        INDEX.add(self.patterns.values())  # a fixed table: its literals join the one scan
 
     def __getitem__(self, name: str) -> re.Pattern[str]:
         return self.patterns[name].compiled
@@ -65,10 +66,11 @@ class LazyPatterns(Mapping[str, "re.Pattern[str]"]):
     def matching(self, text: str, folded: str | None = None) -> tuple[str, ...]:
         """The names of the patterns that match ``text``, in order."""
         folded = fold(text) if folded is None else folded
+        got = present(folded)
         return tuple(
             name
             for name, p in self.patterns.items()
-            if p.may_match(folded) and p.compiled.search(text)
+            if may_match_folded(p, folded, got) and p.compiled.search(text)
         )
 
     def compiled_names(self) -> list[str]:

@@ -44,6 +44,11 @@ def one_pass() -> Iterator[None]:
         _MEMO.reset(token)
 
 
+def in_pass() -> bool:
+    """Whether a :func:`one_pass` is open here (its answers are kept)."""
+    return _MEMO.get() is not None
+
+
 def _remember(memo: dict[tuple[Any, ...], Any], key: tuple[Any, ...], value: T) -> T:
     if len(memo) >= LIMIT:
         memo.clear()

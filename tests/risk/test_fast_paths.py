@@ -7,7 +7,9 @@ static stage's CPU per prompt down, the numbers not changed).
 * the signal families' literal prescan against searching every pattern, on every routing prompt
   and on generated text (the prescan's own property, text made to match each pattern, is in
   ``test_prescan.py``);
-* ``loomc.risk.memo``: inside a pass, the same answers as outside it, and nothing kept after.
+* ``loomc.risk.memo``: inside a pass, the same answers as outside it, and nothing kept after;
+* ``loomc.risk.prescan.LiteralIndex`` (every literal in one scan) against each pattern's own
+  literal checks, on the corpus and on literals run together.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loomc.risk import codehazards, cues, exposure, purpose, tasks, wordpiece
+from loomc.risk import codehazards, cues, exposure, prescan, purpose, tasks, wordpiece
 from loomc.risk.files import VOCAB_FILE
 from loomc.risk.memo import one_pass, per_prompt
 from loomc.risk.router import top_order
@@ -214,3 +216,52 @@ def test_nothing_is_kept_after_a_pass() -> None:
     with one_pass():
         seen("a")
     assert calls == ["a", "a", "a"]
+
+
+# --- the literal index ------------------------------------------------------------------------
+
+INDEXED = [
+    p
+    for group in (cues.CUES, cues.FLOORS, *GROUPS.values())
+    for p in group.patterns.values()
+    if p.folds and p.literals
+]
+LITERALS = sorted({lit for p in INDEXED for lit in p.literals or ()})
+
+
+def _index() -> prescan.LiteralIndex:
+    index = prescan.LiteralIndex(after=0)
+    index.add(INDEXED)
+    return index
+
+
+def _agrees(index: prescan.LiteralIndex, text: str) -> None:
+    folded = prescan.fold(text)
+    got = index.present(folded)
+    assert got is not None and got[1] == frozenset(INDEXED)
+    assert {p for p in INDEXED if p in got[0]} == {p for p in INDEXED if p.may_match(folded)}
+
+
+def test_the_literal_index_answers_each_patterns_own_check_on_the_corpus() -> None:
+    index = _index()
+    for text in CORPUS:
+        _agrees(index, text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.sampled_from(LITERALS), st.text(max_size=3)), max_size=12))
+def test_the_literal_index_on_literals_run_together(parts: list[str]) -> None:
+    """Literals overlapping, nested, cut short and recased: the one scan finds what each
+    pattern's own ``in`` checks find."""
+    index = _index()
+    _agrees(index, "".join(parts))
+    _agrees(index, "".join(parts).upper())
+    _agrees(index, "".join(p[:-1] for p in parts))
+
+
+def test_the_index_waits_for_its_first_texts_and_is_used_only_in_a_pass() -> None:
+    index = prescan.LiteralIndex(after=3)
+    index.add(INDEXED)
+    assert index.present("x") is None and index.present("x") is None
+    assert index.present("fire") is not None  # the third text: built
+    assert prescan.present("fire") is None  # outside a pass: each pattern checks its own
