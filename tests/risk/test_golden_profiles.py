@@ -5,6 +5,8 @@ deciding stage, the cues and the nearest train prompts with their similarities).
 
 Recorded from the tree before the change (``git archive d172de9 | tar -x -C /tmp/base``) with
 
+    cp tests/risk/test_golden_profiles.py /tmp/base/tests/risk/ && cd /tmp/base &&
+    ln -sfn /work/shared /tmp/shared &&  # the seed evals beside the tree, as ../shared
     PYTHONPATH=/tmp/base python tests/risk/test_golden_profiles.py --record
 
 (numpy path, MiniLM's int8 and float stages on numpy; the sample: every seed-eval prompt and
