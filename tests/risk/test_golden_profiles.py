@@ -9,9 +9,10 @@ Recorded from the tree before the change (``git archive d172de9 | tar -x -C /tmp
     ln -sfn /work/shared /tmp/shared &&  # the seed evals beside the tree, as ../shared
     PYTHONPATH=/tmp/base python tests/risk/test_golden_profiles.py --record
 
-(numpy path, MiniLM's int8 and float stages on numpy; the sample: every seed-eval prompt and
-every 40th prompt of ``evals/routing/*.jsonl`` in file order, kept in the file). A retrained ``.npz`` changes
-them on purpose: record again, and say so in the commit.
+then ``tests/risk/data/golden_profiles.json`` copied back here (numpy path, MiniLM's int8 and
+float stages on numpy; the sample: every seed-eval prompt and every 40th prompt of
+``evals/routing/*.jsonl`` in file order, kept in the file). A retrained ``.npz`` changes them
+on purpose: record again, and say so in the commit.
 """
 
 from __future__ import annotations
