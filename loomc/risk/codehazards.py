@@ -19,9 +19,9 @@ C, YAML/Dockerfile).
 from __future__ import annotations
 
 import re
-from functools import cache
 
-from loomc.risk.cues import any_of
+from loomc.risk.cues import LazyPatterns, any_of
+from loomc.risk.memo import per_prompt
 
 _F = re.IGNORECASE | re.MULTILINE
 
@@ -132,23 +132,25 @@ _HAZARD_SOURCES: dict[str, str] = {
 HAZARD_NAMES: tuple[str, ...] = tuple(_HAZARD_SOURCES)
 
 
-@cache
-def _compiled(source: str) -> re.Pattern[str]:
-    """Compiled on first use: a process that never profiles code never pays for it."""
-    return re.compile(source, _F)
+# Each compiled on first need (a process that never profiles code never pays for it), and a
+# hazard family searched only where its literals are (loomc.risk.prescan).
+CODE = LazyPatterns(_CODE_SOURCES, _F)
+HAZARDS = LazyPatterns(_HAZARD_SOURCES, _F)
 
 
+@per_prompt
 def code_present(prompt: str) -> bool:
     """Whether ``prompt`` carries code (a block, a definition, a statement, a shell line)."""
-    return _compiled(_CODE_SOURCES["present"]).search(prompt) is not None
+    return CODE.patterns["present"].search(prompt) is not None
 
 
+@per_prompt
 def hazards_of(prompt: str) -> tuple[str, ...]:
     """The hazard families found in ``prompt``'s code, in ``HAZARD_NAMES`` order; () when it
     carries no code (a sentence that names ``eval`` is not code that calls it)."""
     if not code_present(prompt):
         return ()
-    return tuple(name for name in HAZARD_NAMES if _compiled(_HAZARD_SOURCES[name]).search(prompt))
+    return HAZARDS.matching(prompt)
 
 
 def code_vector(prompt: str) -> list[float]:

@@ -24,7 +24,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping
 
-from loomc.risk.prescan import Prescanned, fold
+from loomc.risk.memo import per_prompt
+from loomc.risk.prescan import INDEX, Prescanned, fold, may_match_folded, present
 
 _F = re.IGNORECASE | re.UNICODE
 
@@ -44,8 +45,9 @@ class LazyPatterns(Mapping[str, "re.Pattern[str]"]):
     the risk), and a cold run that profiles one prompt needs few of them: ``may_match`` says
     which a prompt can match at all (``loomc.risk.prescan``) before any is compiled."""
 
-    def __init__(self, sources: Mapping[str, str]) -> None:
-        self.patterns = {name: Prescanned(src, _F) for name, src in sources.items()}
+    def __init__(self, sources: Mapping[str, str], flags: int = _F) -> None:
+        self.patterns = {name: Prescanned(src, flags) for name, src in sources.items()}
+        INDEX.add(self.patterns.values())  # a fixed table: its literals join the one scan
 
     def __getitem__(self, name: str) -> re.Pattern[str]:
         return self.patterns[name].compiled
@@ -64,10 +66,11 @@ class LazyPatterns(Mapping[str, "re.Pattern[str]"]):
     def matching(self, text: str, folded: str | None = None) -> tuple[str, ...]:
         """The names of the patterns that match ``text``, in order."""
         folded = fold(text) if folded is None else folded
+        got = present(folded)
         return tuple(
             name
             for name, p in self.patterns.items()
-            if p.may_match(folded) and p.compiled.search(text)
+            if may_match_folded(p, folded, got) and p.compiled.search(text)
         )
 
     def compiled_names(self) -> list[str]:
@@ -177,6 +180,7 @@ CUES = LazyPatterns(_CUE_SOURCES)
 CUE_NAMES: tuple[str, ...] = tuple(CUES)
 
 
+@per_prompt
 def cues_of(prompt: str) -> tuple[str, ...]:
     """Names of the cue families that match ``prompt``, in ``CUE_NAMES`` order."""
     return CUES.matching(prompt)
@@ -226,6 +230,7 @@ FLOORS = LazyPatterns(_FLOOR_SOURCES)
 FLOOR_NAMES: tuple[str, ...] = tuple(FLOORS)
 
 
+@per_prompt
 def floors_of(prompt: str) -> tuple[str, ...]:
     """Floors that fire on ``prompt``: situations escalated whatever the probability."""
     folded = fold(prompt)

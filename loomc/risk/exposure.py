@@ -31,9 +31,9 @@ words (``loomc.risk.tasks.operation_first``).
 from __future__ import annotations
 
 import re
-from functools import cache
 
-from loomc.risk.cues import any_of
+from loomc.risk.cues import LazyPatterns, any_of
+from loomc.risk.memo import per_prompt
 
 _F = re.IGNORECASE | re.UNICODE
 
@@ -161,16 +161,15 @@ SITUATIONS: tuple[str, ...] = (
 )
 
 
-@cache
-def _compiled(name: str) -> re.Pattern[str]:
-    """Compiled on first use (a process that never profiles pays nothing)."""
-    return re.compile(_SOURCES[name], _F)
+# Each compiled on first need, and searched only where its literals are (loomc.risk.prescan).
+FAMILIES = LazyPatterns(_SOURCES, _F)
 
 
+@per_prompt
 def families_of(prompt: str) -> tuple[str, ...]:
     """The families that match ``prompt``, in ``EXPOSURE_NAMES`` order (``x8:exposure`` when
     both an act of sharing and records about people are named)."""
-    hits = [name for name in _SOURCES if _compiled(name).search(prompt)]
+    hits = list(FAMILIES.matching(prompt))
     if "x8:share" in hits and "x8:records" in hits:
         hits.append("x8:exposure")
     return tuple(hits)

@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterable, Mapping
 
 from loomc.risk.base import Kind, Level, RiskProfile
+from loomc.risk.memo import per_prompt_of
 from loomc.risk.prescan import Prescanned
 from loomc.risk.reference import KNOWN_PIPELINES, js_length
 
@@ -314,6 +315,9 @@ class KeywordProfiler:
 
     def is_trivia(self, prompt: str) -> bool:
         """Definition-shaped, context-free questions: answering them wrongly harms nobody."""
+        return per_prompt_of(self, "is_trivia", prompt, lambda: self._is_trivia(prompt))
+
+    def _is_trivia(self, prompt: str) -> bool:
         p = prompt.strip().lower()
         if js_length(p) >= 160 or "\n" in p:
             return False
@@ -322,10 +326,18 @@ class KeywordProfiler:
         return False
 
     def signals_of(self, prompt: str) -> tuple[str, ...]:
+        """The risk signals whose terms ``prompt`` holds (once per ``loomc.risk.memo`` pass)."""
+        return per_prompt_of(self, "signals_of", prompt, lambda: self._signals_of(prompt))
+
+    def _signals_of(self, prompt: str) -> tuple[str, ...]:
         text = prompt.lower()
         return tuple(name for name, rx in self._signals if self._hits(rx, text))
 
     def profile(self, prompt: str, pipeline_hint: str | None = None) -> RiskProfile:
+        key = ("profile", pipeline_hint)
+        return per_prompt_of(self, key, prompt, lambda: self._profile(prompt, pipeline_hint))
+
+    def _profile(self, prompt: str, pipeline_hint: str | None) -> RiskProfile:
         pipeline = pipeline_hint if pipeline_hint in KNOWN_PIPELINES else "general"
         text = prompt.lower()
         trivia = self.trivia and pipeline == "general" and self.is_trivia(prompt)

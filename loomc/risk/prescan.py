@@ -25,8 +25,11 @@ matches ``i`` to the dotless ``ı`` and dotted ``İ`` too, and ``s`` to the long
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Iterable
 from typing import Any
+
+from loomc.risk.memo import in_pass, per_prompt
 
 LETTERS = "àáâäçèéêëìíîïñòóôöùúûüß"
 """The non-ASCII letters a case-insensitive pattern's literals keep (others end a literal)."""
@@ -37,6 +40,7 @@ FOLD = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s"})
 derive this list from ``re`` itself, over every code point."""
 
 
+@per_prompt
 def fold(text: str) -> str:
     """``text`` as a case-insensitive pattern's literals are looked for in it: each character
     that ``re.IGNORECASE`` matches to an ASCII character or one of ``LETTERS`` becomes that
@@ -87,9 +91,116 @@ class Prescanned:
         return literals is None or any(lit in scanned for lit in literals)
 
     def search(self, text: str) -> re.Match[str] | None:
-        if not self.may_match(fold(text) if self.folds else text):
-            return None
-        return self.compiled.search(text)
+        if self.folds:
+            folded = fold(text)
+            possible = may_match_folded(self, folded, present(folded))
+        else:
+            possible = self.may_match(text)
+        return self.compiled.search(text) if possible else None
+
+
+# --- every fixed pattern's literals in one scan (a process past its first prompts) -----------
+
+INDEX_AFTER = 64  # texts asked about (in a memo pass) before the index is built
+Found = tuple[frozenset[Prescanned], frozenset[Prescanned]]  # (holding a literal, indexed)
+_Built = tuple[re.Pattern[str], dict[str, frozenset[Prescanned]], frozenset[Prescanned]]
+
+
+class LiteralIndex:
+    """Which of the indexed patterns' literals a folded text holds, in one regex scan.
+
+    Why: the prescan's ``lit in text`` checks cost ~0.2 ms a prompt over the ~1,300 literals
+    of the cues, floors and signal families. One pattern, a trie of every literal in a
+    lookahead (``(?=(a(?:b(?:c)?)?|...))``, ~11,000 characters), finds at each position the
+    longest literal starting there; every literal starting there is a prefix of that one (both
+    are prefixes of the text from there), so the patterns owning any prefix of it are those
+    with a literal at that position: exactly the patterns whose ``may_match`` is true, in ~45
+    µs. Its compile costs ~20 ms, so it is built only once ``INDEX_AFTER`` texts were asked
+    about inside ``loomc.risk.memo`` passes: a cold run's first prompt never pays it."""
+
+    def __init__(self, after: int = INDEX_AFTER) -> None:
+        self._patterns: list[Prescanned] = []
+        self._built: _Built | None = None  # (scan, literal -> owners of its prefixes, indexed)
+        self._after, self._asked = after, 0
+        self._lock = threading.Lock()
+
+    def add(self, patterns: Iterable[Prescanned]) -> None:
+        """Index these too (case-insensitive ones with literals): rebuilt on next use."""
+        with self._lock:
+            self._patterns += [p for p in patterns if p.folds and p.literals]
+            self._built = None
+
+    def present(self, folded: str) -> Found | None:
+        """(the indexed patterns whose literals ``folded`` holds, the indexed patterns), or
+        None while the index is not built."""
+        built = self._built
+        if built is None:
+            self._asked += 1
+            if self._asked < self._after:
+                return None
+            built = self._build()
+        scan, owners, indexed = built
+        found = {m.group(1) for m in scan.finditer(folded)}
+        return frozenset().union(*[owners[lit] for lit in found]), indexed
+
+    def _build(self) -> _Built:
+        with self._lock:
+            if self._built is not None:
+                return self._built
+            ends: dict[str, set[Prescanned]] = {}
+            for p in self._patterns:
+                for lit in p.literals or ():
+                    ends.setdefault(lit, set()).add(p)
+            none: set[Prescanned] = set()
+            owners = {
+                lit: frozenset().union(*[ends.get(lit[:j], none) for j in range(1, len(lit) + 1)])
+                for lit in ends
+            }
+            trie: dict[str, Any] = {}
+            for lit in ends:
+                node = trie
+                for ch in lit:
+                    node = node.setdefault(ch, {})
+                node[""] = {}  # a literal ends here
+            source = _trie_source(trie) if trie else "(?!)"  # no literal: nothing found
+            scan = re.compile("(?=(" + source + "))")
+            self._built = (scan, owners, frozenset(self._patterns))
+            return self._built
+
+
+def _trie_source(node: dict[str, Any]) -> str:
+    """A pattern matching a literal that continues from ``node`` (at least one character);
+    each step's optional continuation is greedy, so the longest one that matches wins."""
+    parts = []
+    for ch, child in sorted(node.items()):
+        if ch == "":
+            continue
+        rest = _trie_source(child) if any(k != "" for k in child) else ""
+        if rest and "" in child:
+            rest = f"(?:{rest})?"
+        parts.append(re.escape(ch) + rest)
+    return parts[0] if len(parts) == 1 else "(?:" + "|".join(parts) + ")"
+
+
+INDEX = LiteralIndex()
+
+
+@per_prompt
+def _present(folded: str) -> Found | None:
+    return INDEX.present(folded)
+
+
+def present(folded: str) -> Found | None:
+    """``INDEX.present(folded)`` once per memo pass; None outside one (each pattern checks its
+    own literals then, as before) or while the index is not built."""
+    return _present(folded) if in_pass() else None
+
+
+def may_match_folded(p: Prescanned, folded: str, got: Found | None) -> bool:
+    """``p.may_match(folded)``, read from ``present(folded)``'s answer where it covers ``p``."""
+    if got is not None and p in got[1]:
+        return p in got[0]
+    return p.may_match(folded)
 
 
 # --- deriving the literals (tests and the generator only: parsing costs what compiling does) ---
@@ -162,9 +273,10 @@ def _selectivity(literals: frozenset[str]) -> tuple[int, int]:
 def table_text(patterns: Iterable[tuple[int, str]]) -> str:
     """The source of ``loomc.risk.literals`` for ``patterns`` (flags, source)."""
     lines = [
-        '"""Generated by ``python -m loomc.risk.prescan`` from the patterns of ``loomc.risk.cues``',
-        "and ``loomc.risk.keywords``: do not edit. The literals one of which every match of each",
-        'pattern holds, keyed by its flags and source (see ``loomc.risk.prescan``)."""',
+        '"""Generated by ``python -m loomc.risk.prescan`` from the patterns of ``loomc.risk.cues``,',
+        "``keywords``, ``tasks``, ``codehazards``, ``exposure`` and ``purpose``: do not edit. The",
+        "literals one of which every match of each pattern holds, keyed by its flags and source",
+        '(see ``loomc.risk.prescan``)."""',
         "",
         "LITERALS: dict[tuple[int, str], tuple[str, ...]] = {",
     ]
@@ -182,10 +294,10 @@ def table_text(patterns: Iterable[tuple[int, str]]) -> str:
 
 def fixed_patterns() -> list[tuple[int, str]]:
     """(flags, source) of every fixed pattern that is prescanned (what the table holds)."""
-    from loomc.risk import cues, keywords
+    from loomc.risk import codehazards, cues, exposure, keywords, purpose, tasks
 
     found: list[Prescanned] = []
-    for module in (cues, keywords):
+    for module in (cues, keywords, tasks, codehazards, exposure, purpose):
         for value in vars(module).values():
             if isinstance(value, Prescanned):
                 found.append(value)

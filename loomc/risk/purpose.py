@@ -38,10 +38,10 @@ weights are that wide, and the rule ``purpose-floor`` escalates ``p9:code-purpos
 from __future__ import annotations
 
 import re
-from functools import cache
 
 from loomc.risk.codehazards import code_present, hazards_of
-from loomc.risk.cues import any_of
+from loomc.risk.cues import LazyPatterns, any_of
+from loomc.risk.memo import per_prompt
 from loomc.risk.tasks import tasks_of
 
 _F = re.IGNORECASE | re.UNICODE | re.MULTILINE
@@ -189,34 +189,31 @@ _CONFIG = re.compile(
 )
 
 
+@per_prompt
 def code_like(prompt: str) -> bool:
     """Code, or a configuration block (a JSON policy, YAML, INI): what ``p9:code-purpose`` reads."""
     return code_present(prompt) or _CONFIG.search(prompt) is not None
 
 
-@cache
-def _domain(name: str) -> re.Pattern[str]:
-    """Compiled on first use (a process that never profiles pays nothing)."""
-    return re.compile(_DOMAINS[name], _F)
+# Each compiled on first need, and searched only where its literals are (loomc.risk.prescan).
+DOMAINS = LazyPatterns(_DOMAINS, _F)
+FAMILIES = LazyPatterns(_SOURCES, _F)
 
 
-@cache
-def _family(name: str) -> re.Pattern[str]:
-    return re.compile(_SOURCES[name], _F)
-
-
+@per_prompt
 def domains_of(prompt: str) -> tuple[str, ...]:
     """The consequential domains ``prompt`` names, in ``DOMAIN_NAMES`` order."""
-    return tuple(n for n in DOMAIN_NAMES if _domain(n).search(prompt))
+    return DOMAINS.matching(prompt)
 
 
 def _hit(name: str, prompt: str) -> bool:
-    return _family(name).search(prompt) is not None
+    return FAMILIES.patterns[name].search(prompt) is not None
 
 
 LONG = 500  # characters: the corpus's "long" prompts start here
 
 
+@per_prompt
 def families_of(prompt: str) -> tuple[str, ...]:
     """The ``p9:*`` families that match ``prompt``, in ``PURPOSE_NAMES`` order."""
     code = code_like(prompt)

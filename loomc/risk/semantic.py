@@ -52,6 +52,7 @@ from loomc.risk.embeddings import EmbeddingCache
 from loomc.risk.features import router_features
 from loomc.risk.files import TABLE_FILE, VOCAB_FILE, installed_dir
 from loomc.risk.keywords import KeywordProfiler
+from loomc.risk.memo import one_pass
 from loomc.risk.npz import NpzFormatError
 from loomc.risk.pure import PureRouter, PureStatic, shared_pure_router, shared_pure_static
 from loomc.risk.pure import take_budget as take_pure_budget
@@ -298,12 +299,16 @@ class SemanticProfiler:
 
     @staticmethod
     def _assemble(
-        router: RouterWeights, emb: npt.NDArray[Any], kw: FloatArray, prompts: Sequence[str]
+        router: RouterWeights,
+        emb: npt.NDArray[Any],
+        kw: FloatArray,
+        prompts: Sequence[str],
+        sims32: npt.NDArray[np.float32] | None = None,
     ) -> FloatArray:
         from loomc.risk.router import classifier_input
 
         return classifier_input(
-            router, emb, kw, lambda columns: [signal_vector(p, columns) for p in prompts]
+            router, emb, kw, lambda columns: [signal_vector(p, columns) for p in prompts], sims32
         )
 
     def features(self, prompts: Sequence[str]) -> tuple[FloatArray, npt.NDArray[np.float32]]:
@@ -328,6 +333,10 @@ class SemanticProfiler:
             raise ValueError("pipeline_hints must match prompts one to one")
         if not prompts:
             return []
+        with one_pass():  # each per-prompt analysis once per call (loomc.risk.memo)
+            return self._profile_all(prompts, hints)
+
+    def _profile_all(self, prompts: list[str], hints: list[str | None]) -> list[RiskProfile]:
         if (
             self._plain
             and self._head.encoder == "static"
@@ -374,8 +383,9 @@ class SemanticProfiler:
         emb = self.embed(prompts)
         kw = np.array([router_features(self.keywords, p) for p in prompts], dtype=np.float64)
         r = self.router
-        probs = r.probability(self._assemble(r, emb, kw, prompts))
+        # One float32 product for the neighbour features and the explanation's nearest prompts.
         sims = similarities(emb.astype(np.float32), r.train_emb)
+        probs = r.probability(self._assemble(r, emb, kw, prompts, sims))
         stage: list[tuple[float, RouterHead, str]] = [(float(p), r, "") for p in probs]
         second, second_encoder = self.second, self.second_encoder
         if second is not None and second_encoder is not None:
@@ -397,9 +407,9 @@ class SemanticProfiler:
         ]
 
     def nearest(self, sims: npt.NDArray[np.float32], k: int = 3) -> list[str]:
-        import numpy as np
+        from loomc.risk.router import top_order
 
-        idx = np.argsort(-sims, kind="stable")[: min(k, sims.shape[0])]
+        idx = top_order(sims, k)
         return nearest_lines(self._head, [int(i) for i in idx], [float(s) for s in sims[idx]])
 
     def _nearest(self, sims: Sequence[float], k: int = 3) -> list[str]:

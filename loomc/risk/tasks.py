@@ -30,9 +30,9 @@ such requests are phrased (not from any test split's wording):
 from __future__ import annotations
 
 import re
-from functools import cache
 
-from loomc.risk.cues import any_of
+from loomc.risk.cues import LazyPatterns, any_of
+from loomc.risk.memo import per_prompt
 
 _F = re.IGNORECASE | re.UNICODE
 
@@ -101,27 +101,27 @@ TASK_NAMES: tuple[str, ...] = tuple(_TASK_SOURCES)
 DOING = ("do:language", "do:compose", "do:code-text", "do:trivia")  # operations, not situations
 
 
-@cache
-def _compiled(name: str) -> re.Pattern[str]:
-    """Compiled on first use (a process that never profiles pays nothing)."""
-    return re.compile(_TASK_SOURCES[name], _F | re.MULTILINE)
+# Each compiled on first need, and searched only where its literals are (loomc.risk.prescan).
+TASKS = LazyPatterns(_TASK_SOURCES, _F | re.MULTILINE)
 
 
+@per_prompt
 def tasks_of(prompt: str) -> tuple[str, ...]:
     """The task families that match ``prompt``, in ``TASK_NAMES`` order."""
-    return tuple(name for name in TASK_NAMES if _compiled(name).search(prompt))
+    return TASKS.matching(prompt)
 
 
 _SENTENCE_END = re.compile(r"[.?!:\n]")
 
 
+@per_prompt
 def operation_first(prompt: str) -> bool:
     """Whether the prompt *opens* with an operation (``do:*`` within its first sentence): "Conjugate
     'poison'" does, "We turned off the login limit. Can you write the release note?" does not;
     the second describes its situation before asking for the operation."""
     m = _SENTENCE_END.search(prompt, 1)
     head = prompt[: m.end() if m else len(prompt)]
-    return any(_compiled(name).search(head) for name in DOING)
+    return any(TASKS.patterns[name].search(head) for name in DOING)
 
 
 def task_vector(prompt: str) -> list[float]:

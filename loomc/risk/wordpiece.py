@@ -22,6 +22,7 @@ import hashlib
 import re
 import threading
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -117,6 +118,47 @@ def _is_cjk(cp: int) -> bool:
     )
 
 
+class _CharTable(dict[int, str | None]):
+    """A ``str.translate`` table filled on first sight of each character: ``rule(ch)``, the
+    character's replacement (None: dropped).
+
+    Why: the normalizer and the pre-tokenizer decide each character on its own (control,
+    whitespace, CJK, accent mark, punctuation), and deciding it in a Python loop cost ~2 µs a
+    character (most of a static embedding's ~1 ms); ``str.translate`` reads a decided character
+    from here in C. The same rule decides, so the text is the same. At most ``TABLE_MAX``
+    characters are kept (a hostile prompt of every code point is decided, just not kept)."""
+
+    TABLE_MAX = 1 << 16
+
+    def __init__(self, rule: Callable[[str], str | None]) -> None:
+        super().__init__()
+        self.rule = rule
+
+    def __missing__(self, cp: int) -> str | None:
+        out = self.rule(chr(cp))
+        if len(self) < self.TABLE_MAX:
+            self[cp] = out
+        return out
+
+
+def _clean(ch: str) -> str | None:
+    """The normalizer's first step for one character (before lowercasing and NFD)."""
+    cp = ord(ch)
+    if cp == 0 or cp == 0xFFFD or _is_control(ch):
+        return None
+    if _is_whitespace(ch):
+        return " "
+    return f" {ch} " if _is_cjk(cp) else ch
+
+
+_CLEAN = _CharTable(_clean)
+_UNMARK = _CharTable(lambda ch: None if _is_stripped_mark(ch) else ch)
+# A punctuation character as a word of its own: no character is both punctuation and
+# whitespace to ``str.split`` (tests/risk/test_wordpiece.py checks every code point), so
+# splitting the padded text gives the words ``split`` then a cut at each punctuation gave.
+_PAD_PUNCTUATION = _CharTable(lambda ch: f" {ch} " if _is_punctuation(ch) else ch)
+
+
 @dataclass(frozen=True)
 class Vocabulary:
     """A ``vocab.txt``: token -> id (its line number), and the file's sha256."""
@@ -162,33 +204,14 @@ class WordPiece:
         self._cache: dict[str, list[int]] = {}
 
     def normalize(self, text: str) -> str:
-        out = []
-        for ch in text:
-            cp = ord(ch)
-            if cp == 0 or cp == 0xFFFD or _is_control(ch):
-                continue
-            if _is_whitespace(ch):
-                out.append(" ")
-            elif _is_cjk(cp):
-                out.append(f" {ch} ")
-            else:
-                out.append(ch)
-        text = unicodedata.normalize("NFD", "".join(out).lower())
-        return "".join(ch for ch in text if not _is_stripped_mark(ch))
+        """Control characters dropped, whitespace as a space, CJK spaced out, lowercased, NFD,
+        accents stripped (each character decided once per process: ``_CharTable``)."""
+        text = unicodedata.normalize("NFD", text.translate(_CLEAN).lower())
+        return text.translate(_UNMARK)
 
     def words(self, text: str) -> list[str]:
-        out: list[str] = []
-        for chunk in text.split():
-            start = 0
-            for i, ch in enumerate(chunk):
-                if _is_punctuation(ch):
-                    if i > start:
-                        out.append(chunk[start:i])
-                    out.append(ch)
-                    start = i + 1
-            if start < len(chunk):
-                out.append(chunk[start:])
-        return out
+        """Split at whitespace, and each punctuation character a word of its own."""
+        return text.translate(_PAD_PUNCTUATION).split()
 
     def word_ids(self, word: str) -> list[int]:
         cached = self._cache.get(word)

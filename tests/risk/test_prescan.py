@@ -1,5 +1,6 @@
 """The literal prescan (``loomc.risk.prescan``) never skips a pattern that would match: the cue
-families, the floors, the keyword module's patterns and the keyword rules, on generated text
+families, the floors, the keyword module's patterns, the keyword rules and the signal families
+(tasks, code hazards, exposure, purpose), on generated text
 that matches them, case folds included; its fold is checked against ``re`` on every code point;
 the generated table is the one the patterns derive today."""
 
@@ -12,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from loomc.risk import cues, keywords
+from loomc.risk import codehazards, cues, exposure, keywords, purpose, tasks
 from loomc.risk.keywords import (
     DEFAULT_ESCALATE_TERMS,
     DEFAULT_RESEARCH_TERMS,
@@ -54,12 +55,15 @@ def test_fold_maps_every_character_re_ignorecase_matches_to_a_kept_one() -> None
 
 def test_the_table_is_what_the_patterns_derive_today() -> None:
     """``loomc/risk/literals.py`` is current (else: ``python -m loomc.risk.prescan``), and
-    every fixed pattern has literals (none is compiled for every prompt)."""
+    every fixed pattern has literals (none is compiled for every prompt) but two signal
+    families no literal run can stand for (a quoted span; code's shapes), searched always."""
     patterns = fixed_patterns()
-    assert len(patterns) == len(cues.CUE_NAMES) + len(cues.FLOOR_NAMES) + 4
+    signals = len(FIXED) - len(cues.CUE_NAMES) - len(cues.FLOOR_NAMES) - 4
+    assert len(patterns) == len(cues.CUE_NAMES) + len(cues.FLOOR_NAMES) + 4 + signals
+    always = {tasks.TASKS.patterns["quoted"].source, codehazards.CODE.patterns["present"].source}
     for flags, source in patterns:
         derived = derive(source, flags)
-        assert derived is not None, source
+        assert (derived is None) == (source in always), source
         assert LITERALS.get((flags, source)) == derived, source
 
 
@@ -86,6 +90,18 @@ FIXED = [
     *(cues.CUES.patterns[n] for n in cues.CUE_NAMES),
     *(cues.FLOORS.patterns[n] for n in cues.FLOOR_NAMES),
     *(v for v in vars(keywords).values() if isinstance(v, Prescanned)),
+    *(
+        p
+        for group in (
+            tasks.TASKS,
+            codehazards.CODE,
+            codehazards.HAZARDS,
+            exposure.FAMILIES,
+            purpose.DOMAINS,
+            purpose.FAMILIES,
+        )
+        for p in group.patterns.values()
+    ),
 ]
 _SWAPS = {"i": "İıI", "s": "ſS", "k": "KK", "e": "É", "u": "Ü", "ü": "Ü", "é": "É", "ß": "ẞ"}
 
