@@ -79,3 +79,31 @@ def test_loso_lora_refuses_a_delta_trained_on_other_files(tmp_path: Path) -> Non
     with pytest.raises(SystemExit, match="was trained on"):
         ll.checked_delta(delta, [n for n in ll.F15 if n != "hard-test-9"])
     assert ll.checked_delta(delta, ll.F15) == delta
+
+
+def test_route12_round_adds_the_v12_extra_rows_to_f15_and_keeps_a_as_lora13s_plain_arm() -> None:
+    """route12's arms (evals/routing/README.md, its rule): A = lora13's plain arm on F15; B, C =
+    the same recipe on F16 (F15 + hard-train-v12-extra), plain and with the fold's delta; B and
+    C again with the band capped at 0.10. Nothing else differs between them."""
+    ll = research_script("loso_lora")
+    rnd = ll.ROUNDS["route12"]
+    assert rnd.files == ll.F16 == (*ll.F15, "hard-train-v12-extra")
+    assert rnd.held_out == ll.ROUNDS["v12"].held_out
+    groups = dict(ll.passes(rnd))
+    assert list(groups) == [ll.F16, ll.F15]  # the deltas' files first
+    (a,) = groups[ll.F15].values()
+    assert a == ll.arms(ll.ROUNDS["v12"])["v11's recipe, plain q8"]  # lora13's plain arm
+    b, c, b10, c10 = groups[ll.F16].values()
+    assert b == a and c == a._replace(second="minilm-q8-lora")
+    assert (b10, c10) == (b._replace(cap=0.10), c._replace(cap=0.10))
+    assert a.cap == 0.20
+
+
+def test_a_lora_arm_must_learn_from_the_deltas_files() -> None:
+    ll = research_script("loso_lora")
+    rnd = ll.ROUNDS["route12"]
+    bad = rnd._replace(
+        more=(ll.Arm("C on F15", ll.F15, rnd.recipe._replace(second="minilm-q8-lora")),)
+    )
+    with pytest.raises(SystemExit, match="deltas' files"):
+        ll.passes(bad)
