@@ -27,6 +27,7 @@ Every arm's embeddings are the numpy reference's.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
 from collections.abc import Callable, Sequence
@@ -107,12 +108,17 @@ def cached(
 
 
 def checked_delta(path: Path, trained_on: Sequence[str]) -> Path:
-    """``path``, after its meta says it was fine-tuned on exactly ``trained_on`` (in order)."""
+    """``path``, after its meta says it was fine-tuned on exactly ``trained_on`` (in order) as
+    the files are now (their sha256: a delta tuned on an earlier batch of a file being written
+    is refused, not silently scored)."""
     with np.load(path, allow_pickle=False) as z:
         meta = json.loads(str(z["meta"]))
     want = [f"{n}.jsonl" for n in trained_on]
     if meta["training_files"] != want:
         raise SystemExit(f"{path} was trained on {meta['training_files']}, not {want}")
+    now = [hashlib.sha256((lr.CORPUS / n).read_bytes()).hexdigest() for n in want]
+    if meta.get("training_sha256") != now:
+        raise SystemExit(f"{path} was trained on other versions of {want}")
     return path
 
 
