@@ -58,6 +58,7 @@ from loomc.risk.pure import take_budget as take_pure_budget
 from loomc.risk.releases import (
     DATA_FILE,
     DEFAULT_RELEASE,
+    LORA,
     MINILM_HINT,
     MINILM_KINDS,
     RELEASES,
@@ -187,6 +188,13 @@ class SemanticProfiler:
             self._second_path = self.data_path.with_name(head.cascade)
             if not self._second_path.is_file():
                 raise FileNotFoundError(f"No such file: {self._second_path}")
+        # A release on a LoRA-tuned MiniLM (loomc.risk.lora): its delta must have been trained
+        # on the installed base; a mismatch is refused here, one line, not on the first prompt.
+        self._delta = LORA.get(release) if self._kind == "minilm-q8-lora" else None
+        if self._delta is not None and self._second_path is not None:
+            from loomc.risk.lora import Delta
+
+            Delta(self._delta).check_base(known(self._minilm_dir) / "model.safetensors")
         self._second: RouterWeights | None = None
         self._second_encoder: MiniLMEncoder | None = None
         self._pure: PureStatic | None = None
@@ -236,6 +244,7 @@ class SemanticProfiler:
                         self._threads,
                         self._backend,
                         self._kind,
+                        self._delta,
                     )
                     self._encoder = enc
             return self._encoder
@@ -260,7 +269,9 @@ class SemanticProfiler:
                 from loomc.risk.encoders import shared_encoder
 
                 dir_ = known(self._minilm_dir)
-                enc = shared_encoder(dir_, self._dtype, self._threads, self._backend, self._kind)
+                enc = shared_encoder(
+                    dir_, self._dtype, self._threads, self._backend, self._kind, self._delta
+                )
                 self._second_encoder = enc
             return self._second_encoder
 
