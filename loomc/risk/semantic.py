@@ -58,7 +58,6 @@ from loomc.risk.pure import take_budget as take_pure_budget
 from loomc.risk.releases import (
     DATA_FILE,
     DEFAULT_RELEASE,
-    LORA,
     MINILM_HINT,
     MINILM_KINDS,
     RELEASES,
@@ -66,6 +65,7 @@ from loomc.risk.releases import (
     SECOND_FILE,
     backend_of,
     known,
+    lora_delta,
     minilm_missing,
     needs_numpy,
     opt_float,
@@ -188,13 +188,7 @@ class SemanticProfiler:
             self._second_path = self.data_path.with_name(head.cascade)
             if not self._second_path.is_file():
                 raise FileNotFoundError(f"No such file: {self._second_path}")
-        # A release on a LoRA-tuned MiniLM (loomc.risk.lora): its delta must have been trained
-        # on the installed base; a mismatch is refused here, one line, not on the first prompt.
-        self._delta = LORA.get(release) if self._kind == "minilm-q8-lora" else None
-        if self._delta is not None and self._second_path is not None:
-            from loomc.risk.lora import Delta
-
-            Delta(self._delta).check_base(known(self._minilm_dir) / "model.safetensors")
+        self._delta = lora_delta(release, self._kind, self._second_path and self._minilm_dir)
         self._second: RouterWeights | None = None
         self._second_encoder: MiniLMEncoder | None = None
         self._pure: PureStatic | None = None
@@ -268,10 +262,8 @@ class SemanticProfiler:
             if self._second_encoder is None and self._second_path is not None:
                 from loomc.risk.encoders import shared_encoder
 
-                dir_ = known(self._minilm_dir)
-                enc = shared_encoder(
-                    dir_, self._dtype, self._threads, self._backend, self._kind, self._delta
-                )
+                args = (self._dtype, self._threads, self._backend, self._kind, self._delta)
+                enc = shared_encoder(known(self._minilm_dir), *args)
                 self._second_encoder = enc
             return self._second_encoder
 
