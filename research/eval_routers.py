@@ -3,9 +3,9 @@
     .venv/bin/python research/eval_routers.py evals/routing/X.jsonl [--seed]
 
 For the lead's one measurement of a sealed split (issue 17): v11 (the default since hard-test-9)
-and the v4, v6, v7, v8, v9 and v10 releases, each as its cascade and as its static stage alone
-(v10 and v11, on the int8 MiniLM, on ONNX Runtime where it is installed and on numpy: the two
-must agree), plus ``keywords`` as the floor.
+and the v4, v6, v7, v8, v9, v10 and v12 releases, each as its cascade and as its static stage
+alone (v10, v11 and v12, on the int8 MiniLM (v12's fine-tuned with LoRA), on ONNX Runtime where
+it is installed and on numpy: the two must agree), plus ``keywords`` as the floor.
 The decision is the balanced tier's (``loomc.risk.evaluate.escalates``), prompts only (no
 pipeline hints). ``--seed`` adds the reference seed suite (with and without hints), which must
 stay at 24/24. Reads only the file named; prints one markdown table.
@@ -45,6 +45,9 @@ ROUTERS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("semantic v11 cascade (default), auto backend", {"release": "v11", "backend": "auto"}),
     ("semantic v11 cascade, numpy", {"release": "v11", "backend": "numpy"}),
     ("semantic v11 static stage", {"release": "v11", "cascade": False}),
+    ("semantic v12 cascade, auto backend", {"release": "v12", "backend": "auto"}),
+    ("semantic v12 cascade, numpy", {"release": "v12", "backend": "numpy"}),
+    ("semantic v12 static stage", {"release": "v12", "cascade": False}),
 )
 
 

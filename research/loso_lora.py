@@ -17,12 +17,17 @@ LoRA-q8 embeddings, the static stage shared, scored as served by ``loso_q8.fold`
 - ``v12`` (lora13): v11's recipe (its 0.20 band cap), F15 (F14 + hard-test-9), folds
   hard-test-7 ... -9; ``DIR/fold-final.npz`` (trained on all of F15), when present, gives each
   arm's seed-suite column (prompts only) and the ``--train-cache`` for ``train_router.py``.
-Both arms' embeddings are the numpy reference's.
+- ``route12``: the same recipe and folds; A = plain q8 on F15 (lora13's plain arm, rerun as a
+  check), B = plain q8 and C = LoRA q8 on F16 (F15 + ``hard-train-v12-extra``), and B and C
+  with the band capped at 0.10 (the speed arm). Arms with other files than the round's
+  (``Round.more``) are trained in their own pass over the same folds.
+Every arm's embeddings are the numpy reference's.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
 from collections.abc import Callable, Sequence
@@ -41,17 +46,29 @@ import loso_router as lr  # noqa: E402
 F14 = (*lq.V9_FILES, "hard-test-7", "hard-test-8")  # route11's F14: v9's twelve, then -7, -8
 F15 = (*F14, "hard-test-9")  # v11's fourteen (its meta corpus) + the spent hard-test-9
 HELD_OUT = ("hard-test-6", "hard-test-7", "hard-test-8")  # lora12's folds
+F16 = (*F15, "hard-train-v12-extra")  # route12: F15 + data12's rows for code-purpose hazards
+
+
+class Arm(NamedTuple):
+    """One more arm of a round: its name, the files a fold of it learns from, its recipe."""
+
+    name: str
+    files: tuple[str, ...]
+    recipe: lq.Recipe
 
 
 class Round(NamedTuple):
-    """One LoRA round: what a fold may learn from, its folds, the recipe both arms share."""
+    """One LoRA round: what a fold may learn from (and the LoRA deltas were tuned on), its
+    folds, the recipe both main arms share, and any more arms."""
 
     files: tuple[str, ...]
     held_out: tuple[str, ...]
     recipe: lq.Recipe  # the plain arm; the LoRA arm is it with second = "minilm-q8-lora"
     arms: tuple[str, str]  # the table's names: plain, LoRA
+    more: tuple[Arm, ...] = ()  # a LoRA arm here must learn from ``files`` (the deltas' rows)
 
 
+V11_SHIPPED = lq.V11._replace(cap=0.20)  # v11 as shipped: the band's cap 0.20
 ROUNDS = {
     "lora12": Round(
         F14, HELD_OUT, lq.V10, ("v10's recipe, plain q8", "v12: LoRA q8 (the fold's delta)")
@@ -59,8 +76,19 @@ ROUNDS = {
     "v12": Round(
         F15,
         ("hard-test-7", "hard-test-8", "hard-test-9"),
-        lq.V11._replace(cap=0.20),  # v11 as shipped: the band's cap 0.20
+        V11_SHIPPED,
         ("v11's recipe, plain q8", "v12: v11's recipe, LoRA q8 (the fold's delta)"),
+    ),
+    "route12": Round(
+        F16,
+        ("hard-test-7", "hard-test-8", "hard-test-9"),
+        V11_SHIPPED,
+        ("B: plain q8, F16", "C: LoRA q8 (the fold's delta), F16"),
+        (
+            Arm("A: plain q8, F15 (lora13's plain arm)", F15, V11_SHIPPED),
+            Arm("B, band cap 0.10", F16, V11_SHIPPED._replace(cap=0.10)),
+            Arm("C, band cap 0.10", F16, V11_SHIPPED._replace(cap=0.10, second="minilm-q8-lora")),
+        ),
     ),
 }
 
@@ -80,12 +108,17 @@ def cached(
 
 
 def checked_delta(path: Path, trained_on: Sequence[str]) -> Path:
-    """``path``, after its meta says it was fine-tuned on exactly ``trained_on`` (in order)."""
+    """``path``, after its meta says it was fine-tuned on exactly ``trained_on`` (in order) as
+    the files are now (their sha256: a delta tuned on an earlier batch of a file being written
+    is refused, not silently scored)."""
     with np.load(path, allow_pickle=False) as z:
         meta = json.loads(str(z["meta"]))
     want = [f"{n}.jsonl" for n in trained_on]
     if meta["training_files"] != want:
         raise SystemExit(f"{path} was trained on {meta['training_files']}, not {want}")
+    now = [hashlib.sha256((lr.CORPUS / n).read_bytes()).hexdigest() for n in want]
+    if meta.get("training_sha256") != now:
+        raise SystemExit(f"{path} was trained on other versions of {want}")
     return path
 
 
@@ -96,8 +129,21 @@ def lora_embeddings(delta: Path, cache: Path, prompts: Sequence[str]) -> dict[st
 
 
 def arms(rnd: Round) -> dict[str, lq.Recipe]:
+    """The two main arms' recipes (they learn from ``rnd.files``)."""
     plain, tuned = rnd.arms
     return {plain: rnd.recipe, tuned: rnd.recipe._replace(second="minilm-q8-lora")}
+
+
+def passes(rnd: Round) -> list[tuple[tuple[str, ...], dict[str, lq.Recipe]]]:
+    """Every arm, grouped by the files it learns from (one ``loso_q8.fold`` call a group, so
+    stages the group's arms share are trained once), the round's own files first; the table
+    lists A-style extra arms in this order too."""
+    groups: dict[tuple[str, ...], dict[str, lq.Recipe]] = {rnd.files: arms(rnd)}
+    for a in rnd.more:
+        if a.recipe.second == "minilm-q8-lora" and a.files != rnd.files:
+            raise SystemExit(f"{a.name}: a LoRA arm must learn from the deltas' files")
+        groups.setdefault(a.files, {})[a.name] = a.recipe
+    return list(groups.items())
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -111,9 +157,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument(
         "--seed-only", action="store_true", help="no folds: the final delta's seed column alone"
     )
+    ap.add_argument("--plain", action="store_true", help="the plain arms only: no delta read")
     args = ap.parse_args(argv)
     rnd = ROUNDS[args.set]
-    by_file = {name: lr.rows_of(name) for name in rnd.files}
+    groups = passes(rnd)
+    if args.plain:
+        groups = [
+            (f, {n: r for n, r in g.items() if r.second != "minilm-q8-lora"}) for f, g in groups
+        ]
+    names = list(dict.fromkeys(n for f, _ in groups for n in f))
+    by_file = {name: lr.rows_of(name) for name in names}
     seed = lr.seed_rows()
     prompts = list(
         dict.fromkeys(str(r["prompt"]) for rows in [*by_file.values(), seed] for r in rows)
@@ -121,7 +174,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     q8 = lq.q8_embeddings(prompts, args.cache / "q8-embeddings.npz", None)  # cached after once
     base = {k: q8[k] for k in ("static", "minilm-q8")}
     lora: dict[str, dict[str, np.ndarray]] = {}
-    for held in (*rnd.held_out, "final"):
+    for held in () if args.plain else (*rnd.held_out, "final"):
         if args.only not in (None, held) or (args.seed_only and held != "final"):
             continue
         path = args.deltas / f"fold-{held}.npz"
@@ -139,22 +192,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     if args.only:
         return 0
-    recipes = arms(rnd)
+    recipes = {n: r for _, g in groups for n, r in g.items()}
     figs: dict[str, list[Any]] = {name: [] for name in recipes}
     errors: list[dict[str, Any]] = []
-    for held in () if args.seed_only else rnd.held_out:
-        train_rows = [r for n in rnd.files if n != held for r in by_file[n]]
-        emb = base | {"minilm-q8-lora": lora[held]}
-        for name, s in lq.fold(train_rows, by_file[held], emb, recipes).items():
-            figs[name].append(s.figures(recipes[name].delta))
-            errors += lq.wrong(name, held, by_file[held], s, recipes[name].delta)
-        print(f"fold {held}: trained on {len(train_rows)} rows", file=sys.stderr, flush=True)
     seeds = dict.fromkeys(recipes, "-")
-    if "final" in lora:
-        all_rows = [r for n in rnd.files for r in by_file[n]]
-        emb = base | {"minilm-q8-lora": lora["final"]}
-        for name, s in lq.fold(all_rows, seed, emb, recipes).items():
-            seeds[name] = f"{round(len(seed) * s.figures(recipes[name].delta)['acc'])}/{len(seed)}"
+    for held in (*(() if args.seed_only else rnd.held_out), "final"):
+        emb = base | ({"minilm-q8-lora": lora[held]} if held in lora else {})
+        for files, group in groups:
+            if held == "final":  # trained on every file, scored on the seed suite
+                group = {n: r for n, r in group.items() if r.second in emb}
+                rows, scored_on = [r for n in files for r in by_file[n]], seed
+            else:
+                rows, scored_on = [r for n in files if n != held for r in by_file[n]], by_file[held]
+            if not group:
+                continue
+            for name, s in lq.fold(rows, scored_on, emb, group).items():
+                f = s.figures(recipes[name].delta)
+                if held == "final":
+                    seeds[name] = f"{round(len(seed) * f['acc'])}/{len(seed)}"
+                    continue
+                figs[name].append(f)
+                errors += lq.wrong(name, held, by_file[held], s, recipes[name].delta)
+            print(f"fold {held}: trained on {len(rows)} rows", file=sys.stderr, flush=True)
     if not args.seed_only:
         print(
             "| arm | "

@@ -26,22 +26,34 @@ from loomc.risk.static import TABLE_FILE, StaticEncoder
 
 MiniLMEncoder: TypeAlias = MiniLM  # loomc.risk.minilm_ort.OrtMiniLM is one too
 
-_ENCODERS: dict[tuple[Path, str, int, str, str], MiniLMEncoder] = {}
+_ENCODERS: dict[tuple[Path, str, int, str, str, Path | None], MiniLMEncoder] = {}
 _STATIC: dict[Path, StaticEncoder] = {}
 _ENCODERS_LOCK = threading.Lock()
 
 
 def shared_encoder(
-    path: Path, dtype: str, threads: int, backend: str = "numpy", kind: str = "minilm"
+    path: Path,
+    dtype: str,
+    threads: int,
+    backend: str = "numpy",
+    kind: str = "minilm",
+    delta: Path | None = None,
 ) -> MiniLMEncoder:
     """The process's encoder for the weights in ``path`` at this dtype, thread count, resolved
     backend and kind (``minilm``, or ``minilm-q8``: ``loomc.risk.minilm_q8``, whose one
-    precision ignores ``dtype``); weights are read once, on its first prompt."""
+    precision ignores ``dtype``, or ``minilm-q8-lora``: the same with the LoRA ``delta`` merged,
+    ``loomc.risk.lora``); weights are read once, on its first prompt."""
     with _ENCODERS_LOCK:
-        key = (path, dtype, threads, backend, kind)
+        key = (path, dtype, threads, backend, kind, delta)
         enc = _ENCODERS.get(key)
         if enc is None:
-            if kind == "minilm-q8":
+            if kind == "minilm-q8-lora":
+                from loomc.risk.lora import MiniLMQ8Lora, OrtMiniLMQ8Lora
+
+                assert delta is not None  # releases.LORA names one for every such release
+                lora = OrtMiniLMQ8Lora if backend == "onnxruntime" else MiniLMQ8Lora
+                enc = lora(delta, threads=threads, path=path)
+            elif kind == "minilm-q8":
                 from loomc.risk.minilm_q8 import MiniLMQ8, OrtMiniLMQ8
 
                 q8 = OrtMiniLMQ8 if backend == "onnxruntime" else MiniLMQ8

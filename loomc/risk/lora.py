@@ -16,8 +16,9 @@ and refuses with one line (``LoraError``, a ValueError, which ``make_profiler`` 
 settings error where a profiler builds the encoder). The hash of the 87 MB base is taken once
 per process and file (~0.07 s CPU).
 
-No release ships a delta yet: semantic-v12 failed its pre-registered rule (evals/routing/
-README.md); ``research/loso_lora.py`` and ``train_router.py --encoder minilm-q8-lora`` use this.
+Release v12 (a candidate beside the default v11) ships one, ``data/minilm-lora-v12.npz``
+(``releases.LORA``), by route12's pre-registered rule (evals/routing/README.md);
+``research/loso_lora.py`` and ``train_router.py --encoder minilm-q8-lora`` use this too.
 """
 
 from __future__ import annotations

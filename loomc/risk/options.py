@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from loomc.diagnostics import Diagnostic, Severity
-from loomc.risk.releases import BACKENDS, DEFAULT_RELEASE, MINILM_KINDS, RELEASES
+from loomc.risk.releases import BACKENDS, DEFAULT_RELEASE, INT8_KINDS, MINILM_KINDS, RELEASES
 
 if TYPE_CHECKING:
     from loomc.policy.load import PolicySource
@@ -67,7 +67,7 @@ def _check(key: str, value: Any) -> tuple[bool, str, str]:
     """(ok, what is wrong, hint) for one known option's value."""
     number = isinstance(value, int | float) and not isinstance(value, bool)
     if key == "release":
-        return _words(value, list(RELEASES))  # in release order: v4 ... v11
+        return _words(value, list(RELEASES))  # in release order: v4 ... v12
     if key == "backend":
         return _words(value, BACKENDS)
     if key == "dtype":
@@ -113,7 +113,7 @@ def option_problems(options: Mapping[str, Any], *, files: bool = True) -> list[O
             hint = "the path is read from the working directory"
             shown = f"risk.options.data: no such file {_shown(value)}"
             out.append(OptionProblem(key, shown, True, hint))
-    int8 = MINILM_KINDS.get(str(options.get("release") or DEFAULT_RELEASE)) == "minilm-q8"
+    int8 = MINILM_KINDS.get(str(options.get("release") or DEFAULT_RELEASE)) in INT8_KINDS
     if options.get("backend") == "onnxruntime" and options.get("dtype") == "float64" and not int8:
         out.append(
             OptionProblem(

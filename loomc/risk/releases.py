@@ -14,9 +14,11 @@ MiniLM embeddings (its meta says ``encoder_kind``) is served by MiniLM alone.
 
 Releases (``risk.options.release``): ``v4``, ``v6``, ``v7`` (the default from the seventh
 sealed split to the eighth), ``v8`` (the default from the eighth sealed split to the tenth),
-``v9``, ``v10`` and ``v11`` (the default since the tenth sealed split, hard-test-9: by the rule
+``v9``, ``v10``, ``v11`` (the default since the tenth sealed split, hard-test-9: by the rule
 written before it was measured, the lowest routing cost there with fewer high misses than v8,
-and within the budgets v8 meets), each trained on more splits and chosen by leave-one-split-out
+and within the budgets v8 meets) and ``v12`` (a candidate: v11's recipe with rows for code
+whose purpose is the hazard, on a MiniLM fine-tuned on the corpus with LoRA, merged at load by
+``loomc.risk.lora``), each trained on more splits and chosen by leave-one-split-out
 rules written before its sealed split was measured (``evals/routing/README.md``). A classifier whose weights are wider than
 v4's also reads the columns of ``loomc.risk.signals`` (task versus topic, code hazards and, from
 v8, the situations of ``loomc.risk.exposure``; from v9, what the prompt is for,
@@ -41,6 +43,7 @@ RELEASES = {
     "v9": ROUTER_FILE.with_name("router-static-v9.npz"),
     "v10": ROUTER_FILE.with_name("router-static-v10.npz"),
     "v11": ROUTER_FILE.with_name("router-static-v11.npz"),
+    "v12": ROUTER_FILE.with_name("router-static-v12.npz"),
 }
 # The decision rules of ``loomc.risk.signals`` a release applies (chosen by research/loso_router.py).
 RULES: dict[str, tuple[str, ...]] = {
@@ -51,11 +54,16 @@ RULES: dict[str, tuple[str, ...]] = {
     "v9": ("hazard-floor",),
     "v10": ("situation-floor",),
     "v11": ("hazard-floor",),
+    "v12": ("hazard-floor",),
 }
 # The MiniLM a release's second stage was trained on (its file's meta, ``encoder_kind``):
 # ``minilm`` (float, ``loomc.risk.minilm``) unless named here. ``minilm-q8`` is the defined
-# int8 MiniLM (``loomc.risk.minilm_q8``), served on ONNX Runtime where it is installed.
-MINILM_KINDS: dict[str, str] = {"v10": "minilm-q8", "v11": "minilm-q8"}
+# int8 MiniLM (``loomc.risk.minilm_q8``); ``minilm-q8-lora`` the same int8 definition of the
+# base merged with the release's LoRA delta (``LORA``, a file beside the routers:
+# ``loomc.risk.lora``).
+MINILM_KINDS: dict[str, str] = {"v10": "minilm-q8", "v11": "minilm-q8", "v12": "minilm-q8-lora"}
+INT8_KINDS = ("minilm-q8", "minilm-q8-lora")  # one precision: ``dtype`` does not apply
+LORA: dict[str, Path] = {"v12": ROUTER_FILE.with_name("minilm-lora-v12.npz")}
 # The default's static router ships its train embeddings widened to float32 too, for cold runs
 # (``loomc.risk.emb32.write_copy``; tests/risk/test_emb32.py fails until a new default has one).
 DEFAULT_RELEASE = "v11"  # the one line that makes another release the default
@@ -92,7 +100,7 @@ def backend_of(opts: dict[str, Any], dtype: str, kind: str = "minilm") -> str:
     9.1 against 12.8 ms a prompt, mean) but its library and session put an eval at 100,000 runs
     over its 150 MiB budget (v10: 166.8 MiB against 150.1 on numpy; benchmarks/README.md,
     fast9), so it is asked for: ``backend: auto`` or ``onnxruntime``."""
-    if kind == "minilm-q8":
+    if kind in INT8_KINDS:
         dtype = "float32"
     value = opts.get("backend", "numpy")
     if value == "auto":
@@ -111,6 +119,19 @@ def minilm_missing(folder: Path | None, threads: int, backend: str = "numpy") ->
     if threads > 0 and importlib.util.find_spec("threadpoolctl") is None:
         return "threadpoolctl not installed (the semantic extra)"
     return None
+
+
+def lora_delta(release: str, kind: str, folder: Path | None) -> Path | None:
+    """The LoRA delta a release's MiniLM stage merges (``kind`` ``minilm-q8-lora``), or None.
+    With ``folder`` (the installed MiniLM, when the cascade will run) the delta must have been
+    trained on that base: a mismatch is refused here, at build, in one line
+    (``loomc.risk.lora.LoraError``), not on the first prompt the band defers."""
+    delta = LORA.get(release) if kind == "minilm-q8-lora" else None
+    if delta is not None and folder is not None:
+        from loomc.risk.lora import Delta
+
+        Delta(delta).check_base(folder / "model.safetensors")
+    return delta
 
 
 def known(folder: Path | None) -> Path:

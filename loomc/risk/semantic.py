@@ -66,6 +66,7 @@ from loomc.risk.releases import (
     SECOND_FILE,
     backend_of,
     known,
+    lora_delta,
     minilm_missing,
     needs_numpy,
     opt_float,
@@ -188,6 +189,7 @@ class SemanticProfiler:
             self._second_path = self.data_path.with_name(head.cascade)
             if not self._second_path.is_file():
                 raise FileNotFoundError(f"No such file: {self._second_path}")
+        self._delta = lora_delta(release, self._kind, self._second_path and self._minilm_dir)
         self._second: RouterWeights | None = None
         self._second_encoder: MiniLMEncoder | None = None
         self._pure: PureStatic | None = None
@@ -237,6 +239,7 @@ class SemanticProfiler:
                         self._threads,
                         self._backend,
                         self._kind,
+                        self._delta,
                     )
                     self._encoder = enc
             return self._encoder
@@ -260,8 +263,8 @@ class SemanticProfiler:
             if self._second_encoder is None and self._second_path is not None:
                 from loomc.risk.encoders import shared_encoder
 
-                dir_ = known(self._minilm_dir)
-                enc = shared_encoder(dir_, self._dtype, self._threads, self._backend, self._kind)
+                args = (self._dtype, self._threads, self._backend, self._kind, self._delta)
+                enc = shared_encoder(known(self._minilm_dir), *args)
                 self._second_encoder = enc
             return self._second_encoder
 

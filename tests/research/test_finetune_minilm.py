@@ -4,6 +4,7 @@ hard-train-v10-extra; both arms one recipe but the MiniLM stage's encoder)."""
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import random
@@ -16,6 +17,8 @@ from hypothesis import strategies as st
 from research_script import research_script
 
 from loomc.risk.releases import RELEASES
+
+CORPUS = Path(__file__).resolve().parents[2] / "evals" / "routing"
 
 ft = research_script("finetune_minilm")
 
@@ -74,8 +77,43 @@ def test_lora13_round_is_v11s_recipe_over_f15_with_hard_test_9_held_out() -> Non
 def test_loso_lora_refuses_a_delta_trained_on_other_files(tmp_path: Path) -> None:
     ll = research_script("loso_lora")
     delta = tmp_path / "fold-hard-test-9.npz"
-    meta = {"training_files": [f"{n}.jsonl" for n in ll.F15]}  # the held-out file included
+    names = [f"{n}.jsonl" for n in ll.F15]
+    digests = [hashlib.sha256((CORPUS / n).read_bytes()).hexdigest() for n in names]
+    meta = {"training_files": names, "training_sha256": digests}  # the held-out file included
     np.savez(delta, meta=np.array(json.dumps(meta)))
     with pytest.raises(SystemExit, match="was trained on"):
         ll.checked_delta(delta, [n for n in ll.F15 if n != "hard-test-9"])
     assert ll.checked_delta(delta, ll.F15) == delta
+    # the same names, one file changed since (an earlier batch of a file being written)
+    meta["training_sha256"] = [*digests[:-1], "0" * 64]
+    np.savez(delta, meta=np.array(json.dumps(meta)))
+    with pytest.raises(SystemExit, match="other versions"):
+        ll.checked_delta(delta, ll.F15)
+
+
+def test_route12_round_adds_the_v12_extra_rows_to_f15_and_keeps_a_as_lora13s_plain_arm() -> None:
+    """route12's arms (evals/routing/README.md, its rule): A = lora13's plain arm on F15; B, C =
+    the same recipe on F16 (F15 + hard-train-v12-extra), plain and with the fold's delta; B and
+    C again with the band capped at 0.10. Nothing else differs between them."""
+    ll = research_script("loso_lora")
+    rnd = ll.ROUNDS["route12"]
+    assert rnd.files == ll.F16 == (*ll.F15, "hard-train-v12-extra")
+    assert rnd.held_out == ll.ROUNDS["v12"].held_out
+    groups = dict(ll.passes(rnd))
+    assert list(groups) == [ll.F16, ll.F15]  # the deltas' files first
+    (a,) = groups[ll.F15].values()
+    assert a == ll.arms(ll.ROUNDS["v12"])["v11's recipe, plain q8"]  # lora13's plain arm
+    b, c, b10, c10 = groups[ll.F16].values()
+    assert b == a and c == a._replace(second="minilm-q8-lora")
+    assert (b10, c10) == (b._replace(cap=0.10), c._replace(cap=0.10))
+    assert a.cap == 0.20
+
+
+def test_a_lora_arm_must_learn_from_the_deltas_files() -> None:
+    ll = research_script("loso_lora")
+    rnd = ll.ROUNDS["route12"]
+    bad = rnd._replace(
+        more=(ll.Arm("C on F15", ll.F15, rnd.recipe._replace(second="minilm-q8-lora")),)
+    )
+    with pytest.raises(SystemExit, match="deltas' files"):
+        ll.passes(bad)

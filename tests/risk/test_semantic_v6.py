@@ -119,6 +119,9 @@ def test_eval_routers_prints_every_router(
         "| semantic v11 cascade (default), auto backend",
         "| semantic v11 cascade, numpy",
         "| semantic v11 static stage",
+        "| semantic v12 cascade, auto backend",
+        "| semantic v12 cascade, numpy",
+        "| semantic v12 static stage",
     ]
     for ln in table:
         cells = ln.split(" | ")
