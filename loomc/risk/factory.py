@@ -85,6 +85,9 @@ def describe(settings: RiskSettings, *, minilm: MiniLMFinder | None = None) -> t
         if second is not None:
             backend = second.backend  # numpy, or onnxruntime (OrtMiniLM)
             how = f"static stage, MiniLM on {backend} for its uncertain band"
+            delta = getattr(getattr(second, "delta", None), "path", None)
+            if delta is not None:  # a LoRA-tuned release (v12): the delta merged into the base
+                how += f", tuned by LoRA delta {delta.name}"
             how += f" (weights in {second.path})"
         else:
             missing = getattr(profiler, "minilm_missing", None)

