@@ -171,30 +171,6 @@ def positions(raw: TensorFile) -> npt.NDArray[np.float32]:
     return np.array(table[:MAX_TOKENS], dtype=np.float32)
 
 
-def fix_mmap_threshold(threshold: int = 128 * 1024) -> bool:
-    """Pin glibc's mmap threshold at its default (128 KiB), where it supports ``mallopt``.
-
-    Why: glibc raises the threshold to the size of every mmapped block it frees (up to 32 MiB),
-    so after the first pass the pass's float64 temporaries (0.1-1.5 MB each) are carved out of
-    the heap instead, whose top cannot shrink past the small long-lived objects allocated among
-    them: the eval's RSS kept ~3 MiB of freed heap (mem13, benchmarks/README.md). Pinned, such
-    blocks are mapped and returned whole on free. Sound: it changes where blocks live, never
-    what they hold, so no number moves; the cost is an mmap/munmap pair and fresh zero pages per
-    large temporary (measured with bench_releases). Process-wide, set once; False (nothing done)
-    off glibc or where the call fails."""
-    import ctypes
-    import platform
-
-    if platform.libc_ver()[0] != "glibc":
-        return False
-    try:
-        libc = ctypes.CDLL(None)
-        m_mmap_threshold = -3  # malloc.h's M_MMAP_THRESHOLD
-        return bool(libc.mallopt(m_mmap_threshold, threshold))
-    except (OSError, AttributeError):
-        return False
-
-
 class MiniLM:
     """Sentence embeddings from the packaged all-MiniLM-L6-v2; ``dtype`` float64 or float32."""
 
@@ -234,7 +210,6 @@ class MiniLM:
         self.eps = float(config["layer_norm_eps"])
         self.hidden = int(config["hidden_size"])
         model = path / "model.safetensors"
-        fix_mmap_threshold()
         with TensorFile(model) as raw:
             w = self._weights(raw, self.dtype)
         # Word embeddings stay float32 and on the map: only the prompt's rows are gathered, then
