@@ -162,6 +162,15 @@ class TensorFile:
         return np.frombuffer(buf, dtype=dtype).reshape(info["shape"])
 
 
+def positions(raw: TensorFile) -> npt.NDArray[np.float32]:
+    """The position embeddings a pass can read: the first ``MAX_TOKENS`` rows (the tokenizer
+    cuts a prompt there; the file has 512), kept float32. Why float32 in a float64 pass: the
+    pass adds them to its float64 word rows, and numpy widens float32 exactly, so the sum is the
+    same as with a float64 copy (mem13: 1.5 MiB of float64 rows became 0.375)."""
+    table = raw["embeddings.position_embeddings.weight"]
+    return np.array(table[:MAX_TOKENS], dtype=np.float32)
+
+
 class MiniLM:
     """Sentence embeddings from the packaged all-MiniLM-L6-v2; ``dtype`` float64 or float32."""
 
@@ -219,7 +228,7 @@ class MiniLM:
     def _weights(self, raw: TensorFile, dt: np.dtype[Any]) -> dict[str, Array]:
         """Every weight but the word embeddings, in ``dt``, each read and converted in turn."""
         w: dict[str, Array] = {}
-        w["pos"] = raw["embeddings.position_embeddings.weight"].astype(dt)
+        w["pos"] = positions(raw)
         w["type0"] = raw["embeddings.token_type_embeddings.weight"][0].astype(dt)
         for name in ("weight", "bias"):
             w[f"emb_ln.{name}"] = raw[f"embeddings.LayerNorm.{name}"].astype(dt)

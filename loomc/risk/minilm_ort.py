@@ -34,7 +34,15 @@ import numpy as np
 import numpy.typing as npt
 
 from loomc.risk import onnx_bytes as ob
-from loomc.risk.minilm import MAX_TOKENS, WORD, MiniLM, TensorFile, model_dir, read_safetensors
+from loomc.risk.minilm import (
+    MAX_TOKENS,
+    WORD,
+    MiniLM,
+    TensorFile,
+    model_dir,
+    positions,
+    read_safetensors,
+)
 
 Array = npt.NDArray[Any]
 OPSET = 17  # LayerNormalization is in the default domain from 17
@@ -245,7 +253,7 @@ class OrtMiniLM(MiniLM):
         model_file = path / "model.safetensors"
         with TensorFile(model_file) as raw:
             w = self._graph_weights(raw, layers)
-            self._pos = np.ascontiguousarray(raw["embeddings.position_embeddings.weight"])
+            self._pos = positions(raw)  # the rows a pass can read (MAX_TOKENS), float32
             self._type0 = np.array(raw["embeddings.token_type_embeddings.weight"][0])
         # The word table (45 MB) stays on the map, as in minilm.py: only a prompt's rows are read.
         self._word = read_safetensors(model_file)[WORD]

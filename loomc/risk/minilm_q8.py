@@ -58,7 +58,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from loomc.risk.minilm import MiniLM, TensorFile
+from loomc.risk.minilm import MiniLM, TensorFile, positions
 from loomc.risk.minilm_ort import TANH_C, TANH_K, OrtMiniLM
 from loomc.risk.minilm_ort import _weights as float_weights
 
@@ -214,7 +214,7 @@ class MiniLMQ8(MiniLM):
         and the float32 result are held."""
         src = float_weights(raw, self.layers, quantise_linear)  # int8 as read
         w: dict[str, Array] = {
-            "pos": raw["embeddings.position_embeddings.weight"].astype(dt),
+            "pos": positions(raw),  # float32, widened exactly by the float64 pass
             "type0": raw["embeddings.token_type_embeddings.weight"][0].astype(dt),
         }
         for key in list(src):

@@ -190,3 +190,20 @@ def test_the_merged_model_agrees_on_numpy_and_onnxruntime(base: Path, tmp_path: 
     ref, ort = MiniLMQ8Lora(path).encode(PROMPTS), OrtMiniLMQ8Lora(path).encode(PROMPTS)
     assert float(np.abs(ref - ort).max()) < 1e-12
     assert float(np.abs(ref - MiniLMQ8().encode(PROMPTS)).max()) > 1e-3  # the delta is in
+
+
+def test_the_factors_are_released_once_merged_and_reread_for_another_merge(
+    base: Path, tmp_path: Path
+) -> None:
+    from loomc.risk.lora import MiniLMQ8Lora
+    from loomc.risk.minilm import TensorFile
+
+    path = random_delta(tmp_path / "r.npz", base, 6)
+    lora = MiniLMQ8Lora(path)
+    first = lora.encode(PROMPTS)
+    assert lora.delta.released and lora.delta.factors == {}  # nothing held past the merge
+    with TensorFile(base / "model.safetensors") as raw:
+        view = MergedTensors(raw, lora.delta)  # reads the file again
+        a, b = Delta(path).factors[KEYS[0]]
+        assert np.array_equal(view[KEYS[0]], merged(raw[KEYS[0]], a, b, lora.delta.scale))
+    assert np.array_equal(MiniLMQ8Lora(path).encode(PROMPTS), first)

