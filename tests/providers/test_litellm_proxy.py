@@ -45,7 +45,11 @@ def test_streaming_usage_is_exact(litellm: str) -> None:
     events: list[StreamEvent] = []
     out = call(litellm, "mock-ok", stream=True, events=events)
     assert out.content == TEXT
-    assert len(events) > 5 and "".join(e.text for e in events) == TEXT
+    # One token event per network read (``ReadEvents``): how many of LiteLLM's frames share
+    # a read depends on the machine's load, so the count is not asserted, only that every
+    # event carries text and together they are the answer, in order.
+    assert events and all(e.kind == "token" and e.text for e in events)
+    assert "".join(e.text for e in events) == TEXT
     assert not out.usage.estimated
     assert out.usage.completion_tokens > 0 and out.usage.prompt_tokens > 0
 
