@@ -21,7 +21,12 @@ LoRA-q8 embeddings, the static stage shared, scored as served by ``loso_q8.fold`
   check), B = plain q8 and C = LoRA q8 on F16 (F15 + ``hard-train-v12-extra``), and B and C
   with the band capped at 0.10 (the speed arm). Arms with other files than the round's
   (``Round.more``) are trained in their own pass over the same folds.
-Every arm's embeddings are the numpy reference's.
+- ``route13``: v12's recipe (LoRA q8) alone, no plain arm, folds hard-test-7 ... -10; B on F17
+  (F16 + the spent hard-test-10; its deltas in ``DIR/B``), A on F16 (route12's arm C; its
+  deltas in ``DIR/A``: ``Arm.deltas`` names a LoRA arm's own folder when it learns from other
+  files than the round's). Both arms' fold hard-test-10 is F16, the same delta.
+Every arm's embeddings are the numpy reference's, cached by the delta's sha256 (one delta that
+two arms share is encoded once).
 """
 
 from __future__ import annotations
@@ -47,6 +52,7 @@ F14 = (*lq.V9_FILES, "hard-test-7", "hard-test-8")  # route11's F14: v9's twelve
 F15 = (*F14, "hard-test-9")  # v11's fourteen (its meta corpus) + the spent hard-test-9
 HELD_OUT = ("hard-test-6", "hard-test-7", "hard-test-8")  # lora12's folds
 F16 = (*F15, "hard-train-v12-extra")  # route12: F15 + data12's rows for code-purpose hazards
+F17 = (*F16, "hard-test-10")  # route13: F16 + the spent hard-test-10
 
 
 class Arm(NamedTuple):
@@ -55,6 +61,7 @@ class Arm(NamedTuple):
     name: str
     files: tuple[str, ...]
     recipe: lq.Recipe
+    deltas: str = ""  # a LoRA arm's fold deltas: this folder under --deltas ("": the round's)
 
 
 class Round(NamedTuple):
@@ -64,11 +71,14 @@ class Round(NamedTuple):
     files: tuple[str, ...]
     held_out: tuple[str, ...]
     recipe: lq.Recipe  # the plain arm; the LoRA arm is it with second = "minilm-q8-lora"
-    arms: tuple[str, str]  # the table's names: plain, LoRA
-    more: tuple[Arm, ...] = ()  # a LoRA arm here must learn from ``files`` (the deltas' rows)
+    arms: tuple[str | None, str]  # the table's names: plain (None: no plain arm), LoRA
+    more: tuple[Arm, ...] = ()  # a LoRA arm here learns from ``files`` unless it has ``deltas``
+    deltas: str = ""  # the main LoRA arm's fold deltas: this folder under --deltas
 
 
 V11_SHIPPED = lq.V11._replace(cap=0.20)  # v11 as shipped: the band's cap 0.20
+V12_SHIPPED = V11_SHIPPED._replace(second="minilm-q8-lora")  # v12: the same on LoRA q8
+FOLDS_13 = ("hard-test-7", "hard-test-8", "hard-test-9", "hard-test-10")
 ROUNDS = {
     "lora12": Round(
         F14, HELD_OUT, lq.V10, ("v10's recipe, plain q8", "v12: LoRA q8 (the fold's delta)")
@@ -89,6 +99,14 @@ ROUNDS = {
             Arm("B, band cap 0.10", F16, V11_SHIPPED._replace(cap=0.10)),
             Arm("C, band cap 0.10", F16, V11_SHIPPED._replace(cap=0.10, second="minilm-q8-lora")),
         ),
+    ),
+    "route13": Round(
+        F17,
+        FOLDS_13,
+        V11_SHIPPED,
+        (None, "B: v12's recipe, F17"),
+        (Arm("A: v12's recipe, F16 (route12's arm C)", F16, V12_SHIPPED, "A"),),
+        "B",
     ),
 }
 
@@ -123,15 +141,19 @@ def checked_delta(path: Path, trained_on: Sequence[str]) -> Path:
 
 
 def lora_embeddings(delta: Path, cache: Path, prompts: Sequence[str]) -> dict[str, np.ndarray]:
+    """The merged LoRA-q8 MiniLM's embeddings of ``prompts``, cached in folder ``cache`` under
+    the delta's sha256 (two arms' identical deltas are encoded once)."""
     from loomc.risk.lora import MiniLMQ8Lora
 
-    return cached(cache, prompts, MiniLMQ8Lora(delta).encode)
+    digest = hashlib.sha256(delta.read_bytes()).hexdigest()[:16]
+    return cached(cache / f"emb-lora-{digest}.npz", prompts, MiniLMQ8Lora(delta).encode)
 
 
 def arms(rnd: Round) -> dict[str, lq.Recipe]:
     """The two main arms' recipes (they learn from ``rnd.files``)."""
     plain, tuned = rnd.arms
-    return {plain: rnd.recipe, tuned: rnd.recipe._replace(second="minilm-q8-lora")}
+    out = {plain: rnd.recipe} if plain is not None else {}
+    return out | {tuned: rnd.recipe._replace(second="minilm-q8-lora")}
 
 
 def passes(rnd: Round) -> list[tuple[tuple[str, ...], dict[str, lq.Recipe]]]:
@@ -140,10 +162,22 @@ def passes(rnd: Round) -> list[tuple[tuple[str, ...], dict[str, lq.Recipe]]]:
     lists A-style extra arms in this order too."""
     groups: dict[tuple[str, ...], dict[str, lq.Recipe]] = {rnd.files: arms(rnd)}
     for a in rnd.more:
-        if a.recipe.second == "minilm-q8-lora" and a.files != rnd.files:
+        if a.recipe.second == "minilm-q8-lora" and (a.files != rnd.files) == (not a.deltas):
             raise SystemExit(f"{a.name}: a LoRA arm must learn from the deltas' files")
         groups.setdefault(a.files, {})[a.name] = a.recipe
+    for files in groups:
+        delta_folder(rnd, files)  # one folder of deltas a pass
     return list(groups.items())
+
+
+def delta_folder(rnd: Round, files: tuple[str, ...]) -> str:
+    """The folder (under --deltas) of the LoRA deltas the arms learning from ``files`` use."""
+    if files == rnd.files:
+        return rnd.deltas
+    named = {a.deltas for a in rnd.more if a.files == files and a.recipe.second.endswith("lora")}
+    if len(named) > 1:
+        raise SystemExit(f"the arms on {files} name {len(named)} folders of deltas")
+    return named.pop() if named else ""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -151,7 +185,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--set", choices=tuple(ROUNDS), default="v12", help="which round's run")
     ap.add_argument("--deltas", type=Path, required=True, help="folder of fold-<held>.npz")
     ap.add_argument("--cache", type=Path, default=Path("/tmp/lora13"))
-    ap.add_argument("--only", help="embed this arm (plain, final or a held-out split) and stop")
+    ap.add_argument(
+        "--only", help="embed this fold's deltas (final, a held-out split, or FOLDER/that) and stop"
+    )
     ap.add_argument("--train-cache", type=Path, help="write train_router's --embeddings here")
     ap.add_argument("--errors", type=Path, help="write every fold's wrong decisions (JSONL)")
     ap.add_argument(
@@ -173,22 +209,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     q8 = lq.q8_embeddings(prompts, args.cache / "q8-embeddings.npz", None)  # cached after once
     base = {k: q8[k] for k in ("static", "minilm-q8")}
-    lora: dict[str, dict[str, np.ndarray]] = {}
-    for held in () if args.plain else (*rnd.held_out, "final"):
-        if args.only not in (None, held) or (args.seed_only and held != "final"):
+    lora: dict[tuple[str, str], dict[str, np.ndarray]] = {}
+    lora_passes = [] if args.plain else [(files, delta_folder(rnd, files)) for files, _ in groups]
+    for files, folder in dict.fromkeys(lora_passes):
+        if not any(r.second == "minilm-q8-lora" for r in dict(groups)[files].values()):
             continue
-        path = args.deltas / f"fold-{held}.npz"
-        if held == "final" and not path.exists():
-            continue
-        trained_on = [n for n in rnd.files if n != held]
-        delta = checked_delta(path, trained_on)
-        lora[held] = lora_embeddings(delta, args.cache / f"emb-lora-{args.set}-{held}.npz", prompts)
-    if args.train_cache and "final" in lora:
+        for held in (*rnd.held_out, "final"):
+            if args.only not in (None, held, f"{folder}/{held}"):
+                continue
+            if args.seed_only and held != "final":
+                continue
+            path = args.deltas / folder / f"fold-{held}.npz"
+            if held == "final" and not path.exists():
+                continue
+            delta = checked_delta(path, [n for n in files if n != held])
+            lora[folder, held] = lora_embeddings(delta, args.cache, prompts)
+    if args.train_cache and (rnd.deltas, "final") in lora:
         np.savez(
             args.train_cache,
             prompts=np.array(prompts),
             static=np.stack([base["static"][p] for p in prompts]),
-            **{"minilm-q8-lora": np.stack([lora["final"][p] for p in prompts])},
+            **{"minilm-q8-lora": np.stack([lora[rnd.deltas, "final"][p] for p in prompts])},
         )
     if args.only:
         return 0
@@ -197,8 +238,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     errors: list[dict[str, Any]] = []
     seeds = dict.fromkeys(recipes, "-")
     for held in (*(() if args.seed_only else rnd.held_out), "final"):
-        emb = base | ({"minilm-q8-lora": lora[held]} if held in lora else {})
         for files, group in groups:
+            key = (delta_folder(rnd, files), held)
+            emb = base | ({"minilm-q8-lora": lora[key]} if key in lora else {})
             if held == "final":  # trained on every file, scored on the seed suite
                 group = {n: r for n, r in group.items() if r.second in emb}
                 rows, scored_on = [r for n in files for r in by_file[n]], seed

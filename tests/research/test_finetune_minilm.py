@@ -117,3 +117,35 @@ def test_a_lora_arm_must_learn_from_the_deltas_files() -> None:
     )
     with pytest.raises(SystemExit, match="deltas' files"):
         ll.passes(bad)
+
+
+def test_route13_round_is_v12s_recipe_on_f17_beside_a_on_f16() -> None:
+    """route13's arms (evals/routing/README.md, its rule): B = v12's recipe (LoRA q8) on F17 (F16 +
+    hard-test-10), its deltas in DIR/B; A = the same on F16 (route12's arm C), its deltas in
+    DIR/A; no plain arm; folds hard-test-7 ... -10. B's fold hard-test-10 learns from F16 in
+    F16's order, so it is A's fold (the same delta's meta passes both checks)."""
+    ll = research_script("loso_lora")
+    rnd = ll.ROUNDS["route13"]
+    assert rnd.files == ll.F17 == (*ll.F16, "hard-test-10")
+    assert rnd.held_out == ("hard-test-7", "hard-test-8", "hard-test-9", "hard-test-10")
+    groups = dict(ll.passes(rnd))
+    assert list(groups) == [ll.F17, ll.F16]
+    (b,) = groups[ll.F17].values()
+    (a,) = groups[ll.F16].values()
+    route12_c = dict(ll.passes(ll.ROUNDS["route12"]))[ll.F16]["C: LoRA q8 (the fold's delta), F16"]
+    assert a == b == route12_c and a.second == "minilm-q8-lora" and a.cap == 0.20
+    assert (ll.delta_folder(rnd, ll.F17), ll.delta_folder(rnd, ll.F16)) == ("B", "A")
+    assert [n for n in ll.F17 if n != "hard-test-10"] == list(ll.F16)
+    with np.load(RELEASES["v12"], allow_pickle=False) as z:  # v12's delta learnt F16, in order
+        meta = json.loads(str(z["meta"]))
+    assert meta["corpus"] == [f"{n}.jsonl" for n in ll.F16]
+
+
+def test_a_lora_arm_on_other_files_needs_its_own_deltas() -> None:
+    ll = research_script("loso_lora")
+    rnd = ll.ROUNDS["route13"]
+    a = rnd.more[0]
+    with pytest.raises(SystemExit, match="deltas' files"):  # F16's arm reading F17's deltas
+        ll.passes(rnd._replace(more=(a._replace(deltas=""),)))
+    with pytest.raises(SystemExit, match="folders of deltas"):  # two folders for one pass
+        ll.passes(rnd._replace(more=(a, a._replace(name="A again", deltas="A2"))))
