@@ -114,15 +114,21 @@ ROUNDS = {
 def cached(
     path: Path, prompts: Sequence[str], encode: Callable[[list[str]], np.ndarray]
 ) -> dict[str, np.ndarray]:
-    """{prompt: embedding} from ``path`` if it holds exactly ``prompts``, else encoded and saved."""
+    """{prompt: embedding} for ``prompts``: those ``path`` holds read from it, the rest encoded
+    and the file rewritten with both. Exact, not approximate: the encoders embed one unpadded
+    prompt at a time (``MiniLM.encode``), so a prompt's vector does not depend on the others
+    (a fold's delta met again with a split more is encoded only for the new prompts)."""
+    have: dict[str, np.ndarray] = {}
     if path.exists():
         with np.load(path, allow_pickle=False) as z:
-            if [str(p) for p in z["prompts"]] == list(prompts):
-                return dict(zip(prompts, z["emb"], strict=True))
-    emb = encode(list(prompts))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    np.savez(path, prompts=np.array(list(prompts)), emb=emb)
-    return dict(zip(prompts, emb, strict=True))
+            have = dict(zip((str(p) for p in z["prompts"]), z["emb"], strict=True))
+    missing = [p for p in dict.fromkeys(prompts) if p not in have]
+    if missing:
+        have.update(zip(missing, encode(missing), strict=True))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        keys = list(have)
+        np.savez(path, prompts=np.array(keys), emb=np.stack([have[k] for k in keys]))
+    return {p: have[p] for p in prompts}
 
 
 def checked_delta(path: Path, trained_on: Sequence[str]) -> Path:

@@ -149,3 +149,23 @@ def test_a_lora_arm_on_other_files_needs_its_own_deltas() -> None:
         ll.passes(rnd._replace(more=(a._replace(deltas=""),)))
     with pytest.raises(SystemExit, match="folders of deltas"):  # two folders for one pass
         ll.passes(rnd._replace(more=(a, a._replace(name="A again", deltas="A2"))))
+
+
+def test_cached_embeddings_encode_only_the_prompts_the_file_lacks(tmp_path: Path) -> None:
+    """A fold's delta met again with a split more (route13's A folds, route12's caches) is
+    encoded only for the new prompts; the vectors read back are the ones written."""
+    ll = research_script("loso_lora")
+    asked: list[list[str]] = []
+
+    def encode(texts: list[str]) -> np.ndarray:
+        asked.append(list(texts))
+        return np.array([[float(len(t)), float(sum(map(ord, t)))] for t in texts])
+
+    path = tmp_path / "emb.npz"
+    first = ll.cached(path, ["a", "bb"], encode)
+    second = ll.cached(path, ["ccc", "bb", "a", "ccc"], encode)
+    assert asked == [["a", "bb"], ["ccc"]]
+    assert list(second) == ["ccc", "bb", "a"]
+    for p in ("a", "bb"):
+        assert np.array_equal(first[p], second[p])
+    assert ll.cached(path, ["bb"], encode)["bb"].tolist() == [2.0, 196.0] and len(asked) == 2
