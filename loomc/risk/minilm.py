@@ -180,7 +180,8 @@ def release_free_heap() -> bool:
     v12 8.2) that an eval's later objects, most of them in Python's own mmapped arenas, never
     reused: they counted in its peak RSS (mem14, benchmarks/README.md). Once per load, so it
     costs nothing a pass pays (a pin of the mmap threshold did: mem13). It moves no byte that
-    is in use, so no number changes. False (nothing done) off glibc or where the call fails."""
+    is in use, so no number changes. True where glibc released memory; False where it had
+    none to release, off glibc (nothing done) or where the call fails."""
     import ctypes
     import platform
 
