@@ -171,6 +171,28 @@ def positions(raw: TensorFile) -> npt.NDArray[np.float32]:
     return np.array(table[:MAX_TOKENS], dtype=np.float32)
 
 
+def release_free_heap() -> bool:
+    """Hand glibc's free heap pages back to the kernel (``malloc_trim(0)``), where it has it.
+
+    Why: the load's temporaries (each float32 tensor as read, the float64 copies that
+    quantising and a LoRA merge make, 2-5 MB each) are freed between the weights that stay, so
+    after a load the heap held 6-8 MB of free but resident pages (mallinfo2's fordblks: v11 6.3,
+    v12 8.2) that an eval's later objects, most of them in Python's own mmapped arenas, never
+    reused: they counted in its peak RSS (mem14, benchmarks/README.md). Once per load, so it
+    costs nothing a pass pays (a pin of the mmap threshold did: mem13). It moves no byte that
+    is in use, so no number changes. True where glibc released memory; False where it had
+    none to release, off glibc (nothing done) or where the call fails."""
+    import ctypes
+    import platform
+
+    if platform.libc_ver()[0] != "glibc":
+        return False
+    try:
+        return bool(ctypes.CDLL(None).malloc_trim(0))
+    except (OSError, AttributeError):
+        return False
+
+
 class MiniLM:
     """Sentence embeddings from the packaged all-MiniLM-L6-v2; ``dtype`` float64 or float32."""
 
@@ -223,6 +245,7 @@ class MiniLM:
             controller = ThreadpoolController()
             self._blas_limit = lambda: controller.limit(limits=self.threads, user_api="blas")
         self._w, self._tokenizer = w, tokenizer
+        release_free_heap()
         self.load_seconds = time.perf_counter() - start
 
     def _weights(self, raw: TensorFile, dt: np.dtype[Any]) -> dict[str, Array]:

@@ -207,3 +207,15 @@ def test_the_factors_are_released_once_merged_and_reread_for_another_merge(
         a, b = Delta(path).factors[KEYS[0]]
         assert np.array_equal(view[KEYS[0]], merged(raw[KEYS[0]], a, b, lora.delta.scale))
     assert np.array_equal(MiniLMQ8Lora(path).encode(PROMPTS), first)
+
+
+@pytest.mark.parametrize("size", [0, 1, (1 << 16) - 1, 1 << 16, (1 << 16) + 1, 200_003])
+def test_file_sha256_is_the_whole_files_digest(tmp_path: Path, size: int) -> None:
+    """The base check hashes through one reused 64 KiB buffer: every byte once, in order,
+    whatever the file's size against the buffer's."""
+    import hashlib
+
+    data = np.random.default_rng(size).integers(0, 256, size, dtype=np.uint8).tobytes()
+    path = tmp_path / "f.bin"
+    path.write_bytes(data)
+    assert file_sha256(path) == hashlib.sha256(data).hexdigest()
