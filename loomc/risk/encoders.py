@@ -1,4 +1,5 @@
-"""One encoder of each kind per process, shared by every semantic profiler.
+"""One encoder of each kind, and one router per file, per process, shared by every semantic
+profiler.
 
 ``make_profiler`` runs once per run, so a profiler must not own its encoder: the token table
 and MiniLM's weights are read once per process (and per MiniLM folder, dtype, BLAS thread
@@ -18,17 +19,24 @@ a server that wants the faster pass names ``auto`` or ``onnxruntime``.
 from __future__ import annotations
 
 import threading
+import weakref
 from pathlib import Path
-from typing import TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
 
 from loomc.risk.minilm import MiniLM
 from loomc.risk.static import TABLE_FILE, StaticEncoder
+
+if TYPE_CHECKING:
+    from loomc.risk.router import RouterWeights
 
 MiniLMEncoder: TypeAlias = MiniLM  # loomc.risk.minilm_ort.OrtMiniLM is one too
 
 _ENCODERS: dict[tuple[Path, str, int, str, str, Path | None], MiniLMEncoder] = {}
 _STATIC: dict[Path, StaticEncoder] = {}
 _ENCODERS_LOCK = threading.Lock()
+_ROUTERS: weakref.WeakValueDictionary[tuple[Path, int, int], RouterWeights] = (
+    weakref.WeakValueDictionary()
+)
 
 
 def shared_encoder(
@@ -75,3 +83,24 @@ def shared_static(table: Path = TABLE_FILE) -> StaticEncoder:
         if enc is None:
             enc = _STATIC[table] = StaticEncoder(table)
         return enc
+
+
+def shared_router(path: Path) -> RouterWeights:
+    """The router in ``path`` (a release's first or second stage), read once while any profiler
+    holds it.
+
+    Why: an eval builds two profilers of the same release (the policy's, and the semantic one its
+    planners read), and each read its own copy of the router: the train embeddings alone are
+    ~3.9 MB for v12, ~4% of the profiler's share of an eval's peak RSS. A ``RouterWeights`` is
+    frozen and only read, so sharing it changes no number. Keyed by the file's size and mtime
+    as well, so a file rewritten in place (research, tests) is read again; held weakly, so it
+    goes when its last profiler does."""
+    from loomc.risk.router import RouterWeights
+
+    st = path.stat()
+    key = (path.resolve(), st.st_size, st.st_mtime_ns)
+    with _ENCODERS_LOCK:
+        router = _ROUTERS.get(key)
+        if router is None:
+            router = _ROUTERS[key] = RouterWeights.load(path)
+        return router

@@ -204,9 +204,9 @@ class SemanticProfiler:
 
     @staticmethod
     def _load_router(path: Path) -> RouterWeights:
-        from loomc.risk.router import RouterWeights
+        from loomc.risk.encoders import shared_router
 
-        return RouterWeights.load(path)
+        return shared_router(path)
 
     # --- what numpy serves, built on first use --------------------------------------------------
 
