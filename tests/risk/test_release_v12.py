@@ -102,9 +102,9 @@ def test_earlier_releases_files_are_unchanged() -> None:
 
 def test_v12_is_selected_by_name_and_is_not_the_default(v12: Any) -> None:
     assert v12.data_path == RELEASES["v12"] and v12.release == "v12"
-    assert release_of({}) == "v11" and release_of({"release": "v12"}) == "v12"
+    assert release_of({}) == "v9" and release_of({"release": "v12"}) == "v12"
     default: Any = make_profiler(RiskSettings(profiler="semantic"))
-    assert default.release == "v11" and default.rules == RULES["v11"]
+    assert default.release == "v9" and default.rules == RULES["v9"]
     assert v12.rules == RULES["v12"] == RULES["v11"] == ("hazard-floor",)
 
 

@@ -28,7 +28,7 @@ from release_checks import (
 
 from loomc.policy.models import RiskSettings
 from loomc.risk.factory import make_profiler
-from loomc.risk.releases import RELEASES, RULES, release_of
+from loomc.risk.releases import DATA_FILE, RELEASES, RULES, release_of
 from loomc.risk.signals import SIGNAL_NAMES, V7_NAMES, V8_NAMES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -87,12 +87,15 @@ def test_earlier_releases_files_are_unchanged() -> None:
         assert hashlib.sha256((DATA / name).read_bytes()).hexdigest() == digest, name
 
 
-def test_v9_is_selected_by_name_and_is_not_the_default(v9: Any) -> None:
+def test_v9_is_selected_by_name_and_is_the_default(v9: Any) -> None:
+    """v9 became the default by the rule written before hard-test-11 was measured (its no-goal
+    clause: no release met the goal there, and v9 had the lowest routing cost, no high-risk
+    prompt missed, within the load and memory gates)."""
     assert v9.data_path == RELEASES["v9"] and v9.release == "v9"
-    assert release_of({}) == "v11" and release_of({"release": "v9"}) == "v9"
+    assert release_of({}) == "v9" and release_of({"release": "v11"}) == "v11"
     assert RELEASES["v9"].exists() and RELEASES["v9"].name == "router-static-v9.npz"
     default: Any = make_profiler(RiskSettings(profiler="semantic"))
-    assert default.release == "v11" and default.rules == RULES["v11"]
+    assert default.release == "v9" and default.data_path == RELEASES["v9"] == DATA_FILE
     assert v9.rules == RULES["v9"]
 
 

@@ -48,11 +48,15 @@ def test_shipped_profiler_serves_the_static_table() -> None:
     prof: Any = make_profiler(RiskSettings(profiler="semantic"))
     assert prof.name == "semantic" and isinstance(prof.encoder, StaticEncoder)
     # the cascade's second stage: numpy's pass by default, installed extras or not (the
-    # default release, v11, runs the int8 MiniLM; v8 the float one)
-    assert type(prof.second_encoder).__name__ == "MiniLMQ8"
-    fast: Any = make_profiler(RiskSettings(profiler="semantic", options={"backend": "auto"}))
+    # default release, v9, runs the float MiniLM; v10-v12 the int8 one)
+    assert type(prof.second_encoder).__name__ == "MiniLM"
+    fast: Any = make_profiler(
+        RiskSettings(profiler="semantic", options={"release": "v11", "backend": "auto"})
+    )
     ort = backend_of({"backend": "auto"}, "float32") == "onnxruntime"
     assert type(fast.second_encoder).__name__ == ("OrtMiniLMQ8" if ort else "MiniLMQ8")
+    q8: Any = make_profiler(RiskSettings(profiler="semantic", options={"release": "v11"}))
+    assert type(q8.second_encoder).__name__ == "MiniLMQ8"
     v8: Any = make_profiler(RiskSettings(profiler="semantic", options={"release": "v8"}))
     assert type(v8.second_encoder).__name__ == "MiniLM"
     fast8: Any = make_profiler(
