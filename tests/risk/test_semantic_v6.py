@@ -52,7 +52,7 @@ def v6() -> Any:
 def test_v6_is_selected_by_name_and_is_not_the_default(v6: Any) -> None:
     assert v6.data_path.name == "router-static-v6.npz" and v6.release == "v6"
     default: Any = make_profiler(RiskSettings(profiler="semantic"))
-    assert default.data_path.name == "router-static-v9.npz" and default.release == "v9"
+    assert default.data_path.name == "router-static-v12.npz" and default.release == "v12"
     assert v6.router.cascade == "router-minilm-v6.npz" and v6.second is not None
     assert v6.router.cascade_low < v6.router.cascade_high
 
@@ -111,7 +111,7 @@ def test_eval_routers_prints_every_router(
         "| semantic v7 static stage",
         "| semantic v8 cascade",
         "| semantic v8 static stage",
-        "| semantic v9 cascade (default)",
+        "| semantic v9 cascade",
         "| semantic v9 static stage",
         "| semantic v10 cascade, auto backend",
         "| semantic v10 cascade, numpy",
@@ -119,7 +119,7 @@ def test_eval_routers_prints_every_router(
         "| semantic v11 cascade, auto backend",
         "| semantic v11 cascade, numpy",
         "| semantic v11 static stage",
-        "| semantic v12 cascade, auto backend",
+        "| semantic v12 cascade (default), auto backend",
         "| semantic v12 cascade, numpy",
         "| semantic v12 static stage",
     ]
