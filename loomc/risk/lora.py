@@ -16,7 +16,7 @@ and refuses with one line (``LoraError``, a ValueError, which ``make_profiler`` 
 settings error where a profiler builds the encoder). The hash of the 87 MB base is taken once
 per process and file (~0.07 s CPU).
 
-Release v12 (selectable beside the default v9) ships one, ``data/minilm-lora-v12.npz``
+Release v12 (the default since hard-test-12) ships one, ``data/minilm-lora-v12.npz``
 (``releases.LORA``), by route12's pre-registered rule (evals/routing/README.md);
 ``research/loso_lora.py`` and ``train_router.py --encoder minilm-q8-lora`` use this too.
 """
