@@ -75,7 +75,10 @@ def test_auto_with_minilm_cascades() -> None:
     from loomc.risk.semantic import DATA_FILE  # the default release's first stage
 
     assert ok and line.startswith(f"semantic (auto; {DATA_FILE.name}, static stage, MiniLM")
-    assert "LoRA" not in line  # the default's MiniLM is the packaged one
+    # the default (v12) merges a LoRA delta into the packaged MiniLM; v11 runs it as packaged
+    assert "tuned by LoRA delta minilm-lora-v12.npz" in line
+    ok, plain = describe(RiskSettings(options={"release": "v11"}), minilm=lambda: folder)
+    assert ok and "router-static-v11.npz" in plain and "LoRA" not in plain
 
 
 def test_the_doctor_names_a_lora_releases_delta() -> None:
