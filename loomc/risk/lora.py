@@ -13,8 +13,10 @@ agree as they do for the base model.
 The delta names the base it was trained on; a different ``model.safetensors`` (another version
 of the package) would merge into nonsense silently, so ``check_base`` compares sha256s first
 and refuses with one line (``LoraError``, a ValueError, which ``make_profiler`` turns into a
-settings error where a profiler builds the encoder). The hash of the 87 MB base is taken once
-per process and file (~0.07 s CPU).
+settings error where a profiler builds the encoder). When the encoder loads, the 87 MB base
+it reads is hashed, once per process and file (~0.07 s CPU); when a profiler is built, before
+any prompt, ``loomc.risk.lora_base`` checks the same against the hash pip recorded at install,
+without numpy or the 87 MB read.
 
 Release v12 (the default since hard-test-12) ships one, ``data/minilm-lora-v12.npz``
 (``releases.LORA``), by route12's pre-registered rule (evals/routing/README.md);

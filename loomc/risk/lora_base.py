@@ -38,8 +38,8 @@ def recorded_sha256(model_file: Path) -> str | None:
         site = package.parent
         if site == package:
             break
+        relative = resolved.relative_to(site).as_posix()
         for info in sorted(site.glob(f"{package.name}-*.dist-info")):
-            relative = resolved.relative_to(site).as_posix()
             found = _from_record(info / "RECORD", relative, size)
             if found is not None:
                 return found
