@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from loomc.risk.base import RiskSettingsError
 from loomc.risk.minilm import TensorFile
 from loomc.risk.minilm_q8 import MiniLMQ8, OrtMiniLMQ8
 
@@ -43,8 +44,14 @@ _HASHES: dict[tuple[Path, int, int], str] = {}
 _HASH_LOCK = threading.Lock()
 
 
-class LoraError(ValueError):
-    """A delta that cannot be merged into this base (one line, no traceback for users)."""
+class LoraError(RiskSettingsError):
+    """A delta that cannot be merged into this base (one line, no traceback for users).
+
+    A settings error (a ``LoomcError`` and a ``ValueError``): the installed MiniLM is not the
+    one the release was tuned on. Raised when a profiler is built, or, for a base changed after
+    it was installed (``loomc.risk.lora_base`` trusts pip's record at build), when the encoder
+    loads on the first prompt MiniLM decides: ``loomc run`` then refuses before any model call,
+    as for any ``LoomcError``."""
 
 
 def file_sha256(path: Path) -> str:
