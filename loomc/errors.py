@@ -27,6 +27,7 @@ still catches a ``PlanParseError``)::
         ├── ReceiptError                 loomc.eval.receipt: a receipt that cannot be loaded
         └── EvalAborted                  loomc.eval.runner: a cell failed unexpectedly
     ├── RiskSettingsError (ValueError)   loomc.risk.base: a policy's risk options name no profiler
+    │   └── LoraError                    loomc.risk.lora: a LoRA delta tuned on another MiniLM
     ├── PlanRejected (RuntimeError)      loomc.api.running: a planner's run could not start
     ├── PlanningFailed (RuntimeError)    loomc.api.conducting: an eval's planner could not plan
     ├── BudgetRefused (RuntimeError)     loomc.api.evaluating: an eval's worst case passes its totals

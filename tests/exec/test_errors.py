@@ -22,6 +22,7 @@ MODULES = (
     "loomc.eval.judge",
     "loomc.eval.receipt",
     "loomc.eval.runner",
+    "loomc.risk.lora",
 )
 
 ROOTED = {  # class -> the builtin base it must keep
@@ -37,6 +38,7 @@ ROOTED = {  # class -> the builtin base it must keep
     ("loomc.eval.judge", "JudgeConfigError"): ValueError,
     ("loomc.eval.receipt", "ReceiptError"): Exception,
     ("loomc.eval.runner", "EvalAborted"): Exception,
+    ("loomc.risk.lora", "LoraError"): ValueError,
 }
 
 
