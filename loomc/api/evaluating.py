@@ -109,6 +109,13 @@ def prepare_eval(
     if profilers is None:
         settings = proj.policy.risk
         semantic = RiskSettings(**{**settings.model_dump(), "profiler": "semantic"})
+        if settings.profiler in ("semantic", "auto"):
+            # numpy serves each of the eval's prompts: its profilers read numpy's router now,
+            # not the plain one and then numpy's amid the run (loomc.risk.semantic). An eval on
+            # the keyword rules does not import numpy for its idle semantic profiler.
+            from loomc.risk.pure import numpy_from_now
+
+            numpy_from_now()
         profilers = {False: make_profiler(settings), True: make_profiler(semantic)}
     journaled = journaled_plans(Path(resume_journal)) if resume_journal is not None else None
     planned = plan_conductor_cases(

@@ -245,6 +245,14 @@ def take_budget() -> bool:
         return True
 
 
+def plain_allowed() -> bool:
+    """Whether a profiler built now may serve prompts in plain Python (``take_budget`` may
+    still say yes): numpy not imported, and no caller has said ``numpy_from_now``."""
+    import sys
+
+    return "numpy" not in sys.modules and _BUDGET[0] > 0
+
+
 def numpy_from_now() -> None:
     """This process will profile many prompts (an eval): numpy serves every one of them, so
     all the probabilities of one receipt come from one arithmetic, whatever order its runs

@@ -39,7 +39,6 @@ another file).
 
 from __future__ import annotations
 
-import sys
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -54,7 +53,13 @@ from loomc.risk.files import TABLE_FILE, VOCAB_FILE, installed_dir
 from loomc.risk.keywords import KeywordProfiler
 from loomc.risk.memo import one_pass
 from loomc.risk.npz import NpzFormatError
-from loomc.risk.pure import PureRouter, PureStatic, shared_pure_router, shared_pure_static
+from loomc.risk.pure import (
+    PureRouter,
+    PureStatic,
+    plain_allowed,
+    shared_pure_router,
+    shared_pure_static,
+)
 from loomc.risk.pure import take_budget as take_pure_budget
 from loomc.risk.releases import (
     DATA_FILE,
@@ -143,7 +148,12 @@ class SemanticProfiler:
         # The decision's fields, from numpy's reader where numpy is loaded, else from ours.
         self._router: RouterWeights | None = None
         self._head: RouterHead
-        self._plain = "numpy" not in sys.modules  # may profile in plain Python (see profile_many)
+        # May profile in plain Python (see profile_many). Not in an eval (``numpy_from_now``):
+        # numpy serves its every prompt, so its router is read here, before the run, and the
+        # plain one never is (mem15, benchmarks/README.md: numpy's read on the run's first
+        # prompt, among the run's objects, after the plain one's, took v12's eval peak RSS from
+        # ~145 to ~150 MiB).
+        self._plain = plain_allowed()
         if self._plain:
             try:
                 self._head = shared_pure_router(self.data_path)
