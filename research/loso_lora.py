@@ -199,6 +199,10 @@ def delta_folder(rnd: Round, files: tuple[str, ...]) -> str:
     return named.pop() if named else ""
 
 
+def filter_arms(group: dict[str, lq.Recipe], prefix: str) -> dict[str, lq.Recipe]:
+    return {n: r for n, r in group.items() if n.startswith(prefix)}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--set", choices=tuple(ROUNDS), default="v12", help="which round's run")
@@ -213,14 +217,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--seed-only", action="store_true", help="no folds: the final delta's seed column alone"
     )
     ap.add_argument("--plain", action="store_true", help="the plain arms only: no delta read")
+    ap.add_argument("--arm", help="score only the arms whose name starts with this (e.g. 'A:')")
     args = ap.parse_args(argv)
     rnd = ROUNDS[args.set]
     groups = passes(rnd)
+    names = list(dict.fromkeys(n for f, _ in groups for n in f))  # every arm's held-out files
     if args.plain:
         groups = [
             (f, {n: r for n, r in g.items() if r.second != "minilm-q8-lora"}) for f, g in groups
         ]
-    names = list(dict.fromkeys(n for f, _ in groups for n in f))
+    if args.arm:  # an arm's figures do not depend on the others': one pass per arm is the same
+        groups = [(f, g) for f, g in ((f, filter_arms(g, args.arm)) for f, g in groups) if g]
     by_file = {name: lr.rows_of(name) for name in names}
     seed = lr.seed_rows()
     prompts = list(
