@@ -162,6 +162,16 @@ def test_route14_round_is_route13s_arms_on_f20_over_seven_folds() -> None:
         assert ll.checked_delta(v12, [n for n in ll.F16 if n != held]) == v12
 
 
+def test_one_arm_is_scored_alone_with_its_own_recipe() -> None:
+    """``--arm A:`` keeps A's pass (its files, its recipe, its deltas' folder) and drops B's."""
+    ll = research_script("loso_lora")
+    rnd = ll.ROUNDS["route14"]
+    groups = dict(ll.passes(rnd))
+    kept = {f: ll.filter_arms(g, "A:") for f, g in groups.items()}
+    assert kept[ll.F20] == {} and kept[ll.F16] == groups[ll.F16]
+    assert ll.filter_arms(groups[ll.F20], "B:") == groups[ll.F20]
+
+
 def test_a_lora_arm_on_other_files_needs_its_own_deltas() -> None:
     ll = research_script("loso_lora")
     rnd = ll.ROUNDS["route13"]
