@@ -218,8 +218,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     ap.add_argument("--plain", action="store_true", help="the plain arms only: no delta read")
     ap.add_argument("--arm", help="score only the arms whose name starts with this (e.g. 'A:')")
+    ap.add_argument("--folds", nargs="+", help="score only these held-out splits (and the seed)")
     args = ap.parse_args(argv)
     rnd = ROUNDS[args.set]
+    if args.folds:  # a fold's figures do not depend on the others': score them as deltas land
+        if not set(args.folds) <= set(rnd.held_out):
+            raise SystemExit(f"--folds: {args.set}'s folds are {', '.join(rnd.held_out)}")
+        rnd = rnd._replace(held_out=tuple(h for h in rnd.held_out if h in args.folds))
     groups = passes(rnd)
     names = list(dict.fromkeys(n for f, _ in groups for n in f))  # every arm's held-out files
     if args.plain:
