@@ -1,7 +1,7 @@
 """A plain-q8 arm beside a LoRA-q8 arm of one recipe, leaving spent splits out (lora12, lora13).
 
-    .venv/bin/python research/loso_lora.py --deltas DIR [--set v12|lora12] [--cache DIR]
-        [--only plain|final|<held-out>]
+    .venv/bin/python research/loso_lora.py --deltas DIR [--set v12|lora12|...] [--cache DIR]
+        [--only plain|final|<held-out>] [--arm PREFIX] [--folds HELD ...]
 
 Why: semantic-v12 changes one thing against a recipe, the encoder of the MiniLM stage (the
 packaged MiniLM with a LoRA delta fine-tuned on the corpus, merged and quantised by
