@@ -1,7 +1,7 @@
 """A plain-q8 arm beside a LoRA-q8 arm of one recipe, leaving spent splits out (lora12, lora13).
 
-    .venv/bin/python research/loso_lora.py --deltas DIR [--set v12|lora12] [--cache DIR]
-        [--only plain|final|<held-out>]
+    .venv/bin/python research/loso_lora.py --deltas DIR [--set v12|lora12|...] [--cache DIR]
+        [--only plain|final|<held-out>] [--arm PREFIX] [--folds HELD ...]
 
 Why: semantic-v12 changes one thing against a recipe, the encoder of the MiniLM stage (the
 packaged MiniLM with a LoRA delta fine-tuned on the corpus, merged and quantised by
@@ -25,6 +25,9 @@ LoRA-q8 embeddings, the static stage shared, scored as served by ``loso_q8.fold`
   (F16 + the spent hard-test-10; its deltas in ``DIR/B``), A on F16 (route12's arm C; its
   deltas in ``DIR/A``: ``Arm.deltas`` names a LoRA arm's own folder when it learns from other
   files than the round's). Both arms' fold hard-test-10 is F16, the same delta.
+- ``route14``: the same two arms with every spent split, folds hard-test-7 ... -13: B on F20
+  (F16 + hard-test-10 ... -13; ``DIR/B``), A on F16 (``DIR/A``: route13's A deltas for -7 ... -10;
+  for -11, -12, -13, trained on all of F16, v12's shipped delta).
 Every arm's embeddings are the numpy reference's, cached by the delta's sha256 (one delta that
 two arms share is encoded once).
 """
@@ -53,6 +56,7 @@ F15 = (*F14, "hard-test-9")  # v11's fourteen (its meta corpus) + the spent hard
 HELD_OUT = ("hard-test-6", "hard-test-7", "hard-test-8")  # lora12's folds
 F16 = (*F15, "hard-train-v12-extra")  # route12: F15 + data12's rows for code-purpose hazards
 F17 = (*F16, "hard-test-10")  # route13: F16 + the spent hard-test-10
+F20 = (*F17, "hard-test-11", "hard-test-12", "hard-test-13")  # route14: F16 + every spent split
 
 
 class Arm(NamedTuple):
@@ -79,6 +83,7 @@ class Round(NamedTuple):
 V11_SHIPPED = lq.V11._replace(cap=0.20)  # v11 as shipped: the band's cap 0.20
 V12_SHIPPED = V11_SHIPPED._replace(second="minilm-q8-lora")  # v12: the same on LoRA q8
 FOLDS_13 = ("hard-test-7", "hard-test-8", "hard-test-9", "hard-test-10")
+FOLDS_14 = (*FOLDS_13, "hard-test-11", "hard-test-12", "hard-test-13")
 ROUNDS = {
     "lora12": Round(
         F14, HELD_OUT, lq.V10, ("v10's recipe, plain q8", "v12: LoRA q8 (the fold's delta)")
@@ -106,6 +111,14 @@ ROUNDS = {
         V11_SHIPPED,
         (None, "B: v12's recipe, F17"),
         (Arm("A: v12's recipe, F16 (route12's arm C)", F16, V12_SHIPPED, "A"),),
+        "B",
+    ),
+    "route14": Round(
+        F20,
+        FOLDS_14,
+        V11_SHIPPED,
+        (None, "B: v12's recipe, F20"),
+        (Arm("A: v12's recipe, F16 (v12)", F16, V12_SHIPPED, "A"),),
         "B",
     ),
 }
@@ -186,6 +199,10 @@ def delta_folder(rnd: Round, files: tuple[str, ...]) -> str:
     return named.pop() if named else ""
 
 
+def filter_arms(group: dict[str, lq.Recipe], prefix: str) -> dict[str, lq.Recipe]:
+    return {n: r for n, r in group.items() if n.startswith(prefix)}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--set", choices=tuple(ROUNDS), default="v12", help="which round's run")
@@ -200,20 +217,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--seed-only", action="store_true", help="no folds: the final delta's seed column alone"
     )
     ap.add_argument("--plain", action="store_true", help="the plain arms only: no delta read")
+    ap.add_argument("--arm", help="score only the arms whose name starts with this (e.g. 'A:')")
+    ap.add_argument("--folds", nargs="+", help="score only these held-out splits (and the seed)")
     args = ap.parse_args(argv)
     rnd = ROUNDS[args.set]
+    if args.folds:  # a fold's figures do not depend on the others': score them as deltas land
+        if not set(args.folds) <= set(rnd.held_out):
+            raise SystemExit(f"--folds: {args.set}'s folds are {', '.join(rnd.held_out)}")
+        rnd = rnd._replace(held_out=tuple(h for h in rnd.held_out if h in args.folds))
     groups = passes(rnd)
+    names = list(dict.fromkeys(n for f, _ in groups for n in f))  # every arm's held-out files
     if args.plain:
         groups = [
             (f, {n: r for n, r in g.items() if r.second != "minilm-q8-lora"}) for f, g in groups
         ]
-    names = list(dict.fromkeys(n for f, _ in groups for n in f))
+    if args.arm:  # an arm's figures do not depend on the others': one pass per arm is the same
+        groups = [(f, g) for f, g in ((f, filter_arms(g, args.arm)) for f, g in groups) if g]
     by_file = {name: lr.rows_of(name) for name in names}
     seed = lr.seed_rows()
     prompts = list(
         dict.fromkeys(str(r["prompt"]) for rows in [*by_file.values(), seed] for r in rows)
     )
-    q8 = lq.q8_embeddings(prompts, args.cache / "q8-embeddings.npz", None)  # cached after once
+    q8_cache = args.cache / "q8-embeddings.npz"  # its float file is keyed by the prompt list:
+    # reusing it encodes only a new split's prompts (the encoders embed one prompt at a time)
+    q8 = lq.q8_embeddings(prompts, q8_cache, q8_cache.with_suffix(".float.npz"))
     base = {k: q8[k] for k in ("static", "minilm-q8")}
     lora: dict[tuple[str, str], dict[str, np.ndarray]] = {}
     lora_passes = [] if args.plain else [(files, delta_folder(rnd, files)) for files, _ in groups]

@@ -141,6 +141,37 @@ def test_route13_round_is_v12s_recipe_on_f17_beside_a_on_f16() -> None:
     assert meta["corpus"] == [f"{n}.jsonl" for n in ll.F16]
 
 
+def test_route14_round_is_route13s_arms_on_f20_over_seven_folds() -> None:
+    """route14's rule: B = v12's recipe on F20 (F16 + hard-test-10 ... -13, in that order), A =
+    the same on F16; folds hard-test-7 ... -13. A's folds -11 ... -13 learn all of F16, so
+    v12's shipped delta is theirs (its meta passes the check each fold makes); B's fold -13
+    learns F16 + -10, -11, -12 (it never reads -13 until scoring)."""
+    ll = research_script("loso_lora")
+    rnd = ll.ROUNDS["route14"]
+    assert rnd.files == ll.F20 == (*ll.F16, *(f"hard-test-{n}" for n in (10, 11, 12, 13)))
+    assert rnd.held_out == tuple(f"hard-test-{n}" for n in range(7, 14))
+    groups = dict(ll.passes(rnd))
+    assert list(groups) == [ll.F20, ll.F16]
+    (b,) = groups[ll.F20].values()
+    (a,) = groups[ll.F16].values()
+    assert a == b == ll.V12_SHIPPED and a.second == "minilm-q8-lora" and a.cap == 0.20
+    assert (ll.delta_folder(rnd, ll.F20), ll.delta_folder(rnd, ll.F16)) == ("B", "A")
+    assert [n for n in ll.F20 if n != "hard-test-13"] == [*ll.F17, "hard-test-11", "hard-test-12"]
+    v12 = RELEASES["v12"].with_name("minilm-lora-v12.npz")
+    for held in ("hard-test-11", "hard-test-12", "hard-test-13", "final"):
+        assert ll.checked_delta(v12, [n for n in ll.F16 if n != held]) == v12
+
+
+def test_one_arm_is_scored_alone_with_its_own_recipe() -> None:
+    """``--arm A:`` keeps A's pass (its files, its recipe, its deltas' folder) and drops B's."""
+    ll = research_script("loso_lora")
+    rnd = ll.ROUNDS["route14"]
+    groups = dict(ll.passes(rnd))
+    kept = {f: ll.filter_arms(g, "A:") for f, g in groups.items()}
+    assert kept[ll.F20] == {} and kept[ll.F16] == groups[ll.F16]
+    assert ll.filter_arms(groups[ll.F20], "B:") == groups[ll.F20]
+
+
 def test_a_lora_arm_on_other_files_needs_its_own_deltas() -> None:
     ll = research_script("loso_lora")
     rnd = ll.ROUNDS["route13"]
