@@ -28,6 +28,9 @@ LoRA-q8 embeddings, the static stage shared, scored as served by ``loso_q8.fold`
 - ``route14``: the same two arms with every spent split, folds hard-test-7 ... -13: B on F20
   (F16 + hard-test-10 ... -13; ``DIR/B``), A on F16 (``DIR/A``: route13's A deltas for -7 ... -10;
   for -11, -12, -13, trained on all of F16, v12's shipped delta).
+- ``route15``: the same recipe, folds hard-test-7 ... -14; C on F22 (F20 + hard-test-14 +
+  ``hard-train-v14-extra``; ``DIR/C``), A on F16 (``DIR/A``: route14's A deltas, v12's shipped
+  delta for -14), B on F20 for information (``DIR/B``: route14's B deltas, its final for -14).
 Every arm's embeddings are the numpy reference's, cached by the delta's sha256 (one delta that
 two arms share is encoded once).
 """
@@ -57,6 +60,7 @@ HELD_OUT = ("hard-test-6", "hard-test-7", "hard-test-8")  # lora12's folds
 F16 = (*F15, "hard-train-v12-extra")  # route12: F15 + data12's rows for code-purpose hazards
 F17 = (*F16, "hard-test-10")  # route13: F16 + the spent hard-test-10
 F20 = (*F17, "hard-test-11", "hard-test-12", "hard-test-13")  # route14: F16 + every spent split
+F22 = (*F20, "hard-test-14", "hard-train-v14-extra")  # route15: F20 + -14 + data14's rows
 
 
 class Arm(NamedTuple):
@@ -84,6 +88,7 @@ V11_SHIPPED = lq.V11._replace(cap=0.20)  # v11 as shipped: the band's cap 0.20
 V12_SHIPPED = V11_SHIPPED._replace(second="minilm-q8-lora")  # v12: the same on LoRA q8
 FOLDS_13 = ("hard-test-7", "hard-test-8", "hard-test-9", "hard-test-10")
 FOLDS_14 = (*FOLDS_13, "hard-test-11", "hard-test-12", "hard-test-13")
+FOLDS_15 = (*FOLDS_14, "hard-test-14")
 ROUNDS = {
     "lora12": Round(
         F14, HELD_OUT, lq.V10, ("v10's recipe, plain q8", "v12: LoRA q8 (the fold's delta)")
@@ -120,6 +125,17 @@ ROUNDS = {
         (None, "B: v12's recipe, F20"),
         (Arm("A: v12's recipe, F16 (v12)", F16, V12_SHIPPED, "A"),),
         "B",
+    ),
+    "route15": Round(
+        F22,
+        FOLDS_15,
+        V11_SHIPPED,
+        (None, "C: v12's recipe, F22"),
+        (
+            Arm("A: v12's recipe, F16 (v12)", F16, V12_SHIPPED, "A"),
+            Arm("B: v12's recipe, F20 (route14's B)", F20, V12_SHIPPED, "B"),
+        ),
+        "C",
     ),
 }
 
