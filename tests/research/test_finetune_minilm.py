@@ -162,6 +162,24 @@ def test_route14_round_is_route13s_arms_on_f20_over_seven_folds() -> None:
         assert ll.checked_delta(v12, [n for n in ll.F16 if n != held]) == v12
 
 
+def test_route15_round_is_three_arms_of_v12s_recipe_over_eight_folds() -> None:
+    """route15's rule: C = v12's recipe on F22 (F20 + hard-test-14 + hard-train-v14-extra, in
+    that order), A on F16, B on F20 (route14's B, for information); folds hard-test-7 ... -14.
+    A's fold -14 learns all of F16 (v12's shipped delta); B's learns all of F20."""
+    ll = research_script("loso_lora")
+    rnd = ll.ROUNDS["route15"]
+    assert rnd.files == ll.F22 == (*ll.F20, "hard-test-14", "hard-train-v14-extra")
+    assert rnd.held_out == tuple(f"hard-test-{n}" for n in range(7, 15))
+    groups = dict(ll.passes(rnd))
+    assert list(groups) == [ll.F22, ll.F16, ll.F20]
+    recipes = [r for g in groups.values() for r in g.values()]
+    assert len(recipes) == 3 and all(r == ll.V12_SHIPPED for r in recipes)
+    assert [ll.delta_folder(rnd, f) for f in groups] == ["C", "A", "B"]
+    assert [n for n in ll.F20 if n != "hard-test-14"] == list(ll.F20)
+    v12 = RELEASES["v12"].with_name("minilm-lora-v12.npz")
+    assert ll.checked_delta(v12, [n for n in ll.F16 if n != "hard-test-14"]) == v12
+
+
 def test_one_arm_is_scored_alone_with_its_own_recipe() -> None:
     """``--arm A:`` keeps A's pass (its files, its recipe, its deltas' folder) and drops B's."""
     ll = research_script("loso_lora")
