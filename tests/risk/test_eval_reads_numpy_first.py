@@ -9,13 +9,9 @@ and which router a profiler holds, depend on what this test process has already 
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
+from fresh_process import run_fresh
 
 _PREPARE = """
 import json, sys, tempfile, weakref
@@ -42,12 +38,7 @@ print(json.dumps({"numpy": numpy_before, "heads": heads, "plain": plain_alive,
 
 
 def _prepare(profiler: str) -> dict[str, Any]:
-    code = _PREPARE.replace("PROFILER", repr(profiler))
-    out = subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, check=True, capture_output=True, text=True
-    )
-    got: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
-    return got
+    return run_fresh(_PREPARE.replace("PROFILER", repr(profiler)))
 
 
 def test_a_semantic_eval_reads_numpys_router_before_it_runs() -> None:

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from fresh_process import run_and_list_opened
 from hypothesis import given
 from hypothesis import strategies as st
 from needs import need
-from opened_files import run_and_list_opened
 
 from loomc.risk.lora import Delta, LoraError, file_sha256
 from loomc.risk.lora_base import (

@@ -11,15 +11,13 @@ rests on against numpy's own writer (and hostile bytes).
 from __future__ import annotations
 
 import io
-import json
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from fresh_process import run_fresh
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from needs import need
@@ -127,16 +125,9 @@ def test_the_cascade_band_is_still_numpy_and_minilm() -> None:
         assert any("decided by MiniLM" in x for x in got.reasons)
 
 
-def _fresh(code: str) -> dict[str, Any]:
-    out = subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, check=True, capture_output=True, text=True
-    )
-    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
-
-
 def test_a_cold_process_profiles_without_numpy_then_switches() -> None:
     """The first prompts of a process never import numpy; past ``PURE_PROMPTS`` numpy serves."""
-    got = _fresh(
+    got = run_fresh(
         "import json, sys\n"
         "from loomc.policy.models import RiskSettings\n"
         "from loomc.risk.factory import make_profiler\n"
@@ -242,7 +233,7 @@ def test_a_truncated_member_is_a_format_error(tmp_path: Path) -> None:
 
 
 def test_a_batch_and_an_eval_take_numpy_from_the_first_prompt() -> None:
-    got = _fresh(
+    got = run_fresh(
         "import json, sys\n"
         "from loomc.policy.models import RiskSettings\n"
         "from loomc.risk.factory import make_profiler\n"
@@ -253,7 +244,7 @@ def test_a_batch_and_an_eval_take_numpy_from_the_first_prompt() -> None:
         "print(json.dumps({'batch': batch}))\n"
     )
     assert got["batch"] is True
-    got = _fresh(
+    got = run_fresh(
         "import json, sys\n"
         "from loomc.policy.models import RiskSettings\n"
         "from loomc.risk.factory import make_profiler\n"

@@ -15,10 +15,10 @@ from typing import Any
 
 import numpy as np
 import pytest
+from fresh_process import run_and_list_opened
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from needs import need
-from opened_files import run_and_list_opened
 from research_script import research_script
 
 from loomc.policy.models import RiskSettings
