@@ -7,7 +7,9 @@ other than the one its delta was tuned on (``loomc.risk.lora``). Hashing the who
 (0.23 s to build v12's profiler against v9's 0.05): a cold ``loomc run`` whose prompt the static
 stage decides never reads MiniLM, and its budget is 0.3 s. pip's ``RECORD`` in the package's
 ``.dist-info`` holds the file's sha256 as installed; comparing that with the delta's meta (read
-by ``loomc.risk.npz``) is a few small reads. Where no ``RECORD`` names the file (a MiniLM folder
+by ``loomc.risk.npz``) is a few small reads. The record is parsed here rather than through
+``importlib.metadata``: importing that costs ~40 ms of CPU, more than this whole check, and
+it needs the distribution's name where a path is what the profiler has. Where no ``RECORD`` names the file (a MiniLM folder
 given by path, an editable install) the whole file is hashed, as before. Either way the encoder
 hashes the file it actually reads when it loads (``Delta.check_base``), so a file changed after
 installation is still refused before a number is computed from it.

@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import math
 import struct
+import sys
 import threading
 import time
 import weakref
@@ -234,8 +235,6 @@ def shared_pure_router(path: Path) -> PureRouter:
 def take_budget() -> bool:
     """Whether this process may profile one more prompt in plain Python (and count it): numpy
     not imported yet, and fewer than ``PURE_PROMPTS`` profiled this way so far."""
-    import sys
-
     if "numpy" in sys.modules:
         return False
     with _LOCK:
@@ -248,8 +247,6 @@ def take_budget() -> bool:
 def plain_allowed() -> bool:
     """Whether a profiler built now may serve prompts in plain Python (``take_budget`` may
     still say yes): numpy not imported, and no caller has said ``numpy_from_now``."""
-    import sys
-
     return "numpy" not in sys.modules and _BUDGET[0] > 0
 
 
