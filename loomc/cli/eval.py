@@ -349,8 +349,9 @@ def _print_summary(receipt: Any) -> None:
     source = receipt.settings.answers
     if source not in (None, "model"):
         some = " for some workers" if source.endswith("+model") else ""
+        how = "scripted" if source.startswith("scripted") else "produced"  # the receipt's kinds
         print(
-            f"note: answers are {source.removesuffix('+model')} by the mock provider{some}, not "
+            f"note: answers are {how} by the mock provider{some}, not "
             "written by a model: the numbers show the pipeline, not model quality",
             file=sys.stderr,
         )

@@ -19,7 +19,10 @@ def _metrics(path: Path) -> dict[str, dict[str, object]]:
 
 
 def test_reference_structural_result(
-    shared_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    shared_dir: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     monkeypatch.chdir(ROOT)
     out = tmp_path / "r.json"
@@ -48,6 +51,10 @@ def test_reference_structural_result(
     assert m["balanced"]["avg_calls"] == pytest.approx(40 / 24)
     assert m["balanced"]["one_call_rate"] == pytest.approx(8 / 24)
     assert m["balanced"]["route_accuracy"] == pytest.approx(1.0)
+    # the mock provider's own answers (the default policy), said in words a user can read
+    assert "note: answers are produced by the mock provider, not written by a model" in (
+        capsys.readouterr().err
+    )
 
 
 CASES = (
