@@ -66,8 +66,14 @@ def _seen(url: str) -> int:
 
 
 def _rows(journal: Path) -> list[dict[str, Any]]:
+    """The journal's rows; none where there is no journal (not written yet, or removed by an
+    eval that finished: read, not checked then read, since that can happen in between)."""
+    try:
+        text = journal.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return []
     out = []
-    for line in journal.read_text(encoding="utf-8").splitlines() if journal.exists() else []:
+    for line in text.splitlines():
         try:
             out.append(json.loads(line))
         except ValueError:
