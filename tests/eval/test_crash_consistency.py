@@ -66,8 +66,9 @@ def _seen(url: str) -> int:
 
 
 def _rows(journal: Path) -> list[dict[str, Any]]:
-    """The journal's rows; none where there is no journal (not written yet, or removed by an
-    eval that finished: read, not checked then read, since that can happen in between)."""
+    """The journal's rows; none where there is no journal yet. Read, not checked then read: a
+    starting eval's writability probe (``loomc.cli.eval``) creates the file and removes it
+    again, and a poll that saw it could then fail to open it."""
     try:
         text = journal.read_text(encoding="utf-8")
     except FileNotFoundError:
