@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from loomc.policy.models import RiskSettings
 from loomc.risk.base import RiskProfile
-from loomc.risk.decision import Limits, decide, nearest_lines
+from loomc.risk.decision import decide, nearest_lines
 from loomc.risk.embeddings import EmbeddingCache
 from loomc.risk.features import router_features
 from loomc.risk.files import TABLE_FILE, VOCAB_FILE, installed_dir
@@ -65,18 +65,14 @@ from loomc.risk.releases import (
     DATA_FILE,
     DEFAULT_RELEASE,
     MINILM_HINT,
-    MINILM_KINDS,
     RELEASES,
     RULES,
     SECOND_FILE,
-    backend_of,
     known,
-    lora_delta,
-    minilm_missing,
     needs_numpy,
-    opt_float,
     release_of,
 )
+from loomc.risk.semantic_plan import Thresholds, plan_minilm
 from loomc.risk.signals import signal_vector
 
 if TYPE_CHECKING:
@@ -161,52 +157,21 @@ class SemanticProfiler:
                 self._plain = False
         if not self._plain:
             self._head = self._router = self._load_router(self.data_path)
-        explicit = settings.model_fields_set
-        # An explicit threshold applies to both stages (both are Platt-calibrated
-        # probabilities of the same event); otherwise each stage keeps its trained one.
-        self._fixed: dict[str, float] = {}
-        for key, field in (
-            ("threshold", "high_threshold"),
-            ("signal_threshold", None),
-            ("medium_threshold", "medium_threshold"),
-        ):
-            if opts.get(key) is not None:
-                self._fixed[key] = opt_float(opts, key, 0.0)
-            elif field is not None and field in explicit:
-                self._fixed[key] = float(getattr(settings, field))
+        self.thresholds = Thresholds.of(settings, opts)
         head = self._head
-        self.threshold, self.signal_threshold = self._limits(head)
-        self.medium_threshold = self._fixed.get("medium_threshold", head.medium_threshold)
-        self._dtype, self._threads = str(opts.get("dtype", "float32")), int(opts.get("threads", 1))
-        # Which MiniLM the release's second stage was trained on (float, or the int8 one).
-        self._kind = "minilm" if opts.get("data") else MINILM_KINDS.get(release, "minilm")
-        self._backend = backend_of(opts, self._dtype, self._kind)  # numpy or onnxruntime
-        wants_minilm = head.encoder == "minilm" or (
-            head.cascade is not None and bool(opts.get("cascade", True))
-        )
-        self._minilm_dir = minilm() if wants_minilm else None
-        # Why MiniLM is not used though the file would use it (None: it is, or it is not wanted).
-        self.minilm_missing = (
-            minilm_missing(self._minilm_dir, self._threads, self._backend) if wants_minilm else None
-        )
-        if head.encoder == "minilm" and self.minilm_missing:
-            raise ImportError(self.minilm_missing)  # a MiniLM-only file cannot run without it
+        self.threshold, self.signal_threshold = self.thresholds.escalation(head)
+        self.medium_threshold = self.thresholds.limits(head).medium_threshold
+        self.plan = plan = plan_minilm(opts, release, self.data_path, head, minilm)
+        self._minilm_dir, self._second_path = plan.folder, plan.second_path
+        self.minilm_missing = plan.missing  # why MiniLM is not used though the file would use it
         self._encoder: MiniLMEncoder | StaticEncoder | None = None
-        # The cascade's second stage: its file is read, and MiniLM built, on first use.
-        self._second_path: Path | None = None
-        if head.encoder == "static" and wants_minilm and not self.minilm_missing:
-            assert head.cascade is not None
-            self._second_path = self.data_path.with_name(head.cascade)
-            if not self._second_path.is_file():
-                raise FileNotFoundError(f"No such file: {self._second_path}")
-        self._delta = lora_delta(release, self._kind, self._second_path and self._minilm_dir)
         self._second: RouterWeights | None = None
         self._second_encoder: MiniLMEncoder | None = None
         self._pure: PureStatic | None = None
         self._lazy_lock = threading.RLock()
-        if self.minilm_missing and settings.profiler == "semantic":
+        if plan.missing and settings.profiler == "semantic":
             self.notice = (
-                f"semantic risk profiler: {self.minilm_missing}, so its static stage decides "
+                f"semantic risk profiler: {plan.missing}, so its static stage decides "
                 f"every prompt (the MiniLM stage: {MINILM_HINT})"
             )
         self.cache_size = int(opts.get("cache", 1024))
@@ -243,15 +208,7 @@ class SemanticProfiler:
                 else:
                     from loomc.risk.encoders import shared_encoder
 
-                    enc = shared_encoder(
-                        known(self._minilm_dir),
-                        self._dtype,
-                        self._threads,
-                        self._backend,
-                        self._kind,
-                        self._delta,
-                    )
-                    self._encoder = enc
+                    self._encoder = shared_encoder(known(self._minilm_dir), *self._encoder_args)
             return self._encoder
 
     @encoder.setter
@@ -273,20 +230,21 @@ class SemanticProfiler:
             if self._second_encoder is None and self._second_path is not None:
                 from loomc.risk.encoders import shared_encoder
 
-                args = (self._dtype, self._threads, self._backend, self._kind, self._delta)
-                enc = shared_encoder(known(self._minilm_dir), *args)
+                enc = shared_encoder(known(self._minilm_dir), *self._encoder_args)
                 self._second_encoder = enc
             return self._second_encoder
+
+    @property
+    def _encoder_args(self) -> tuple[str, int, str, str, Path | None]:
+        """MiniLM's build arguments after its folder (``loomc.risk.encoders.shared_encoder``)."""
+        p = self.plan
+        return p.dtype, p.threads, p.backend, p.kind, p.delta
 
     def _escalates(self, prompt: str, prob: float, router: RouterHead) -> bool:
         """Whether ``prob`` reaches ``router``'s threshold for ``prompt`` (no floors, no rules)."""
         kw = self.keywords.profile(prompt)
-        t, ts = self._limits(router)
+        t, ts = self.thresholds.escalation(router)
         return prob >= (ts if self.keywords.signals_of(prompt) and kw.level == "high" else t)
-
-    def _limits(self, router: RouterHead) -> tuple[float, float]:
-        t = self._fixed.get("threshold", router.threshold)
-        return t, min(t, self._fixed.get("signal_threshold", router.signal_threshold))
 
     @property
     def load_seconds(self) -> float | None:
@@ -439,12 +397,7 @@ class SemanticProfiler:
         router: RouterHead,
         note: str = "",
     ) -> RiskProfile:
-        threshold, signal_threshold = self._limits(router)
-        limits = Limits(
-            threshold,
-            signal_threshold,
-            self._fixed.get("medium_threshold", router.medium_threshold),
-        )
+        limits = self.thresholds.limits(router)
         return decide(
             self.keywords, prompt, hint, prob, limits, nearest, note, self.rules, self.name
         )
