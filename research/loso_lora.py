@@ -31,6 +31,10 @@ LoRA-q8 embeddings, the static stage shared, scored as served by ``loso_q8.fold`
 - ``route15``: the same recipe, folds hard-test-7 ... -14; C on F22 (F20 + hard-test-14 +
   ``hard-train-v14-extra``; ``DIR/C``), A on F16 (``DIR/A``: route14's A deltas, v12's shipped
   delta for -14), B on F20 for information (``DIR/B``: route14's B deltas, its final for -14).
+- ``route16``: one arm, D = the same recipe on F23 (F22 + ``hard-train-v16-extra``; ``DIR/D``),
+  folds hard-test-7 ... -14; no A or B arm (their deltas are gone: A's and C's figures are
+  route15's table's). Its table adds each fold's model's seed-suite score (prompts only;
+  reported, not a condition of its rule).
 Every arm's embeddings are the numpy reference's, cached by the delta's sha256 (one delta that
 two arms share is encoded once).
 """
@@ -61,6 +65,7 @@ F16 = (*F15, "hard-train-v12-extra")  # route12: F15 + data12's rows for code-pu
 F17 = (*F16, "hard-test-10")  # route13: F16 + the spent hard-test-10
 F20 = (*F17, "hard-test-11", "hard-test-12", "hard-test-13")  # route14: F16 + every spent split
 F22 = (*F20, "hard-test-14", "hard-train-v14-extra")  # route15: F20 + -14 + data14's rows
+F23 = (*F22, "hard-train-v16-extra")  # route16: F22 + data16's plain everyday rows
 
 
 class Arm(NamedTuple):
@@ -137,6 +142,7 @@ ROUNDS = {
         ),
         "C",
     ),
+    "route16": Round(F23, FOLDS_15, V11_SHIPPED, (None, "D: v12's recipe, F23"), (), "D"),
 }
 
 

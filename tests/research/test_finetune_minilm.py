@@ -180,6 +180,19 @@ def test_route15_round_is_three_arms_of_v12s_recipe_over_eight_folds() -> None:
     assert ll.checked_delta(v12, [n for n in ll.F16 if n != "hard-test-14"]) == v12
 
 
+def test_route16_round_is_one_arm_of_v12s_recipe_on_f23_over_route15s_folds() -> None:
+    """route16's rule: D = v12's recipe on F23 (F22 + hard-train-v16-extra), folds hard-test-7
+    ... -14 as route15; no A or B arm (A's and C's figures are route15's table's)."""
+    ll = research_script("loso_lora")
+    rnd = ll.ROUNDS["route16"]
+    assert rnd.files == ll.F23 == (*ll.F22, "hard-train-v16-extra")
+    assert rnd.held_out == ll.ROUNDS["route15"].held_out
+    groups = dict(ll.passes(rnd))
+    assert list(groups) == [ll.F23]
+    assert list(groups[ll.F23].values()) == [ll.V12_SHIPPED]
+    assert ll.delta_folder(rnd, ll.F23) == "D"
+
+
 def test_one_arm_is_scored_alone_with_its_own_recipe() -> None:
     """``--arm A:`` keeps A's pass (its files, its recipe, its deltas' folder) and drops B's."""
     ll = research_script("loso_lora")
