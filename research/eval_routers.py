@@ -2,10 +2,11 @@
 
     .venv/bin/python research/eval_routers.py evals/routing/X.jsonl [--seed]
 
-For the lead's one measurement of a sealed split (issue 17): v11 (the default since hard-test-9)
-and the v4, v6, v7, v8, v9, v10 and v12 releases, each as its cascade and as its static stage
-alone (v10, v11 and v12, on the int8 MiniLM (v12's fine-tuned with LoRA), on ONNX Runtime where
-it is installed and on numpy: the two must agree), plus ``keywords`` as the floor.
+For the lead's one measurement of a sealed split (issue 17): v12 (the default since hard-test-12)
+and the v4, v6, v7, v8, v9, v10, v11 and v13 releases, each as its cascade and as its static
+stage alone (v10 to v13 on the int8 MiniLM (v12's and v13's fine-tuned with LoRA), on ONNX
+Runtime where it is installed and on numpy: the two must agree), plus ``keywords`` as the floor.
+v13 was trained on hard-test-10 ... -14: its rows on those files are training figures.
 The decision is the balanced tier's (``loomc.risk.evaluate.escalates``), prompts only (no
 pipeline hints). ``--seed`` adds the reference seed suite (with and without hints), which must
 stay at 24/24. Reads only the file named; prints one markdown table.
@@ -48,6 +49,9 @@ ROUTERS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("semantic v12 cascade (default), auto backend", {"release": "v12", "backend": "auto"}),
     ("semantic v12 cascade, numpy", {"release": "v12", "backend": "numpy"}),
     ("semantic v12 static stage", {"release": "v12", "cascade": False}),
+    ("semantic v13 cascade, auto backend", {"release": "v13", "backend": "auto"}),
+    ("semantic v13 cascade, numpy", {"release": "v13", "backend": "numpy"}),
+    ("semantic v13 static stage", {"release": "v13", "cascade": False}),
 )
 
 

@@ -31,6 +31,12 @@ LoRA-q8 embeddings, the static stage shared, scored as served by ``loso_q8.fold`
 - ``route15``: the same recipe, folds hard-test-7 ... -14; C on F22 (F20 + hard-test-14 +
   ``hard-train-v14-extra``; ``DIR/C``), A on F16 (``DIR/A``: route14's A deltas, v12's shipped
   delta for -14), B on F20 for information (``DIR/B``: route14's B deltas, its final for -14).
+- ``route16``: one arm, D = the same recipe on F23 (F22 + ``hard-train-v16-extra``; ``DIR/D``),
+  folds hard-test-7 ... -14; no A or B arm (their deltas are gone: A's and C's figures are
+  route15's table's). Its table adds each fold's model's seed-suite score (prompts only;
+  reported, not a condition of its rule; the same stages score the fold's split and the seed
+  suite in one ``loso_q8.fold`` call, then ``split``), and ``--errors`` lists the seed prompts
+  each fold's model and the final one get wrong (fold ``<held>:seed``, ``final:seed``).
 Every arm's embeddings are the numpy reference's, cached by the delta's sha256 (one delta that
 two arms share is encoded once).
 """
@@ -38,6 +44,7 @@ two arms share is encoded once).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import json
 import sys
@@ -61,6 +68,7 @@ F16 = (*F15, "hard-train-v12-extra")  # route12: F15 + data12's rows for code-pu
 F17 = (*F16, "hard-test-10")  # route13: F16 + the spent hard-test-10
 F20 = (*F17, "hard-test-11", "hard-test-12", "hard-test-13")  # route14: F16 + every spent split
 F22 = (*F20, "hard-test-14", "hard-train-v14-extra")  # route15: F20 + -14 + data14's rows
+F23 = (*F22, "hard-train-v16-extra")  # route16: F22 + data16's plain everyday rows
 
 
 class Arm(NamedTuple):
@@ -82,6 +90,7 @@ class Round(NamedTuple):
     arms: tuple[str | None, str]  # the table's names: plain (None: no plain arm), LoRA
     more: tuple[Arm, ...] = ()  # a LoRA arm here learns from ``files`` unless it has ``deltas``
     deltas: str = ""  # the main LoRA arm's fold deltas: this folder under --deltas
+    fold_seeds: bool = False  # each fold's model also scores the seed suite (route16 on)
 
 
 V11_SHIPPED = lq.V11._replace(cap=0.20)  # v11 as shipped: the band's cap 0.20
@@ -136,6 +145,9 @@ ROUNDS = {
             Arm("B: v12's recipe, F20 (route14's B)", F20, V12_SHIPPED, "B"),
         ),
         "C",
+    ),
+    "route16": Round(
+        F23, FOLDS_15, V11_SHIPPED, (None, "D: v12's recipe, F23"), (), "D", fold_seeds=True
     ),
 }
 
@@ -215,6 +227,28 @@ def delta_folder(rnd: Round, files: tuple[str, ...]) -> str:
     return named.pop() if named else ""
 
 
+def split(s: lr.Scored, n: int) -> tuple[lr.Scored, lr.Scored]:
+    """A fold's scores of its held-out rows + the seed suite, cut at row ``n``: every per-row
+    array is cut, the trained thresholds and band are the fold's (a row's decision depends on
+    its own prompt and the fold's training rows only, so each part is as if scored alone)."""
+    head: dict[str, Any] = {}
+    tail: dict[str, Any] = {}
+    for f in dataclasses.fields(s):
+        v = getattr(s, f.name)
+        if isinstance(v, lr.Stage):
+            head[f.name], tail[f.name] = (lr.Stage(p, v.t, v.ts) for p in (v.prob[:n], v.prob[n:]))
+        elif isinstance(v, np.ndarray):
+            head[f.name], tail[f.name] = v[:n], v[n:]
+        else:
+            head[f.name] = tail[f.name] = v
+    return lr.Scored(**head), lr.Scored(**tail)
+
+
+def fold_seed_cells(seeds: Sequence[str]) -> str:
+    """Each fold's model's seed-suite score, in fold order (route16's table column)."""
+    return " / ".join(s.split("/")[0] for s in seeds) + f" (of {seeds[0].split('/')[1]})"
+
+
 def filter_arms(group: dict[str, lq.Recipe], prefix: str) -> dict[str, lq.Recipe]:
     return {n: r for n, r in group.items() if n.startswith(prefix)}
 
@@ -286,6 +320,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     figs: dict[str, list[Any]] = {name: [] for name in recipes}
     errors: list[dict[str, Any]] = []
     seeds = dict.fromkeys(recipes, "-")
+    fold_seeds: dict[str, list[str]] = {name: [] for name in recipes}
     for held in (*(() if args.seed_only else rnd.held_out), "final"):
         for files, group in groups:
             key = (delta_folder(rnd, files), held)
@@ -297,24 +332,43 @@ def main(argv: Sequence[str] | None = None) -> int:
                 rows, scored_on = [r for n in files if n != held for r in by_file[n]], by_file[held]
             if not group:
                 continue
-            for name, s in lq.fold(rows, scored_on, emb, group).items():
+            with_seed = rnd.fold_seeds and held != "final"  # the same stages score both
+            scored = lq.fold(rows, scored_on + seed if with_seed else scored_on, emb, group)
+            for name, s in scored.items():
+                if with_seed:
+                    s, on_seed = split(s, len(scored_on))
+                    f24 = on_seed.figures(recipes[name].delta)
+                    fold_seeds[name].append(f"{round(len(seed) * f24['acc'])}/{len(seed)}")
+                    errors += lq.wrong(name, f"{held}:seed", seed, on_seed, recipes[name].delta)
                 f = s.figures(recipes[name].delta)
                 if held == "final":
                     seeds[name] = f"{round(len(seed) * f['acc'])}/{len(seed)}"
+                    if rnd.fold_seeds:
+                        errors += lq.wrong(name, "final:seed", seed, s, recipes[name].delta)
                     continue
                 figs[name].append(f)
                 errors += lq.wrong(name, held, by_file[held], s, recipes[name].delta)
             print(f"fold {held}: trained on {len(rows)} rows", file=sys.stderr, flush=True)
+    by_fold = rnd.fold_seeds and not args.seed_only
     if not args.seed_only:
         print(
             "| arm | "
             + " | ".join(rnd.held_out)
             + " | mean | high missed | medium missed | over | cost | deferred | seed |"
+            + (" seed, each fold's model |" if by_fold else "")
         )
-        print("|---|" + "---|" * len(rnd.held_out) + "---:|---:|---:|---:|---:|---:|---:|")
+        print(
+            "|---|"
+            + "---|" * len(rnd.held_out)
+            + "---:|---:|---:|---:|---:|---:|---:|"
+            + ("---|" if by_fold else "")
+        )
     for name in recipes:
         if figs[name]:
-            print(lq.row(name, figs[name], seeds[name]), flush=True)
+            line = lq.row(name, figs[name], seeds[name])
+            if by_fold:
+                line += f" {fold_seed_cells(fold_seeds[name])} |"
+            print(line, flush=True)
         else:
             print(f"| {name} | seed suite, trained on every file: {seeds[name]} |", flush=True)
     if args.errors:

@@ -15,13 +15,16 @@ MiniLM embeddings (its meta says ``encoder_kind``) is served by MiniLM alone.
 Releases (``risk.options.release``): ``v4``, ``v6``, ``v7`` (the default from the seventh
 sealed split to the eighth), ``v8`` (the default from the eighth sealed split to the tenth),
 ``v9`` (the default from the twelfth sealed split to the thirteenth), ``v10``, ``v11`` (the
-default from the tenth sealed split to the twelfth) and ``v12`` (the default since the
+default from the tenth sealed split to the twelfth), ``v12`` (the default since the
 thirteenth sealed split, hard-test-12: by the rule written before it was measured, pooled over
 hard-test-10 to -12, no release met the goal and v12 had the lowest routing cost with fewer high
 misses than v9, within the load and memory gates; v11's recipe with rows for code whose purpose
 is the hazard, on a MiniLM fine-tuned on the corpus with LoRA, merged at load by
-``loomc.risk.lora``), each trained on more splits and chosen by leave-one-split-out
-rules written before its sealed split was measured (``evals/routing/README.md``). A classifier whose weights are wider than
+``loomc.risk.lora``) and ``v13`` (selectable, not the default: v12's recipe on F23, v12's
+files + the spent hard-test-10 ... -14 + hard-train-v14-extra and -v16-extra; shipped by
+route16's rule, and the lead's hard-test-15 run decides whether it becomes the default), each
+trained on more splits and chosen by leave-one-split-out rules written before its sealed split
+was measured (``evals/routing/README.md``). A classifier whose weights are wider than
 v4's also reads the columns of ``loomc.risk.signals`` (task versus topic, code hazards and, from
 v8, the situations of ``loomc.risk.exposure``; from v9, what the prompt is for,
 ``loomc.risk.purpose``), and a release applies the rules named in
@@ -46,6 +49,7 @@ RELEASES = {
     "v10": ROUTER_FILE.with_name("router-static-v10.npz"),
     "v11": ROUTER_FILE.with_name("router-static-v11.npz"),
     "v12": ROUTER_FILE.with_name("router-static-v12.npz"),
+    "v13": ROUTER_FILE.with_name("router-static-v13.npz"),
 }
 # The decision rules of ``loomc.risk.signals`` a release applies (chosen by research/loso_router.py).
 RULES: dict[str, tuple[str, ...]] = {
@@ -57,15 +61,24 @@ RULES: dict[str, tuple[str, ...]] = {
     "v10": ("situation-floor",),
     "v11": ("hazard-floor",),
     "v12": ("hazard-floor",),
+    "v13": ("hazard-floor",),
 }
 # The MiniLM a release's second stage was trained on (its file's meta, ``encoder_kind``):
 # ``minilm`` (float, ``loomc.risk.minilm``) unless named here. ``minilm-q8`` is the defined
 # int8 MiniLM (``loomc.risk.minilm_q8``); ``minilm-q8-lora`` the same int8 definition of the
 # base merged with the release's LoRA delta (``LORA``, a file beside the routers:
 # ``loomc.risk.lora``).
-MINILM_KINDS: dict[str, str] = {"v10": "minilm-q8", "v11": "minilm-q8", "v12": "minilm-q8-lora"}
+MINILM_KINDS: dict[str, str] = {
+    "v10": "minilm-q8",
+    "v11": "minilm-q8",
+    "v12": "minilm-q8-lora",
+    "v13": "minilm-q8-lora",
+}
 INT8_KINDS = ("minilm-q8", "minilm-q8-lora")  # one precision: ``dtype`` does not apply
-LORA: dict[str, Path] = {"v12": ROUTER_FILE.with_name("minilm-lora-v12.npz")}
+LORA: dict[str, Path] = {
+    "v12": ROUTER_FILE.with_name("minilm-lora-v12.npz"),
+    "v13": ROUTER_FILE.with_name("minilm-lora-v13.npz"),
+}
 # The default's static router ships its train embeddings widened to float32 too, for cold runs
 # (``loomc.risk.emb32.write_copy``; tests/risk/test_emb32.py fails until a new default has one).
 DEFAULT_RELEASE = "v12"  # the one line that makes another release the default

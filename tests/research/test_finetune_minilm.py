@@ -180,6 +180,59 @@ def test_route15_round_is_three_arms_of_v12s_recipe_over_eight_folds() -> None:
     assert ll.checked_delta(v12, [n for n in ll.F16 if n != "hard-test-14"]) == v12
 
 
+def test_route16_round_is_one_arm_of_v12s_recipe_on_f23_over_route15s_folds() -> None:
+    """route16's rule: D = v12's recipe on F23 (F22 + hard-train-v16-extra), folds hard-test-7
+    ... -14 as route15; no A or B arm (A's and C's figures are route15's table's)."""
+    ll = research_script("loso_lora")
+    rnd = ll.ROUNDS["route16"]
+    assert rnd.files == ll.F23 == (*ll.F22, "hard-train-v16-extra")
+    assert rnd.held_out == ll.ROUNDS["route15"].held_out
+    groups = dict(ll.passes(rnd))
+    assert list(groups) == [ll.F23]
+    assert list(groups[ll.F23].values()) == [ll.V12_SHIPPED]
+    assert ll.delta_folder(rnd, ll.F23) == "D"
+
+
+def test_a_folds_scores_cut_at_the_seed_suite_decide_as_the_whole() -> None:
+    """route16's per-fold seed column: one ``loso_q8.fold`` call scores the held-out split and
+    the seed suite; ``split`` cuts every per-row array at the split's end, so each part decides
+    (and counts) exactly as its rows did in the whole, at any threshold shift."""
+    ll = research_script("loso_lora")
+    lr = ll.lr
+    rng = np.random.default_rng(16)
+    n, m = 30, 24
+
+    def flags() -> np.ndarray:
+        return rng.random(n + m) < 0.2
+
+    whole = lr.Scored(
+        rng.random(n + m) < 0.4,
+        flags(),
+        flags(),
+        flags(),
+        lr.Stage(rng.random(n + m), 0.5, 0.3),
+        lr.Stage(rng.random(n + m), 0.45, 0.35),
+        0.3,
+        0.7,
+        "cascade",
+        flags(),
+        flags(),
+        flags(),
+        flags(),
+        ("hazard-floor",),
+    )
+    head, tail = ll.split(whole, n)
+    assert (len(head.y), len(tail.y)) == (n, m)
+    for delta in (0.0, 0.03, 0.1):
+        esc = whole.escalate(delta)
+        assert np.array_equal(head.escalate(delta), esc[:n])
+        assert np.array_equal(tail.escalate(delta), esc[n:])
+        parts = [head.figures(delta), tail.figures(delta)]
+        for k in ("high_missed", "med_missed", "over", "cost"):
+            assert parts[0][k] + parts[1][k] == whole.figures(delta)[k]
+    assert ll.fold_seed_cells(["24/24", "23/24"]) == "24 / 23 (of 24)"
+
+
 def test_one_arm_is_scored_alone_with_its_own_recipe() -> None:
     """``--arm A:`` keeps A's pass (its files, its recipe, its deltas' folder) and drops B's."""
     ll = research_script("loso_lora")

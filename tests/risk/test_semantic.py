@@ -316,14 +316,16 @@ def test_router_files_small() -> None:
     """Every release's two router files ship in the wheel; each holds its train rows' float16
     embeddings for the neighbours, so it grows with them (v8's 1,692 rows: 1.24 MB; v9's 2,112
     rows: 1.55 MB, the bound raised from 1.5 MB for it; v11's 2,352 rows: 1.72 MB, raised from
-    1.6 MB for it; v12's 2,652 rows: 1.94 MB, raised from 1.8 MB for it)."""
+    1.6 MB for it; v12's 2,652 rows: 1.94 MB, raised from 1.8 MB for it; v13's 3,660 rows
+    (F23): 2.67 and 2.64 MB, raised from 2.0 MB to 3.0 MB for it by route16's rule, written
+    before v13 was trained, since F22's files were 2.4-2.5 MB and F23 adds ~200 rows)."""
     from loomc.risk.semantic import DATA_FILE, RELEASES
 
     assert RELEASES["v12"] == DATA_FILE  # the default since hard-test-12 (evals/routing/README.md)
     for first in RELEASES.values():
         second = first.with_name(first.name.replace("router-static", "router-minilm"))
         for path in (first, second):
-            assert path.stat().st_size < 2_000_000, path.name
+            assert path.stat().st_size < 3_000_000, path.name
 
 
 def test_without_minilm_semantic_is_its_static_stage(monkeypatch: pytest.MonkeyPatch) -> None:
