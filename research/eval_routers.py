@@ -2,8 +2,8 @@
 
     .venv/bin/python research/eval_routers.py evals/routing/X.jsonl [--seed]
 
-For the lead's one measurement of a sealed split (issue 17): v12 (the default since hard-test-12)
-and the v4, v6, v7, v8, v9, v10, v11 and v13 releases, each as its cascade and as its static
+For the lead's one measurement of a sealed split (issue 17): v13 (the default since hard-test-15)
+and the v4, v6, v7, v8, v9, v10, v11 and v12 releases, each as its cascade and as its static
 stage alone (v10 to v13 on the int8 MiniLM (v12's and v13's fine-tuned with LoRA), on ONNX
 Runtime where it is installed and on numpy: the two must agree), plus ``keywords`` as the floor.
 v13 was trained on hard-test-10 ... -14: its rows on those files are training figures.
@@ -46,10 +46,10 @@ ROUTERS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("semantic v11 cascade, auto backend", {"release": "v11", "backend": "auto"}),
     ("semantic v11 cascade, numpy", {"release": "v11", "backend": "numpy"}),
     ("semantic v11 static stage", {"release": "v11", "cascade": False}),
-    ("semantic v12 cascade (default), auto backend", {"release": "v12", "backend": "auto"}),
+    ("semantic v12 cascade, auto backend", {"release": "v12", "backend": "auto"}),
     ("semantic v12 cascade, numpy", {"release": "v12", "backend": "numpy"}),
     ("semantic v12 static stage", {"release": "v12", "cascade": False}),
-    ("semantic v13 cascade, auto backend", {"release": "v13", "backend": "auto"}),
+    ("semantic v13 cascade (default), auto backend", {"release": "v13", "backend": "auto"}),
     ("semantic v13 cascade, numpy", {"release": "v13", "backend": "numpy"}),
     ("semantic v13 static stage", {"release": "v13", "cascade": False}),
 )

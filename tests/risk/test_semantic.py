@@ -321,7 +321,7 @@ def test_router_files_small() -> None:
     before v13 was trained, since F22's files were 2.4-2.5 MB and F23 adds ~200 rows)."""
     from loomc.risk.semantic import DATA_FILE, RELEASES
 
-    assert RELEASES["v12"] == DATA_FILE  # the default since hard-test-12 (evals/routing/README.md)
+    assert RELEASES["v13"] == DATA_FILE  # the default since hard-test-15 (evals/routing/README.md)
     for first in RELEASES.values():
         second = first.with_name(first.name.replace("router-static", "router-minilm"))
         for path in (first, second):

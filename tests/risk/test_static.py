@@ -46,7 +46,7 @@ def test_shipped_profiler_serves_the_static_table() -> None:
     prof: Any = make_profiler(RiskSettings(profiler="semantic"))
     assert prof.name == "semantic" and isinstance(prof.encoder, StaticEncoder)
     # the cascade's second stage: numpy's pass by default, installed extras or not (the
-    # default release, v12, runs the int8 MiniLM with its LoRA delta merged; v9 the float one)
+    # default release, v13, runs the int8 MiniLM with its LoRA delta merged; v9 the float one)
     assert type(prof.second_encoder).__name__ == "MiniLMQ8Lora"
     v9: Any = make_profiler(RiskSettings(profiler="semantic", options={"release": "v9"}))
     assert type(v9.second_encoder).__name__ == "MiniLM"
