@@ -1,5 +1,6 @@
 """Checks every trained release of the semantic profiler must pass, shared by the release tests
-(`tests/risk/test_semantic_v7.py`, `..._v8.py`, `test_release_v9.py`): each file states *what*
+(`tests/risk/test_semantic_v7.py`, `..._v8.py`, `test_release_v9.py` to `..._v13.py`; the LoRA
+releases' own checks at the end): each file states *what*
 its release is (its training files, width, rules); these say *how* that is checked, once.
 
 Why shared: a release is a pair of files plus rules, and the properties that make it shippable
@@ -124,3 +125,94 @@ def assert_files_record(
         with np.load(path, allow_pickle=False) as z, np.load(RELEASES["v4"]) as v4:
             extra = z["weights"].shape[0] - v4["weights"].shape[0]
         assert extra == width[meta.get("signals", "none")]
+
+
+def assert_int8_backends_agree(release: str) -> None:
+    """The same decisions whichever int8 backend serves the band (v10 to v13), on a sample of
+    every corpus file (all corpus prompts: benchmarks/bench_release_agreement.py)."""
+    need_semantic_extra()
+    for module in ("onnxruntime", "onnx"):
+        need(module)
+    paths = sorted(CORPUS.glob("*.jsonl"))
+    prompts = list(dict.fromkeys(str(r["prompt"]) for p in paths for r in load_rows(p)))[::6]
+    out = {}
+    for backend in ("numpy", "onnxruntime"):
+        opts = {"release": release, "backend": backend, "cache": 0}
+        prof: Any = make_profiler(RiskSettings(profiler="semantic", options=opts))
+        out[backend] = prof.profile_many(prompts)
+    levels = {k: [p.level for p in v] for k, v in out.items()}
+    assert levels["numpy"] == levels["onnxruntime"]
+    probs = {k: np.array([p.probability for p in v]) for k, v in out.items()}
+    assert float(np.abs(probs["numpy"] - probs["onnxruntime"]).max()) < 0.05
+
+
+# --- releases whose MiniLM stage is the int8 MiniLM merged with a LoRA delta (v12, v13) ---------
+
+
+def assert_lora_files_record(prof: Any, release: str) -> None:
+    """The MiniLM stage's file names the LoRA encoder and the delta by name and sha256, and both
+    files carry v11's flags (cost 6, delta 0.03, ``decide``, v9's signals, the band cap 0.20)."""
+    from loomc.risk.releases import LORA, MINILM_KINDS
+
+    second = prof.data_path.with_name(prof.router.cascade)
+    assert second.name == f"router-minilm-{release}.npz"
+    meta = meta_of(second)
+    assert meta["encoder_kind"] == MINILM_KINDS[release] == "minilm-q8-lora"
+    assert meta["lora"] == LORA[release].name == f"minilm-lora-{release}.npz"
+    assert meta["lora_sha256"] == hashlib.sha256(LORA[release].read_bytes()).hexdigest()
+    for path in (prof.data_path, second):
+        meta = meta_of(path)
+        assert (meta["cost_high"], meta["delta"], meta["cascade_mode"]) == (6.0, 0.03, "decide")
+        assert meta["signals"] == "v9"
+    assert meta_of(prof.data_path)["max_defer"] == 0.2
+
+
+def assert_delta_records_its_training(prof: Any, release: str, files: Sequence[str]) -> None:
+    """The delta's meta: the files it learnt (by name and current hash, in order), lora12's
+    settings (r 8, alpha 16, seed 12, 128 tokens, 2 epochs), all 36 Linears, the base's sha256."""
+    from loomc.risk.lora import Delta, file_sha256
+    from loomc.risk.releases import LORA
+
+    delta = Delta(LORA[release])
+    meta = delta.meta
+    assert meta["training_files"] == [f"{n}.jsonl" for n in files]
+    current = [hashlib.sha256((CORPUS / f"{n}.jsonl").read_bytes()).hexdigest() for n in files]
+    assert meta["training_sha256"] == current, f"{release}: the corpus changed, retrain"
+    assert (meta["r"], meta["alpha"], meta["seed"], meta["max_tokens"]) == (8, 16.0, 12, 128)
+    assert meta["epochs"] == 2
+    assert len(delta.factors) == 36 and len(meta["modules"]) == 36  # 6 Linears x 6 blocks
+    assert meta["base_sha256"] == file_sha256(prof.plan.folder / "model.safetensors")
+
+
+def assert_serves_merged_int8_minilm(prof: Any, release: str) -> None:
+    """numpy's merged int8 MiniLM by default (an eval's memory); ONNX Runtime's for ``auto``
+    where it is installed."""
+    from loomc.risk.lora import MiniLMQ8Lora, OrtMiniLMQ8Lora
+    from loomc.risk.releases import LORA, ort_missing
+
+    enc = prof.second_encoder
+    assert type(enc) is MiniLMQ8Lora
+    assert enc.delta.path == LORA[release]
+    opts = {"release": release, "backend": "auto"}
+    fast: Any = make_profiler(RiskSettings(profiler="semantic", options=opts))
+    assert type(fast.second_encoder) is (MiniLMQ8Lora if ort_missing() else OrtMiniLMQ8Lora)
+
+
+def assert_refuses_another_base(tmp_path: Path, release: str) -> None:
+    """An installed MiniLM other than the delta's base (one weight changed) is a settings
+    error from make_profiler (the CLI's exit 2), one line, before any prompt."""
+    import shutil
+
+    from loomc.risk.base import RiskSettingsError
+    from loomc.risk.minilm import model_dir
+
+    need_semantic_extra()
+    folder = tmp_path / "model"
+    shutil.copytree(model_dir(), folder)
+    blob = bytearray((folder / "model.safetensors").read_bytes())
+    blob[-1] ^= 1
+    (folder / "model.safetensors").write_bytes(bytes(blob))
+    settings = RiskSettings(profiler="semantic", options={"release": release})
+    with pytest.raises(RiskSettingsError) as err:
+        make_profiler(settings, minilm=lambda: folder)
+    assert "\n" not in str(err.value) and "trained on another MiniLM" in str(err.value)

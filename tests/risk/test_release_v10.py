@@ -16,12 +16,11 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
-from needs import need
 from release_checks import (
     assert_deterministic,
     assert_files_record,
+    assert_int8_backends_agree,
     assert_plain_path_reads_the_signal_columns,
     assert_seed_suite,
     assert_static_stage_retrains,
@@ -31,7 +30,6 @@ from release_checks import (
 )
 
 from loomc.policy.models import RiskSettings
-from loomc.risk.evaluate import load_rows
 from loomc.risk.factory import make_profiler
 from loomc.risk.releases import MINILM_KINDS, RELEASES, RULES, backend_of, release_of
 
@@ -137,19 +135,4 @@ def test_v10_static_stage_retrains_to_the_shipped_file(v10: Any) -> None:
 
 
 def test_v10_decides_alike_on_numpy_and_onnxruntime() -> None:
-    """The same decisions whichever int8 backend serves the band (a sample of every corpus
-    file; all 2,256 prompts: benchmarks/bench_minilm_backends.py)."""
-    need_semantic_extra()
-    for module in ("onnxruntime", "onnx"):
-        need(module)
-    paths = sorted(CORPUS.glob("*.jsonl"))
-    prompts = list(dict.fromkeys(str(r["prompt"]) for p in paths for r in load_rows(p)))[::6]
-    out = {}
-    for backend in ("numpy", "onnxruntime"):
-        opts = {"release": "v10", "backend": backend, "cache": 0}
-        prof: Any = make_profiler(RiskSettings(profiler="semantic", options=opts))
-        out[backend] = prof.profile_many(prompts)
-    levels = {k: [p.level for p in v] for k, v in out.items()}
-    assert levels["numpy"] == levels["onnxruntime"]
-    probs = {k: np.array([p.probability for p in v]) for k, v in out.items()}
-    assert float(np.abs(probs["numpy"] - probs["onnxruntime"]).max()) < 0.05
+    assert_int8_backends_agree("v10")

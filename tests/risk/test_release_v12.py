@@ -15,29 +15,28 @@ refused in one line, and the same decisions from either int8 backend.
 from __future__ import annotations
 
 import hashlib
-import shutil
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
-from needs import need
 from release_checks import (
+    assert_delta_records_its_training,
     assert_deterministic,
     assert_files_record,
+    assert_int8_backends_agree,
+    assert_lora_files_record,
     assert_plain_path_reads_the_signal_columns,
+    assert_refuses_another_base,
     assert_seed_suite,
+    assert_serves_merged_int8_minilm,
     assert_static_stage_retrains,
-    meta_of,
     need_semantic_extra,
     release_profiler,
 )
 
 from loomc.policy.models import RiskSettings
-from loomc.risk.base import RiskSettingsError
-from loomc.risk.evaluate import load_rows
 from loomc.risk.factory import make_profiler
-from loomc.risk.releases import DATA_FILE, LORA, MINILM_KINDS, RELEASES, RULES, release_of
+from loomc.risk.releases import DATA_FILE, RELEASES, RULES, release_of
 from loomc.risk.signals import SIGNAL_NAMES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -113,59 +112,19 @@ def test_v12_is_selected_by_name_and_is_no_longer_the_default(v12: Any) -> None:
 
 def test_v12_files_record_what_made_them(v12: Any) -> None:
     assert_files_record(v12, "v12", V12_FILES, WIDTH)
-    second = v12.data_path.with_name(v12.router.cascade)
-    meta = meta_of(second)
-    assert meta["encoder_kind"] == MINILM_KINDS["v12"] == "minilm-q8-lora"
-    assert meta["lora"] == LORA["v12"].name
-    assert meta["lora_sha256"] == hashlib.sha256(LORA["v12"].read_bytes()).hexdigest()
-    for path in (v12.data_path, second):  # v11's flags
-        meta = meta_of(path)
-        assert (meta["cost_high"], meta["delta"], meta["cascade_mode"]) == (6.0, 0.03, "decide")
-        assert meta["signals"] == "v9"
-    assert meta_of(v12.data_path)["max_defer"] == 0.2  # v11's band cap
+    assert_lora_files_record(v12, "v12")
 
 
 def test_v12_delta_records_its_training(v12: Any) -> None:
-    from loomc.risk.lora import Delta, file_sha256
-
-    delta = Delta(LORA["v12"])
-    meta = delta.meta
-    assert meta["training_files"] == [f"{n}.jsonl" for n in V12_FILES]
-    current = [hashlib.sha256((CORPUS / f"{n}.jsonl").read_bytes()).hexdigest() for n in V12_FILES]
-    assert meta["training_sha256"] == current
-    assert (meta["r"], meta["alpha"], meta["seed"], meta["max_tokens"]) == (8, 16.0, 12, 128)
-    assert len(delta.factors) == 36 and len(meta["modules"]) == 36  # 6 Linears x 6 blocks
-    assert meta["base_sha256"] == file_sha256(v12._minilm_dir / "model.safetensors")
+    assert_delta_records_its_training(v12, "v12", V12_FILES)
 
 
 def test_v12_serves_the_merged_int8_minilm(v12: Any) -> None:
-    from loomc.risk.lora import MiniLMQ8Lora, OrtMiniLMQ8Lora
-    from loomc.risk.releases import ort_missing
-
-    enc = v12.second_encoder
-    assert type(enc) is MiniLMQ8Lora  # numpy by default, as every kind (an eval's memory)
-    assert enc.delta.path == LORA["v12"]
-    fast: Any = make_profiler(
-        RiskSettings(profiler="semantic", options={"release": "v12", "backend": "auto"})
-    )
-    assert type(fast.second_encoder) is (MiniLMQ8Lora if ort_missing() else OrtMiniLMQ8Lora)
+    assert_serves_merged_int8_minilm(v12, "v12")
 
 
 def test_v12_refuses_another_base_in_one_line(tmp_path: Path) -> None:
-    """An installed MiniLM other than the delta's base (one weight changed) is a settings
-    error from make_profiler (the CLI's exit 2), one line, before any prompt."""
-    need_semantic_extra()
-    from loomc.risk.minilm import model_dir
-
-    folder = tmp_path / "model"
-    shutil.copytree(model_dir(), folder)
-    blob = bytearray((folder / "model.safetensors").read_bytes())
-    blob[-1] ^= 1
-    (folder / "model.safetensors").write_bytes(bytes(blob))
-    settings = RiskSettings(profiler="semantic", options={"release": "v12"})
-    with pytest.raises(RiskSettingsError) as err:
-        make_profiler(settings, minilm=lambda: folder)
-    assert "\n" not in str(err.value) and "trained on another MiniLM" in str(err.value)
+    assert_refuses_another_base(tmp_path, "v12")
 
 
 @pytest.mark.parametrize("hints", [True, False])
@@ -186,19 +145,4 @@ def test_v12_static_stage_retrains_to_the_shipped_file(v12: Any) -> None:
 
 
 def test_v12_decides_alike_on_numpy_and_onnxruntime() -> None:
-    """The same decisions whichever int8 backend serves the band (a sample of every corpus
-    file; all corpus prompts: benchmarks/bench_minilm_backends.py's count, in the README)."""
-    need_semantic_extra()
-    for module in ("onnxruntime", "onnx"):
-        need(module)
-    paths = sorted(CORPUS.glob("*.jsonl"))
-    prompts = list(dict.fromkeys(str(r["prompt"]) for p in paths for r in load_rows(p)))[::6]
-    out = {}
-    for backend in ("numpy", "onnxruntime"):
-        opts = {"release": "v12", "backend": backend, "cache": 0}
-        prof: Any = make_profiler(RiskSettings(profiler="semantic", options=opts))
-        out[backend] = prof.profile_many(prompts)
-    levels = {k: [p.level for p in v] for k, v in out.items()}
-    assert levels["numpy"] == levels["onnxruntime"]
-    probs = {k: np.array([p.probability for p in v]) for k, v in out.items()}
-    assert float(np.abs(probs["numpy"] - probs["onnxruntime"]).max()) < 0.05
+    assert_int8_backends_agree("v12")
