@@ -159,11 +159,8 @@ class SemanticProfiler:
             self._head = self._router = self._load_router(self.data_path)
         self.thresholds = Thresholds.of(settings, opts)
         head = self._head
-        self.threshold, self.signal_threshold = self.thresholds.escalation(head)
-        self.medium_threshold = self.thresholds.limits(head).medium_threshold
+        self.threshold, self.signal_threshold, self.medium_threshold = self.thresholds.limits(head)
         self.plan = plan = plan_minilm(opts, release, self.data_path, head, minilm)
-        self._minilm_dir, self._second_path = plan.folder, plan.second_path
-        self.minilm_missing = plan.missing  # why MiniLM is not used though the file would use it
         self._encoder: MiniLMEncoder | StaticEncoder | None = None
         self._second: RouterWeights | None = None
         self._second_encoder: MiniLMEncoder | None = None
@@ -176,6 +173,11 @@ class SemanticProfiler:
             )
         self.cache_size = int(opts.get("cache", 1024))
         self._embeddings = EmbeddingCache(self.cache_size)
+
+    @property
+    def minilm_missing(self) -> str | None:
+        """Why MiniLM is not used though the router would use it (None: it is, or not wanted)."""
+        return self.plan.missing
 
     @staticmethod
     def _load_router(path: Path) -> RouterWeights:
@@ -208,7 +210,7 @@ class SemanticProfiler:
                 else:
                     from loomc.risk.encoders import shared_encoder
 
-                    self._encoder = shared_encoder(known(self._minilm_dir), *self._encoder_args)
+                    self._encoder = shared_encoder(known(self.plan.folder), *self._encoder_args)
             return self._encoder
 
     @encoder.setter
@@ -219,18 +221,18 @@ class SemanticProfiler:
     def second(self) -> RouterWeights | None:
         """The cascade's MiniLM-stage classifier, or None where the cascade does not run."""
         with self._lazy_lock:
-            if self._second is None and self._second_path is not None:
-                self._second = self._load_router(self._second_path)
+            if self._second is None and self.plan.second_path is not None:
+                self._second = self._load_router(self.plan.second_path)
             return self._second
 
     @property
     def second_encoder(self) -> MiniLMEncoder | None:
         """MiniLM for the cascade's band (weights read on its first prompt), or None."""
         with self._lazy_lock:
-            if self._second_encoder is None and self._second_path is not None:
+            if self._second_encoder is None and self.plan.second_path is not None:
                 from loomc.risk.encoders import shared_encoder
 
-                enc = shared_encoder(known(self._minilm_dir), *self._encoder_args)
+                enc = shared_encoder(known(self.plan.folder), *self._encoder_args)
                 self._second_encoder = enc
             return self._second_encoder
 
@@ -340,7 +342,7 @@ class SemanticProfiler:
         if len(router.weights) > len(x):  # a wider file: the signal columns come last
             x += signal_vector(prompt, len(router.weights) - len(x))
         prob = router.probability(x)
-        if self._second_path is not None and router.cascade_low < prob < router.cascade_high:
+        if self.plan.second_path is not None and router.cascade_low < prob < router.cascade_high:
             return self._profile_numpy([prompt], [hint])[0]  # MiniLM decides: numpy's path
         return self._decide(prompt, hint, prob, self._nearest(router.nearest32(emb, sims)), router)
 
