@@ -164,16 +164,12 @@ def child_memory(runs: int, profiler: str = "policy", loaded: bool = False) -> d
 
 
 def _loaded_profilers(policy: Path) -> dict[bool, Any]:
-    """The two profilers ``prepare_eval`` builds for ``policy`` (its own risk settings, and them
-    as ``semantic`` for ``X@semantic``), every weight read."""
+    """The profilers ``prepare_eval`` builds for ``policy`` (``eval_profilers``), every weight
+    read."""
     import loomc
-    from loomc.policy.models import RiskSettings
-    from loomc.risk.pure import numpy_from_now
+    from loomc.api.evaluating import eval_profilers
 
-    settings = loomc.load_project(ROOT, policy).policy.risk
-    semantic = RiskSettings(**{**settings.model_dump(), "profiler": "semantic"})
-    numpy_from_now()  # as prepare_eval does for a semantic or auto policy
-    profilers = {False: loomc.make_profiler(settings), True: loomc.make_profiler(semantic)}
+    profilers = eval_profilers(loomc.load_project(ROOT, policy).policy.risk)
     for prof in profilers.values():
         load = getattr(prof, "load", None)
         if load is not None:

@@ -61,6 +61,22 @@ class BudgetRefused(LoomcError, RuntimeError):
         super().__init__("; ".join(f"worst-case {n} {w} exceeds the total {c}" for n, w, c in over))
 
 
+def eval_profilers(settings: RiskSettings) -> dict[bool, RiskProfiler]:
+    """The two risk profilers an eval uses: the policy's own (``False``) and the same settings
+    as ``semantic`` (``True``, for ``X@semantic`` strategies). Built here so a caller that
+    wants them prepared otherwise (a benchmark reading every weight first) passes the same
+    ones to ``prepare_eval(profilers=...)``."""
+    semantic = RiskSettings(**{**settings.model_dump(), "profiler": "semantic"})
+    if settings.profiler in ("semantic", "auto"):
+        # numpy serves each of the eval's prompts: its profilers read numpy's router now,
+        # not the plain one and then numpy's amid the run (loomc.risk.semantic). An eval on
+        # the keyword rules does not import numpy for its idle semantic profiler.
+        from loomc.risk.pure import numpy_from_now
+
+        numpy_from_now()
+    return {False: make_profiler(settings), True: make_profiler(semantic)}
+
+
 def prepare_eval(
     dataset: str | Path,
     strategies: str = DEFAULT_STRATEGIES,
@@ -107,16 +123,7 @@ def prepare_eval(
         )
     spec = resolve_judge(proj.policy, judge) if judge else None
     if profilers is None:
-        settings = proj.policy.risk
-        semantic = RiskSettings(**{**settings.model_dump(), "profiler": "semantic"})
-        if settings.profiler in ("semantic", "auto"):
-            # numpy serves each of the eval's prompts: its profilers read numpy's router now,
-            # not the plain one and then numpy's amid the run (loomc.risk.semantic). An eval on
-            # the keyword rules does not import numpy for its idle semantic profiler.
-            from loomc.risk.pure import numpy_from_now
-
-            numpy_from_now()
-        profilers = {False: make_profiler(settings), True: make_profiler(semantic)}
+        profilers = eval_profilers(proj.policy.risk)
     journaled = journaled_plans(Path(resume_journal)) if resume_journal is not None else None
     planned = plan_conductor_cases(
         proj,
