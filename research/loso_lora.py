@@ -37,6 +37,12 @@ LoRA-q8 embeddings, the static stage shared, scored as served by ``loso_q8.fold`
   reported, not a condition of its rule; the same stages score the fold's split and the seed
   suite in one ``loso_q8.fold`` call, then ``split``), and ``--errors`` lists the seed prompts
   each fold's model and the final one get wrong (fold ``<held>:seed``, ``final:seed``).
+- ``route17``: E = the same recipe on F25 (F23 + the spent hard-test-15 and -16; ``DIR/E``),
+  folds hard-test-7 ... -16 (ten), each fold's model's seed column as route16; D = the same on
+  F23 (``DIR/D``: route16's D deltas for -7 ... -14; for -15 and -16, whose fold learns all of
+  F23, v13's shipped delta), rerun as the baseline; and E with the band capped at 0.15 (E's
+  own deltas: an arm on the round's files with no ``deltas`` of its own shares the round's
+  folder, and the same ``loso_q8.fold`` call scores it beside E; reported only).
 Every arm's embeddings are the numpy reference's, cached by the delta's sha256 (one delta that
 two arms share is encoded once).
 """
@@ -69,6 +75,7 @@ F17 = (*F16, "hard-test-10")  # route13: F16 + the spent hard-test-10
 F20 = (*F17, "hard-test-11", "hard-test-12", "hard-test-13")  # route14: F16 + every spent split
 F22 = (*F20, "hard-test-14", "hard-train-v14-extra")  # route15: F20 + -14 + data14's rows
 F23 = (*F22, "hard-train-v16-extra")  # route16: F22 + data16's plain everyday rows
+F25 = (*F23, "hard-test-15", "hard-test-16")  # route17: F23 (v13's) + the two spent splits
 
 
 class Arm(NamedTuple):
@@ -98,6 +105,7 @@ V12_SHIPPED = V11_SHIPPED._replace(second="minilm-q8-lora")  # v12: the same on 
 FOLDS_13 = ("hard-test-7", "hard-test-8", "hard-test-9", "hard-test-10")
 FOLDS_14 = (*FOLDS_13, "hard-test-11", "hard-test-12", "hard-test-13")
 FOLDS_15 = (*FOLDS_14, "hard-test-14")
+FOLDS_17 = (*FOLDS_15, "hard-test-15", "hard-test-16")
 ROUNDS = {
     "lora12": Round(
         F14, HELD_OUT, lq.V10, ("v10's recipe, plain q8", "v12: LoRA q8 (the fold's delta)")
@@ -148,6 +156,18 @@ ROUNDS = {
     ),
     "route16": Round(
         F23, FOLDS_15, V11_SHIPPED, (None, "D: v12's recipe, F23"), (), "D", fold_seeds=True
+    ),
+    "route17": Round(
+        F25,
+        FOLDS_17,
+        V11_SHIPPED,
+        (None, "E: v12's recipe, F25"),
+        (
+            Arm("D: v12's recipe, F23 (v13)", F23, V12_SHIPPED, "D"),
+            Arm("E, band cap 0.15", F25, V12_SHIPPED._replace(cap=0.15)),  # E's deltas
+        ),
+        "E",
+        fold_seeds=True,
     ),
 }
 

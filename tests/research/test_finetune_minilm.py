@@ -193,6 +193,27 @@ def test_route16_round_is_one_arm_of_v12s_recipe_on_f23_over_route15s_folds() ->
     assert ll.delta_folder(rnd, ll.F23) == "D"
 
 
+def test_route17_round_is_e_on_f25_beside_d_rerun_and_e_capped_over_ten_folds() -> None:
+    """route17's rule: E = v12's recipe on F25 (F23 + hard-test-15, -16, in that order), D = the
+    same on F23 (its own deltas, ``D``), and E with the band capped at 0.15 scored from E's own
+    deltas in E's pass; folds hard-test-7 ... -16, each fold's seed column. D's folds -15 and
+    -16 learn all of F23, so v13's shipped delta is theirs."""
+    ll = research_script("loso_lora")
+    rnd = ll.ROUNDS["route17"]
+    assert rnd.files == ll.F25 == (*ll.F23, "hard-test-15", "hard-test-16")
+    assert rnd.held_out == tuple(f"hard-test-{n}" for n in range(7, 17))
+    assert rnd.fold_seeds
+    groups = dict(ll.passes(rnd))
+    assert list(groups) == [ll.F25, ll.F23]
+    e, e15 = groups[ll.F25].values()
+    (d,) = groups[ll.F23].values()
+    assert e == d == ll.V12_SHIPPED and e15 == ll.V12_SHIPPED._replace(cap=0.15)
+    assert [ll.delta_folder(rnd, f) for f in groups] == ["E", "D"]
+    v13 = RELEASES["v13"].with_name("minilm-lora-v13.npz")
+    for held in ("hard-test-15", "hard-test-16"):
+        assert ll.checked_delta(v13, [n for n in ll.F23 if n != held]) == v13
+
+
 def test_a_folds_scores_cut_at_the_seed_suite_decide_as_the_whole() -> None:
     """route16's per-fold seed column: one ``loso_q8.fold`` call scores the held-out split and
     the seed suite; ``split`` cuts every per-row array at the split's end, so each part decides
