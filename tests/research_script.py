@@ -8,6 +8,7 @@ imports its siblings by name, run as `PYTHONPATH=research`), so tests load it by
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -15,9 +16,12 @@ RESEARCH = Path(__file__).resolve().parents[1] / "research"
 
 
 def research_script(name: str) -> ModuleType:
-    """``research/NAME.py`` executed as a fresh module called ``name``."""
+    """``research/NAME.py`` executed as a fresh module called ``name``, registered in
+    ``sys.modules`` first as an import would be (a script's dataclasses look their module up
+    there while the class is built)."""
     spec = importlib.util.spec_from_file_location(name, RESEARCH / f"{name}.py")
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
     spec.loader.exec_module(mod)
     return mod

