@@ -15,7 +15,7 @@ round; the mean and p95 are the last round's), and the share of prompts the casc
 MiniLM (the reasons say "decided by MiniLM"). ``--suites`` names other routing files (route10:
 a spent split none of v7/v8 trained on). A release may name MiniLM's backend after a colon
 (``v8:onnxruntime``: ``risk.options.backend``; v10 takes ONNX Runtime by default where it is
-installed). The load also reports the process's peak RSS. The semantic extra (MiniLM's weights)
+installed), and set numeric options after a ``+`` (``v13:numpy+band_high=0.51``). The load also reports the process's peak RSS. The semantic extra (MiniLM's weights)
 is needed for the cascade.
 """
 
@@ -41,7 +41,7 @@ SUITES = ("hard-test", "hard-test-2", "hard-test-3", "test")
 LOAD = (
     "import time,json,sys;t=time.process_time();w=time.perf_counter();"
     "from loomc.policy.models import RiskSettings;from loomc.risk.factory import make_profiler;"
-    "r,_,b=sys.argv[1].partition(':');o={'release':r,**({'backend':b} if b else {})};"
+    "o=json.loads(sys.argv[1]);"
     "p=make_profiler(RiskSettings(profiler='semantic',options=o));"
     "p.load();p.profile('warm up');c,v=time.process_time()-t,time.perf_counter()-w;"
     "h=[int(x.split()[1])/1024 for x in open('/proc/self/status') if x.startswith('VmHWM')][0];"
@@ -49,11 +49,25 @@ LOAD = (
 )
 
 
+def options_of(spec: str) -> dict[str, Any]:
+    """``risk.options`` for a release as named on the command line: ``REL[:BACKEND]`` then any
+    ``+KEY=NUMBER`` (``v13:numpy+band_high=0.51``: the release with a narrower band)."""
+    head, *sets = spec.split("+")
+    name, _, backend = head.partition(":")
+    opts: dict[str, Any] = {"release": name, **({"backend": backend} if backend else {})}
+    for item in sets:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise SystemExit(f"{spec}: +{item} is not KEY=NUMBER")
+        opts[key] = float(value)
+    return opts
+
+
 def load_seconds(release: str, loads: int) -> dict[str, float]:
     runs = []
     for _ in range(loads):
         out = subprocess.run(
-            [sys.executable, "-c", LOAD, release],
+            [sys.executable, "-c", LOAD, json.dumps(options_of(release))],
             cwd=ROOT,
             check=True,
             capture_output=True,
@@ -77,10 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     ]
     profs: dict[str, Any] = {}
     for rel in args.releases:
-        name, _, backend = rel.partition(":")
-        opts: dict[str, Any] = {"release": name, "cache": 0}
-        if backend:
-            opts["backend"] = backend
+        opts = {**options_of(rel), "cache": 0}
         profs[rel] = make_profiler(RiskSettings(profiler="semantic", options=opts))
         profs[rel].load()
         profs[rel].profile_many(prompts[:8])  # numpy path warm

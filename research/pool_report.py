@@ -105,9 +105,12 @@ def replaces(challenger: Cell, default: Cell) -> bool:
     return challenger.cost < default.cost and challenger.high_missed <= default.high_missed
 
 
-def cells_of(release: str, split_rows: Mapping[str, list[dict[str, Any]]]) -> dict[str, Cell]:
-    """One release's cell on each split, as shipped on numpy, prompts only."""
-    opts = {"release": release, "backend": "numpy"}
+def cells_of(
+    release: str, split_rows: Mapping[str, list[dict[str, Any]]], **extra: float
+) -> dict[str, Cell]:
+    """One release's cell on each split, as shipped on numpy (with ``extra`` risk.options, e.g.
+    a narrower band), prompts only."""
+    opts = {"release": release, "backend": "numpy", **extra}
     prof = make_profiler(RiskSettings(profiler="semantic", options=opts))
     if prof.name != "semantic":
         raise SystemExit(f"{release}: {getattr(prof, 'notice', None) or 'not available'}")
@@ -134,14 +137,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--splits", nargs="+", required=True, help="the pooled splits (file stems)")
     ap.add_argument("--default", help="the default, judged against the pick on --unseen")
     ap.add_argument("--unseen", nargs="*", default=[], help="the splits the default never saw")
+    ap.add_argument(
+        "--set", nargs="*", default=[], metavar="KEY=NUMBER", help="risk.options for every release"
+    )
     args = ap.parse_args(argv)
+    extra = {k: float(v) for k, _, v in (item.partition("=") for item in args.set)}
     if args.incumbent not in args.pool:
         ap.error("--incumbent must be one of --pool")
     names = list(dict.fromkeys([*args.splits, *args.unseen]))
     split_rows = {s: load_rows(ROOT / "evals" / "routing" / f"{s}.jsonl") for s in names}
     releases = [*args.pool, *([args.default] if args.default else [])]
     cells = {
-        r: cells_of(r, split_rows if r in args.pool else {s: split_rows[s] for s in args.unseen})
+        r: cells_of(
+            r, split_rows if r in args.pool else {s: split_rows[s] for s in args.unseen}, **extra
+        )
         for r in releases
     }
     print("Cells: correct, high missed, medium missed, over-escalated, cost.\n")

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from loomc.policy.load import PolicySource
 
 DTYPES = ("float32", "float64")
-_FRACTIONS = ("threshold", "signal_threshold", "medium_threshold")
+_FRACTIONS = ("threshold", "signal_threshold", "medium_threshold", "band_low", "band_high")
 _SWITCHES = ("cascade", "negation", "trivia")
 _COUNTS = ("threads", "cache")
 KNOWN = ("release", "data", "backend", "dtype", *_FRACTIONS, *_COUNTS, *_SWITCHES)
@@ -113,6 +113,12 @@ def option_problems(options: Mapping[str, Any], *, files: bool = True) -> list[O
             hint = "the path is read from the working directory"
             shown = f"risk.options.data: no such file {_shown(value)}"
             out.append(OptionProblem(key, shown, True, hint))
+    low: Any = options.get("band_low")
+    high: Any = options.get("band_high")
+    numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in (low, high))
+    if numbers and 0 <= high <= low <= 1:  # both fractions, and the band would hold no prompt
+        wrong = f"risk.options.band_low must be below band_high, got {low} and {high}"
+        out.append(OptionProblem("band_low", wrong, True, "e.g. band_low: 0.11, band_high: 0.51"))
     int8 = MINILM_KINDS.get(str(options.get("release") or DEFAULT_RELEASE)) in INT8_KINDS
     if options.get("backend") == "onnxruntime" and options.get("dtype") == "float64" and not int8:
         out.append(

@@ -28,7 +28,8 @@ Decision: ``loomc.risk.decision`` (thresholds, floor cues, the release's rules, 
 
 Options (``risk.options``): ``threshold``, ``signal_threshold``, ``medium_threshold`` (floats;
 given, they apply to both stages: both are calibrated probabilities of the same event),
-``cascade`` (bool, default true; false decides every prompt by the first stage), ``dtype``
+``cascade`` (bool, default true; false decides every prompt by the first stage), ``band_low``
+and ``band_high`` (the cascade's band, each edge the release's unless set), ``dtype``
 (``float32``, the default, or ``float64``: MiniLM's precision; float32 moves a probability by
 ~1e-7), ``threads`` (int, default 1: BLAS threads while MiniLM encodes; 0 leaves BLAS alone),
 ``backend`` (``numpy``, the default, ``auto`` or ``onnxruntime``: MiniLM's, ``loomc.risk.encoders``),
@@ -342,7 +343,8 @@ class SemanticProfiler:
         if len(router.weights) > len(x):  # a wider file: the signal columns come last
             x += signal_vector(prompt, len(router.weights) - len(x))
         prob = router.probability(x)
-        if self.plan.second_path is not None and router.cascade_low < prob < router.cascade_high:
+        low, high = self.thresholds.band(router)
+        if self.plan.second_path is not None and low < prob < high:
             return self._profile_numpy([prompt], [hint])[0]  # MiniLM decides: numpy's path
         return self._decide(prompt, hint, prob, self._nearest(router.nearest32(emb, sims)), router)
 
@@ -362,14 +364,14 @@ class SemanticProfiler:
         stage: list[tuple[float, RouterHead, str]] = [(float(p), r, "") for p in probs]
         second, second_encoder = self.second, self.second_encoder
         if second is not None and second_encoder is not None:
-            sent = [i for i, p in enumerate(probs) if r.cascade_low < p < r.cascade_high]
+            low, high = self.thresholds.band(r)
+            sent = [i for i, p in enumerate(probs) if low < p < high]
             if sent:
                 emb2 = self.embed([prompts[i] for i in sent], second_encoder)
                 texts = [prompts[i] for i in sent]
                 probs2 = second.probability(self._assemble(second, emb2, kw[sent], texts))
                 for i, p2 in zip(sent, probs2, strict=True):
-                    band = f"static P(escalate)={probs[i]:.2f} in ({r.cascade_low:.2f}, "
-                    band += f"{r.cascade_high:.2f})"
+                    band = f"static P(escalate)={probs[i]:.2f} in ({low:.2f}, {high:.2f})"
                     if r.cascade_mode == "or" and self._escalates(prompts[i], probs[i], r):
                         stage[i] = (float(probs[i]), r, f"{band}: escalated by the static stage")
                     else:

@@ -25,6 +25,8 @@ _THRESHOLD_KEYS = (
     ("threshold", "high_threshold"),
     ("signal_threshold", None),
     ("medium_threshold", "medium_threshold"),
+    ("band_low", None),
+    ("band_high", None),
 )
 
 
@@ -37,6 +39,15 @@ class TrainedLimits(Protocol):
     def signal_threshold(self) -> float: ...
     @property
     def medium_threshold(self) -> float: ...
+
+
+class TrainedBand(Protocol):
+    """The band a router file was trained with (numpy's ``RouterWeights`` or the plain one's)."""
+
+    @property
+    def cascade_low(self) -> float: ...
+    @property
+    def cascade_high(self) -> float: ...
 
 
 @dataclass(frozen=True)
@@ -64,6 +75,16 @@ class Thresholds:
         """(threshold, signal threshold) for ``router``; the signal one is never the higher."""
         t = self.fixed.get("threshold", router.threshold)
         return t, min(t, self.fixed.get("signal_threshold", router.signal_threshold))
+
+    def band(self, router: TrainedBand) -> tuple[float, float]:
+        """The cascade's band on the static probability, (low, high): prompts strictly inside go
+        on to MiniLM. Each edge not fixed is the release's (chosen in training with a cap on the
+        share deferred); a narrower band trades routing accuracy for fewer MiniLM passes (the
+        measured trade-off of v13's: docs/routing.md)."""
+        return (
+            self.fixed.get("band_low", router.cascade_low),
+            self.fixed.get("band_high", router.cascade_high),
+        )
 
     def limits(self, router: TrainedLimits) -> Limits:
         """Every threshold the decision needs, for the stage ``router`` decided in."""

@@ -28,7 +28,7 @@ def _documented_ok(key: str, value: Any) -> bool:
         return word in ("auto", "numpy", "onnxruntime")
     if key == "dtype":
         return word in ("float32", "float64")
-    if key in ("threshold", "signal_threshold", "medium_threshold"):
+    if key in ("threshold", "signal_threshold", "medium_threshold", "band_low", "band_high"):
         return real and 0 <= value <= 1
     if key in ("threads", "cache"):
         return isinstance(value, int) and not isinstance(value, bool) and value >= 0
@@ -67,7 +67,11 @@ values = st.one_of(
 )
 
 
-@given(st.dictionaries(st.sampled_from([*KNOWN, "relase", "x"]), values, max_size=5))
+@given(
+    st.dictionaries(
+        st.sampled_from([*KNOWN, "relase", "x"]), st.one_of(values, st.floats(0, 1)), max_size=5
+    )
+)
 @settings(max_examples=300, deadline=None)
 def test_an_option_is_an_error_exactly_when_the_documentation_says(opts: dict[str, Any]) -> None:
     problems = option_problems(opts, files=False)
@@ -79,7 +83,10 @@ def test_an_option_is_an_error_exactly_when_the_documentation_says(opts: dict[st
     # dtype does not apply
     int8 = (opts.get("release") or "v13") in ("v10", "v11", "v12", "v13")
     combo = opts.get("backend") == "onnxruntime" and opts.get("dtype") == "float64" and not int8
-    assert errors == bad | ({"backend"} if combo else set())
+    # the band's two edges, each a valid fraction, must leave room between them
+    edges = [opts.get("band_low"), opts.get("band_high")]
+    empty = all(_documented_ok("band_low", v) for v in edges) and edges[0] >= edges[1]
+    assert errors == bad | ({"backend"} if combo else set()) | ({"band_low"} if empty else set())
     for p in problems:
         assert "\n" not in p.message and p.message.startswith(("risk.options.", "unknown"))
 
@@ -117,3 +124,13 @@ def test_a_hostile_data_path_is_one_short_line(path: str) -> None:
     error = first_error({"data": path})
     assert error is not None and error.startswith("risk.options.data: no such file ")
     assert len(error) < 120 and "\n" not in error
+
+
+def test_a_band_with_no_room_is_one_error_naming_both_edges() -> None:
+    problems = option_problems({"band_low": 0.6, "band_high": 0.4}, files=False)
+    assert [(p.key, p.error) for p in problems] == [("band_low", True)]
+    assert problems[0].message == ("risk.options.band_low must be below band_high, got 0.6 and 0.4")
+    assert option_problems({"band_low": 0.11, "band_high": 0.51}, files=False) == []
+    assert (
+        option_problems({"band_high": 0.05}, files=False) == []
+    )  # one edge: the other is the release's

@@ -56,6 +56,25 @@ def test_the_signal_threshold_is_never_above_the_threshold(
     assert threshold == (t if fixed_t is None else fixed_t)
 
 
+class Band(NamedTuple):
+    cascade_low: float
+    cascade_high: float
+
+
+@given(unit, unit, st.one_of(st.none(), unit), st.one_of(st.none(), unit))
+def test_each_band_edge_is_the_policys_where_fixed_else_the_releases(
+    low: float, high: float, fixed_low: float | None, fixed_high: float | None
+) -> None:
+    opts = {"band_low": fixed_low, "band_high": fixed_high}
+    plan = Thresholds.of(RiskSettings(options=opts), opts)
+    assert plan.band(Band(low, high)) == (
+        low if fixed_low is None else fixed_low,
+        high if fixed_high is None else fixed_high,
+    )
+    # a band edge is not an escalation threshold: the decision's limits stay the release's
+    assert plan.limits(Trained(0.19, 0.12, 0.07)) == (0.19, 0.12, 0.07)
+
+
 def test_a_minilm_only_router_without_weights_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ImportError, match="MiniLM weights not installed"):
         plan_minilm({}, "v12", tmp_path / "r.npz", Head("minilm", None), lambda: None)
