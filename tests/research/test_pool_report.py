@@ -97,3 +97,13 @@ def test_cells_on_a_spent_split_are_its_one_time_run() -> None:
     assert (v12.n, v12.high_n, v12.medium_n, v12.low_n) == (120, 59, 7, 54)
     assert v12.row() == "112, 0, 0, 8, 8"
     assert v13.row() == "113, 0, 0, 7, 7"
+
+
+def test_the_band_for_a_cap_gives_the_shipped_band_back_at_the_releases_own_cap() -> None:
+    """research/band_for_cap.py chooses a band from the release's files alone; at v13's own cap
+    (0.20, its router's meta) it must give v13's shipped band, (0.11, 0.66), and a lower cap
+    never defers more of the training prompts."""
+    bc = research_script("band_for_cap")
+    (low, high, _, share), (_, _, _, narrower) = bc.bands("v13", [0.20, 0.10])
+    assert (round(low, 2), round(high, 2)) == (0.11, 0.66)
+    assert share <= 0.20 and narrower <= 0.10 and narrower <= share
