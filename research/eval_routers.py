@@ -5,7 +5,9 @@
 For the lead's one measurement of a sealed split (issue 17): v13 (the default since hard-test-15)
 and the v4, v6, v7, v8, v9, v10, v11 and v12 releases, each as its cascade and as its static
 stage alone (v10 to v13 on the int8 MiniLM (v12's and v13's fine-tuned with LoRA), on ONNX
-Runtime where it is installed and on numpy: the two must agree), plus ``keywords`` as the floor.
+Runtime where it is installed and on numpy: the two must agree), v13 with a narrower band (the
+band its own training rows give at a 0.10 cap, ``research/band_for_cap.py``: hard-test-19's
+candidate), plus ``keywords`` as the floor.
 v13 was trained on hard-test-10 ... -14: its rows on those files are training figures.
 The decision is the balanced tier's (``loomc.risk.evaluate.escalates``), prompts only (no
 pipeline hints). ``--seed`` adds the reference seed suite (with and without hints), which must
@@ -52,6 +54,12 @@ ROUTERS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("semantic v13 cascade (default), auto backend", {"release": "v13", "backend": "auto"}),
     ("semantic v13 cascade, numpy", {"release": "v13", "backend": "numpy"}),
     ("semantic v13 static stage", {"release": "v13", "cascade": False}),
+    # hard-test-19's candidate: v13 with the band its training rows give at cap 0.10
+    # (research/band_for_cap.py), numpy
+    (
+        "semantic v13 cascade, band (0.12, 0.37), numpy",
+        {"release": "v13", "backend": "numpy", "band_low": 0.12, "band_high": 0.37},
+    ),
 )
 
 
