@@ -84,7 +84,10 @@ def describe(settings: RiskSettings, *, minilm: MiniLMFinder | None = None) -> t
         second = getattr(profiler, "second_encoder", None)
         if second is not None:
             backend = second.backend  # numpy, or onnxruntime (OrtMiniLM)
-            how = f"static stage, MiniLM on {backend} for its uncertain band"
+            low, high = profiler.band  # type: ignore[attr-defined]
+            how = (
+                f"static stage, MiniLM on {backend} for its uncertain band ({low:.2f}, {high:.2f})"
+            )
             delta = getattr(getattr(second, "delta", None), "path", None)
             if delta is not None:  # a LoRA-tuned release (v12): the delta merged into the base
                 how += f", tuned by LoRA delta {delta.name}"

@@ -381,6 +381,11 @@ class SemanticProfiler:
             for p, h, (pr, router, note), s in zip(prompts, hints, stage, sims, strict=True)
         ]
 
+    @property
+    def band(self) -> tuple[float, float]:
+        """The cascade's band on the static probability, as this policy sets it (the doctor's)."""
+        return self.thresholds.band(self._head)
+
     def nearest(self, sims: npt.NDArray[np.float32], k: int = 3) -> list[str]:
         from loomc.risk.router import top_order
 

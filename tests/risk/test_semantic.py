@@ -407,3 +407,6 @@ def test_auto_is_semantic_with_both_stages_when_installed() -> None:
     from loomc.risk.semantic import DATA_FILE
 
     assert ok and line.startswith(f"semantic (auto; {DATA_FILE.name}, static stage, MiniLM")
+    assert "for its uncertain band (0.11, 0.66)" in line  # v13's, as trained
+    narrow = RiskSettings(options={"band_low": 0.12, "band_high": 0.37})
+    assert "for its uncertain band (0.12, 0.37)" in describe(narrow)[1]  # the policy's
