@@ -15,8 +15,9 @@ round; the mean and p95 are the last round's), and the share of prompts the casc
 MiniLM (the reasons say "decided by MiniLM"). ``--suites`` names other routing files (route10:
 a spent split none of v7/v8 trained on). A release may name MiniLM's backend after a colon
 (``v8:onnxruntime``: ``risk.options.backend``; v10 takes ONNX Runtime by default where it is
-installed), and set numeric options after a ``+`` (``v13:numpy+band_high=0.51``). The load also reports the process's peak RSS. The semantic extra (MiniLM's weights)
-is needed for the cascade.
+installed), and set numeric options after a ``+`` (``v13:numpy+band_high=0.51``). The load
+also reports the process's peak RSS. The semantic extra (MiniLM's weights) is needed for the
+cascade.
 """
 
 from __future__ import annotations

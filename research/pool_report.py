@@ -37,10 +37,9 @@ GOAL_ACCURACY = 0.90
 
 @dataclass(frozen=True)
 class Cell:
-    """One release's decisions on some prompts, as the rule counts them (summable)."""
+    """One release's decisions on some prompts, as the rule counts them (summable); how many
+    there are and how many were right follow from the counts by level."""
 
-    n: int = 0
-    correct: int = 0
     high_n: int = 0
     high_missed: int = 0
     medium_n: int = 0
@@ -50,6 +49,14 @@ class Cell:
 
     def __add__(self, other: Cell) -> Cell:
         return Cell(*(getattr(self, f.name) + getattr(other, f.name) for f in fields(self)))
+
+    @property
+    def n(self) -> int:
+        return self.high_n + self.medium_n + self.low_n
+
+    @property
+    def correct(self) -> int:
+        return self.n - self.high_missed - self.medium_missed - self.over
 
     @property
     def cost(self) -> int:
@@ -71,18 +78,14 @@ class Cell:
 def cell(decisions: Sequence[bool], rows: Sequence[Mapping[str, Any]]) -> Cell:
     """The cell of ``decisions`` (escalate or not, one per row) against the rows' labels: a row
     that expects escalation is high or medium by its level, one that does not is low."""
-    counts = dict.fromkeys(
-        ("n", "correct", "high_n", "high_missed", "medium_n", "medium_missed", "low_n", "over"), 0
-    )
+    counts = {f.name: 0 for f in fields(Cell)}
     for got, row in zip(decisions, rows, strict=True):
-        want = bool(row["expectedEscalation"])
-        kind = ("high" if row_level(row) == "high" else "medium") if want else "low"
-        counts["n"] += 1
-        counts["correct"] += got == want
-        counts[f"{kind}_n"] += 1
-        if kind == "low":
+        if not row["expectedEscalation"]:
+            counts["low_n"] += 1
             counts["over"] += got
         else:
+            kind = "high" if row_level(row) == "high" else "medium"
+            counts[f"{kind}_n"] += 1
             counts[f"{kind}_missed"] += not got
     return Cell(**counts)
 
@@ -124,10 +127,7 @@ def cells_of(
 
 
 def total(cells: Mapping[str, Cell], splits: Sequence[str]) -> Cell:
-    out = Cell()
-    for split in splits:
-        out = out + cells[split]
-    return out
+    return sum((cells[split] for split in splits), Cell())
 
 
 def main(argv: Sequence[str] | None = None) -> int:
