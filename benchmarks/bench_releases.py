@@ -35,6 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from loomc.policy.models import RiskSettings  # noqa: E402
+from loomc.risk.base import RiskSettingsError  # noqa: E402
 from loomc.risk.evaluate import load_rows  # noqa: E402
 from loomc.risk.factory import make_profiler  # noqa: E402
 
@@ -57,10 +58,11 @@ def options_of(spec: str) -> dict[str, Any]:
     name, _, backend = head.partition(":")
     opts: dict[str, Any] = {"release": name, **({"backend": backend} if backend else {})}
     for item in sets:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise SystemExit(f"{spec}: +{item} is not KEY=NUMBER")
-        opts[key] = float(value)
+        key, _, value = item.partition("=")
+        try:
+            opts[key] = float(value)
+        except ValueError:
+            raise SystemExit(f"{spec}: +{item} is not KEY=NUMBER") from None
     return opts
 
 
@@ -93,7 +95,10 @@ def main(argv: list[str] | None = None) -> int:
     profs: dict[str, Any] = {}
     for rel in args.releases:
         opts = {**options_of(rel), "cache": 0}
-        profs[rel] = make_profiler(RiskSettings(profiler="semantic", options=opts))
+        try:
+            profs[rel] = make_profiler(RiskSettings(profiler="semantic", options=opts))
+        except RiskSettingsError as exc:  # a bad +KEY=NUMBER: one line, as loomc run says it
+            raise SystemExit(f"{rel}: {exc}") from None
         profs[rel].load()
         profs[rel].profile_many(prompts[:8])  # numpy path warm
     deferred = {

@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from loomc.policy.models import RiskSettings  # noqa: E402
+from loomc.risk.base import RiskSettingsError  # noqa: E402
 from loomc.risk.evaluate import escalates, load_rows, profile_rows, row_level  # noqa: E402
 from loomc.risk.factory import make_profiler  # noqa: E402
 
@@ -114,7 +115,10 @@ def cells_of(
     """One release's cell on each split, as shipped on numpy (with ``extra`` risk.options, e.g.
     a narrower band), prompts only."""
     opts = {"release": release, "backend": "numpy", **extra}
-    prof = make_profiler(RiskSettings(profiler="semantic", options=opts))
+    try:
+        prof = make_profiler(RiskSettings(profiler="semantic", options=opts))
+    except RiskSettingsError as exc:  # a bad --set: one line, as loomc run says it
+        raise SystemExit(f"{release}: {exc}") from None
     if prof.name != "semantic":
         raise SystemExit(f"{release}: {getattr(prof, 'notice', None) or 'not available'}")
     out: dict[str, Cell] = {}
@@ -141,7 +145,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--set", nargs="*", default=[], metavar="KEY=NUMBER", help="risk.options for every release"
     )
     args = ap.parse_args(argv)
-    extra = {k: float(v) for k, _, v in (item.partition("=") for item in args.set)}
+    extra: dict[str, float] = {}
+    for item in args.set:
+        key, _, value = item.partition("=")
+        try:
+            extra[key] = float(value)
+        except ValueError:
+            ap.error(f"--set {item}: not KEY=NUMBER")
     if args.incumbent not in args.pool:
         ap.error("--incumbent must be one of --pool")
     names = list(dict.fromkeys([*args.splits, *args.unseen]))
