@@ -7,7 +7,8 @@ and the v4, v6, v7, v8, v9, v10, v11 and v12 releases, each as its cascade and a
 stage alone (v10 to v13 on the int8 MiniLM (v12's and v13's fine-tuned with LoRA), on ONNX
 Runtime where it is installed and on numpy: the two must agree), v13 with a narrower band (the
 band its own training rows give at a 0.10 cap, ``research/band_for_cap.py``: hard-test-19's
-candidate), plus ``keywords`` as the floor.
+candidate), v14 (v13's files with the ``people-floor`` rule: hard-test-21's candidate), plus
+``keywords`` as the floor.
 v13 was trained on hard-test-10 ... -14: its rows on those files are training figures.
 The decision is the balanced tier's (``loomc.risk.evaluate.escalates``), prompts only (no
 pipeline hints). ``--seed`` adds the reference seed suite (with and without hints), which must
@@ -60,6 +61,8 @@ ROUTERS: tuple[tuple[str, dict[str, Any]], ...] = (
         "semantic v13 cascade, band (0.12, 0.37), numpy",
         {"release": "v13", "backend": "numpy", "band_low": 0.12, "band_high": 0.37},
     ),
+    # hard-test-21's candidate: v13's files with the people-floor rule (loomc.risk.people)
+    ("semantic v14 cascade, numpy", {"release": "v14", "backend": "numpy"}),
 )
 
 

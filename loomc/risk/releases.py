@@ -23,7 +23,10 @@ is the hazard, on a MiniLM fine-tuned on the corpus with LoRA, merged at load by
 v12's recipe on F23, v12's files + the spent hard-test-10 ... -14 + hard-train-v14-extra and
 -v16-extra, shipped by route16's pre-registered LOSO; by the rule written before hard-test-15 was
 measured it replaced the pool's pick, v12, with a strictly lower routing cost there, no more
-high misses and the seed suite 24/24), each
+high misses and the seed suite 24/24) and ``v14`` (v13's files with one more rule, ``people-floor``
+(``loomc.risk.people``): code that tests a protected characteristic of a person or handles where
+people are escalates; named before hard-test-21 was written, a candidate under the rule in
+``evals/routing/README.md``), each
 trained on more splits and chosen by leave-one-split-out rules written before its sealed split
 was measured (``evals/routing/README.md``). A classifier whose weights are wider than
 v4's also reads the columns of ``loomc.risk.signals`` (task versus topic, code hazards and, from
@@ -51,6 +54,7 @@ RELEASES = {
     "v11": ROUTER_FILE.with_name("router-static-v11.npz"),
     "v12": ROUTER_FILE.with_name("router-static-v12.npz"),
     "v13": ROUTER_FILE.with_name("router-static-v13.npz"),
+    "v14": ROUTER_FILE.with_name("router-static-v13.npz"),  # v13's files, one more rule
 }
 # The decision rules of ``loomc.risk.signals`` a release applies (chosen by research/loso_router.py).
 RULES: dict[str, tuple[str, ...]] = {
@@ -63,6 +67,7 @@ RULES: dict[str, tuple[str, ...]] = {
     "v11": ("hazard-floor",),
     "v12": ("hazard-floor",),
     "v13": ("hazard-floor",),
+    "v14": ("hazard-floor", "people-floor"),
 }
 # The MiniLM a release's second stage was trained on (its file's meta, ``encoder_kind``):
 # ``minilm`` (float, ``loomc.risk.minilm``) unless named here. ``minilm-q8`` is the defined
@@ -74,11 +79,13 @@ MINILM_KINDS: dict[str, str] = {
     "v11": "minilm-q8",
     "v12": "minilm-q8-lora",
     "v13": "minilm-q8-lora",
+    "v14": "minilm-q8-lora",
 }
 INT8_KINDS = ("minilm-q8", "minilm-q8-lora")  # one precision: ``dtype`` does not apply
 LORA: dict[str, Path] = {
     "v12": ROUTER_FILE.with_name("minilm-lora-v12.npz"),
     "v13": ROUTER_FILE.with_name("minilm-lora-v13.npz"),
+    "v14": ROUTER_FILE.with_name("minilm-lora-v13.npz"),
 }
 # The default's static router ships its train embeddings widened to float32 too, for cold runs
 # (``loomc.risk.emb32.write_copy``; tests/risk/test_emb32.py fails until a new default has one).

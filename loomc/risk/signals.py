@@ -19,6 +19,8 @@ The rules (a release names which it uses; ``research/loso_router.py`` chose them
 * ``purpose-floor`` (v9) — the prompt holds code or configuration serving a consequential
   domain, a secret kept in the cloud or a high-power appliance on an extension lead
   (``loomc.risk.purpose.FLOOR_FAMILIES``): escalate, whatever the probability;
+* ``people-floor`` (v14) — the prompt's code tests a protected characteristic of a person or
+  handles where people are (``loomc.risk.people``): escalate, whatever the probability;
 * ``play-calm`` (v9) — the prompt's code is framed as a game, story or toy and names no domain
   and no hazard construct, and no situation, floor or "is it safe?" is around it: do not escalate;
 * ``calm`` — the prompt opens with an operation on words, an artefact or code's wording, and
@@ -31,13 +33,14 @@ from __future__ import annotations
 from loomc.risk.codehazards import CODE_FEATURE_NAMES, code_vector, hazards_of
 from loomc.risk.cues import cues_of, floors_of
 from loomc.risk.exposure import EXPOSURE_NAMES, exposure_vector, situations_of
+from loomc.risk.people import people_floor
 from loomc.risk.purpose import PURPOSE_NAMES, families_of, purpose_floor, purpose_vector
 from loomc.risk.tasks import TASK_FEATURE_NAMES, operation_first, task_vector, tasks_of
 
 V7_NAMES: tuple[str, ...] = TASK_FEATURE_NAMES + CODE_FEATURE_NAMES
 V8_NAMES: tuple[str, ...] = V7_NAMES + EXPOSURE_NAMES  # v8's columns: v7's, then exposure's
 SIGNAL_NAMES: tuple[str, ...] = V8_NAMES + PURPOSE_NAMES  # v9's: v8's, then purpose's
-RULES = ("hazard-floor", "calm", "situation-floor", "purpose-floor", "play-calm")
+RULES = ("hazard-floor", "calm", "situation-floor", "purpose-floor", "people-floor", "play-calm")
 
 
 def signal_vector(prompt: str, columns: int = len(SIGNAL_NAMES)) -> list[float]:
@@ -95,6 +98,10 @@ def apply_rules(escalate: bool, prompt: str, rules: tuple[str, ...]) -> tuple[bo
             return True, ", ".join(found) + ": escalate"
     if "purpose-floor" in rules and not escalate:
         found = purpose_floor(prompt)
+        if found:
+            return True, ", ".join(found) + ": escalate"
+    if "people-floor" in rules and not escalate:
+        found = people_floor(prompt)
         if found:
             return True, ", ".join(found) + ": escalate"
     if "play-calm" in rules and escalate and play_calm(prompt):

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from loomc.risk import codehazards, cues, exposure, keywords, purpose, tasks
+from loomc.risk import codehazards, cues, exposure, keywords, people, purpose, tasks
 from loomc.risk.keywords import (
     DEFAULT_ESCALATE_TERMS,
     DEFAULT_RESEARCH_TERMS,
@@ -99,6 +99,7 @@ FIXED = [
             exposure.FAMILIES,
             purpose.DOMAINS,
             purpose.FAMILIES,
+            people.PATTERNS,
         )
         for p in group.patterns.values()
     ),
