@@ -52,7 +52,7 @@ ROUTERS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("semantic v12 cascade, auto backend", {"release": "v12", "backend": "auto"}),
     ("semantic v12 cascade, numpy", {"release": "v12", "backend": "numpy"}),
     ("semantic v12 static stage", {"release": "v12", "cascade": False}),
-    ("semantic v13 cascade (default), auto backend", {"release": "v13", "backend": "auto"}),
+    ("semantic v13 cascade, auto backend", {"release": "v13", "backend": "auto"}),
     ("semantic v13 cascade, numpy", {"release": "v13", "backend": "numpy"}),
     ("semantic v13 static stage", {"release": "v13", "cascade": False}),
     # hard-test-19's candidate: v13 with the band its training rows give at cap 0.10
@@ -61,7 +61,8 @@ ROUTERS: tuple[tuple[str, dict[str, Any]], ...] = (
         "semantic v13 cascade, band (0.12, 0.37), numpy",
         {"release": "v13", "backend": "numpy", "band_low": 0.12, "band_high": 0.37},
     ),
-    # hard-test-21's candidate: v13's files with the people-floor rule (loomc.risk.people)
+    # the default since hard-test-23: v13's files with the people-floor rule (loomc.risk.people)
+    ("semantic v14 cascade (default), auto backend", {"release": "v14", "backend": "auto"}),
     ("semantic v14 cascade, numpy", {"release": "v14", "backend": "numpy"}),
 )
 
