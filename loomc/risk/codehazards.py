@@ -43,9 +43,15 @@ _CODE_SOURCES: dict[str, str] = {
         r"\b(?:for|while|if)\b[^\n]{0,200}(?:;\s*do\b|:\s*$|\)\s*\{)",
         r"\b(?:select\s+[\w*,\s]+\s+from|insert into|update\s+\w+\s+set|delete from|drop table"
         r"|alter table|create table)\b",
-        r"[\w.]+\([^()\n]{0,200}\)\s*;",
+        # from the start of a name only: tried inside a long run of name characters, [\w.]+
+        # rescans the rest of the run from each position (quadratic; the same matches)
+        r"(?<![\w.])[\w.]+\([^()\n]{0,200}\)\s*;",
         r"\|\s*(?:grep|sort|uniq|wc|head|tail|xargs|awk|sed)\b",
-        r"\$\{\w+|\$\(\w+|\b[A-Za-z_][\w.]*(?:\[[^\]\n]{0,40}\])?\s*(?:=|\+=|-=)\s*(?:['\"\[{(]|[\w.]+\()",
+        # an assignment's target, tried once per run of name characters: the first name start in
+        # the run, then the whole run (atomic). Every start in a run reaches the same run's end,
+        # so the matches are the same; tried from each start, a long run cost its length squared
+        r"\$\{\w+|\$\(\w+|(?<![\w.])(?>[\w.]*?\b[A-Za-z_][\w.]*)(?:\[[^\]\n]{0,40}\])?\s*"
+        r"(?:=|\+=|-=)\s*(?:['\"\[{(]|[\w.]+\()",
         r"\b[a-z_]\w*\.[a-z_]\w*\([^()\n]{0,200}\)",
         r"^\s*-\s+name:|^\s*run:\s|^\s*[\w-]+:\s*\n\s+[\w-]+:",
     ),

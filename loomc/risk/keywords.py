@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterable, Mapping
 
 from loomc.risk.base import Kind, Level, RiskProfile
+from loomc.risk.bounded import bounded
 from loomc.risk.memo import per_prompt_of
 from loomc.risk.prescan import Prescanned
 from loomc.risk.reference import KNOWN_PIPELINES, js_length
@@ -339,8 +340,9 @@ class KeywordProfiler:
 
     def _profile(self, prompt: str, pipeline_hint: str | None) -> RiskProfile:
         pipeline = pipeline_hint if pipeline_hint in KNOWN_PIPELINES else "general"
-        text = prompt.lower()
-        trivia = self.trivia and pipeline == "general" and self.is_trivia(prompt)
+        read = bounded(prompt)  # what the rules' patterns read (loomc.risk.bounded)
+        text = read.lower()
+        trivia = self.trivia and pipeline == "general" and self.is_trivia(read)
         if self._any is None and self._union_after >= 0:
             self._profiled += 1
             if self._profiled > self._union_after:
@@ -349,7 +351,7 @@ class KeywordProfiler:
             signals: tuple[str, ...] = ()
             escalate, research = False, pipeline == "research"
         else:
-            signals = self.signals_of(prompt)
+            signals = self.signals_of(read)
             escalate = bool(self._hits(self._escalate, text))
             research = pipeline == "research" or bool(self._hits(self._research, text))
         kind: Kind

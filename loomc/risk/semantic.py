@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from loomc.policy.models import RiskSettings
 from loomc.risk.base import RiskProfile
+from loomc.risk.bounded import bounded
 from loomc.risk.decision import decide, nearest_lines
 from loomc.risk.embeddings import EmbeddingCache
 from loomc.risk.features import router_features
@@ -299,7 +300,7 @@ class SemanticProfiler:
     def profile_many(
         self, prompts: Sequence[str], pipeline_hints: Iterable[str | None] | None = None
     ) -> list[RiskProfile]:
-        prompts = list(prompts)
+        prompts = [bounded(p) for p in prompts]  # untrusted text (loomc.risk.bounded)
         hints: list[str | None] = (
             list(pipeline_hints) if pipeline_hints is not None else [None] * len(prompts)
         )
