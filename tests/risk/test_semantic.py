@@ -409,5 +409,13 @@ def test_auto_is_semantic_with_both_stages_when_installed() -> None:
 
     assert ok and line.startswith(f"semantic (auto; {DATA_FILE.name}, static stage, MiniLM")
     assert "for its uncertain band (0.11, 0.66)" in line  # v13's, as trained
+    # the default release serves v13's files with one more rule: the doctor names both
+    assert line.endswith("; release v14, rules: hazard-floor, people-floor)")
+    v13 = RiskSettings(options={"release": "v13"})
+    assert describe(v13)[1].endswith("; release v13, rules: hazard-floor)")
+    from loomc.risk.releases import RELEASES
+
+    given = RiskSettings(options={"data": str(RELEASES["v9"])})
+    assert describe(given)[1].endswith("; a file given by risk.options.data, no rules)")
     narrow = RiskSettings(options={"band_low": 0.12, "band_high": 0.37})
     assert "for its uncertain band (0.12, 0.37)" in describe(narrow)[1]  # the policy's
