@@ -30,6 +30,8 @@ The rules (a release names which it uses; ``research/loso_router.py`` chose them
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from loomc.risk.codehazards import CODE_FEATURE_NAMES, code_vector, hazards_of
 from loomc.risk.cues import cues_of, floors_of
 from loomc.risk.exposure import EXPOSURE_NAMES, exposure_vector, situations_of
@@ -86,24 +88,22 @@ def play_calm(prompt: str) -> bool:
     return not floors_of(prompt) and not situations_of(prompt)
 
 
+# The floor rules, in the order they are tried: each names what it found, or nothing.
+FLOORS: dict[str, Callable[[str], tuple[str, ...]]] = {
+    "hazard-floor": hazard_floor,
+    "situation-floor": situation_floor,
+    "purpose-floor": purpose_floor,
+    "people-floor": people_floor,
+}
+
+
 def apply_rules(escalate: bool, prompt: str, rules: tuple[str, ...]) -> tuple[bool, str | None]:
     """The decision after ``rules``, and why it changed (None when it did not)."""
-    if "hazard-floor" in rules and not escalate:
-        found = hazard_floor(prompt)
-        if found:
-            return True, ", ".join(found) + ": escalate"
-    if "situation-floor" in rules and not escalate:
-        found = situation_floor(prompt)
-        if found:
-            return True, ", ".join(found) + ": escalate"
-    if "purpose-floor" in rules and not escalate:
-        found = purpose_floor(prompt)
-        if found:
-            return True, ", ".join(found) + ": escalate"
-    if "people-floor" in rules and not escalate:
-        found = people_floor(prompt)
-        if found:
-            return True, ", ".join(found) + ": escalate"
+    if not escalate:
+        for name, floor in FLOORS.items():
+            found = floor(prompt) if name in rules else ()
+            if found:
+                return True, ", ".join(found) + ": escalate"
     if "play-calm" in rules and escalate and play_calm(prompt):
         return False, "play-calm: code for a game or story, no domain, hazard or situation"
     if "calm" in rules and escalate and calm(prompt):
