@@ -41,8 +41,10 @@ _CODE_SOURCES: dict[str, str] = {
         r"^\s*(?:\$ )?(?:sudo\s+)?(?:rm|mv|cp|rsync|find|grep|tail|cat|chmod|chown|kubectl|docker"
         r"|git|curl|wget|ssh|scp|tar|sed|awk|psql|mysql|aws|gsutil|terraform)\s+[-\w./~*$\"']",
         r"\b(?:for|while|if)\b[^\n]{0,200}(?:;\s*do\b|:\s*$|\)\s*\{)",
-        r"\b(?:select\s+[\w*,\s]+\s+from|insert into|update\s+\w+\s+set|delete from|drop table"
-        r"|alter table|create table)\b",
+        # a select list of at most 400 characters: unbounded, each "select" in a long run of
+        # words rescanned the rest of the run (quadratic; "select " * 30,000 took ~54 s)
+        r"\b(?:select\s+[\w*,\s]{1,400}\s+from|insert into|update\s+\w+\s+set|delete from"
+        r"|drop table|alter table|create table)\b",
         # from the start of a name only: tried inside a long run of name characters, [\w.]+
         # rescans the rest of the run from each position (quadratic; the same matches)
         r"(?<![\w.])[\w.]+\([^()\n]{0,200}\)\s*;",
@@ -110,7 +112,8 @@ _HAZARD_SOURCES: dict[str, str] = {
     # markup built from data: cross-site scripting sinks
     "markup-sink": any_of(
         r"\.innerHTML\s*[+]?=|\.outerHTML\s*=|dangerouslySetInnerHTML|\bdocument\.write\(",
-        r"\bv-html\b|\|\s*safe\b|\bmark_safe\(|\bMarkup\(|\{\{\{[^}]+\}\}\}|\.html\(\s*\w",
+        # a triple-stash of at most 400 characters (each "{" of a long run rescanned it)
+        r"\bv-html\b|\|\s*safe\b|\bmark_safe\(|\bMarkup\(|\{\{\{[^}]{1,400}\}\}\}|\.html\(\s*\w",
         r"insertAdjacentHTML\(|\bbypassSecurityTrust\w+\(",
     ),
     # copies with no bound: buffer overflows

@@ -852,7 +852,7 @@ LITERALS: dict[tuple[int, str], tuple[str, ...]] = {
     ),
     (
         10,
-        "(?:\\.innerHTML\\s*[+]?=|\\.outerHTML\\s*=|dangerouslySetInnerHTML|\\bdocument\\.write\\()|(?:\\bv-html\\b|\\|\\s*safe\\b|\\bmark_safe\\(|\\bMarkup\\(|\\{\\{\\{[^}]+\\}\\}\\}|\\.html\\(\\s*\\w)|(?:insertAdjacentHTML\\(|\\bbypassSecurityTrust\\w+\\()",
+        "(?:\\.innerHTML\\s*[+]?=|\\.outerHTML\\s*=|dangerouslySetInnerHTML|\\bdocument\\.write\\()|(?:\\bv-html\\b|\\|\\s*safe\\b|\\bmark_safe\\(|\\bMarkup\\(|\\{\\{\\{[^}]{1,400}\\}\\}\\}|\\.html\\(\\s*\\w)|(?:insertAdjacentHTML\\(|\\bbypassSecurityTrust\\w+\\()",
     ): (
         ".html(",
         ".innerhtml",

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from loomc.policy.models import RiskSettings
 from loomc.risk.bounded import MAX_RUN, bounded
-from loomc.risk.codehazards import _CODE_SOURCES
+from loomc.risk.codehazards import _CODE_SOURCES, _HAZARD_SOURCES
 from loomc.risk.factory import make_profiler
 
 ROUTING = Path(__file__).resolve().parents[2] / "evals" / "routing"
@@ -57,6 +57,52 @@ def test_the_rewritten_patterns_match_where_the_old_ones_did(text: str) -> None:
         assert (re.compile(AFTER[name], FLAGS).search(text) is not None) == was, name
 
 
+# Two alternatives bounded at 400 characters (2026-12-06): unbounded, every "select" of a long
+# run of words (and every "{" of a long run of braces) rescanned the rest of the run, so
+# "select " * 30,000 took ~54 s. They match as before wherever the span is under 400
+# characters, which holds for every prompt of evals/ (the test after the next).
+UNBOUNDED = {
+    "select list": r"\bselect\s+[\w*,\s]+\s+from\b",
+    "triple-stash": r"\{\{\{[^}]+\}\}\}",
+}
+BOUNDED = {
+    "select list": r"\bselect\s+[\w*,\s]{1,400}\s+from\b",
+    "triple-stash": r"\{\{\{[^}]{1,400}\}\}\}",
+}
+_SQLISH = st.lists(
+    st.sampled_from(
+        ["select", "SELECT", "from", " ", "  ", "a", "b_1", ",", "*", "{", "}", "\n", "."]
+    ),
+    max_size=40,
+).map("".join)
+
+
+def test_the_shipped_families_hold_the_bounded_alternatives() -> None:
+    assert "select\\s+[\\w*,\\s]{1,400}\\s+from" in _CODE_SOURCES["present"]
+    assert "select\\s+[\\w*,\\s]+\\s+from" not in _CODE_SOURCES["present"]
+    assert BOUNDED["triple-stash"] in _HAZARD_SOURCES["markup-sink"]
+    assert UNBOUNDED["triple-stash"] not in _HAZARD_SOURCES["markup-sink"]
+
+
+@settings(max_examples=400)
+@given(_SQLISH)
+def test_the_bounded_alternatives_match_where_the_unbounded_did(text: str) -> None:
+    for name, old in UNBOUNDED.items():
+        was = re.compile(old, FLAGS).search(text) is not None
+        assert (re.compile(BOUNDED[name], FLAGS).search(text) is not None) == was, name
+
+
+def test_every_prompt_of_evals_is_read_alike_by_the_bounded_alternatives() -> None:
+    evals = ROUTING.parent
+    for path in sorted(evals.rglob("*.jsonl")):
+        for line in path.read_text("utf-8").splitlines():
+            prompt = str(json.loads(line).get("prompt") or "") if line.strip() else ""
+            for name, old in UNBOUNDED.items():
+                was = re.compile(old, FLAGS).search(prompt) is not None
+                now = re.compile(BOUNDED[name], FLAGS).search(prompt) is not None
+                assert now == was, (path.name, name)
+
+
 _PIECES = st.tuples(
     st.sampled_from(["a", " ", "\n", "\t", "b.", "\u00a0", " \n"]), st.integers(1, 150)
 )
@@ -88,6 +134,8 @@ HOSTILE = {
     "a run of one letter": "a" * 200_000,
     "dotted names": "a." * 100_000,
     "indented blank lines": "x\n" + "    \n" * 40_000 + "y",
+    "select words": "SELECT " * 30_000,
+    "open braces": "{{{" + "{" * 200_000,
 }
 
 
