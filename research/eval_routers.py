@@ -7,7 +7,8 @@ and the v4, v6, v7, v8, v9, v10, v11 and v12 releases, each as its cascade and a
 stage alone (v10 to v13 on the int8 MiniLM (v12's and v13's fine-tuned with LoRA), on ONNX
 Runtime where it is installed and on numpy: the two must agree), v13 with a narrower band (the
 band its own training rows give at a 0.10 cap, ``research/band_for_cap.py``: hard-test-19's
-candidate), v14 (v13's files with the ``people-floor`` rule: hard-test-21's candidate), plus
+candidate), v14 (v13's files with the ``people-floor`` rule: hard-test-21's candidate, the default since
+hard-test-23), v15 (v14 with the rule read wider, ``people-floor-wide``: hard-test-24's), plus
 ``keywords`` as the floor.
 v13 was trained on hard-test-10 ... -14: its rows on those files are training figures.
 The decision is the balanced tier's (``loomc.risk.evaluate.escalates``), prompts only (no
@@ -64,6 +65,8 @@ ROUTERS: tuple[tuple[str, dict[str, Any]], ...] = (
     # the default since hard-test-23: v13's files with the people-floor rule (loomc.risk.people)
     ("semantic v14 cascade (default), auto backend", {"release": "v14", "backend": "auto"}),
     ("semantic v14 cascade, numpy", {"release": "v14", "backend": "numpy"}),
+    # hard-test-24's candidate: v14 with the people floor read wider (people-floor-wide)
+    ("semantic v15 cascade, numpy", {"release": "v15", "backend": "numpy"}),
 )
 
 

@@ -67,7 +67,7 @@ def _check(key: str, value: Any) -> tuple[bool, str, str]:
     """(ok, what is wrong, hint) for one known option's value."""
     number = isinstance(value, int | float) and not isinstance(value, bool)
     if key == "release":
-        return _words(value, list(RELEASES))  # in release order: v4 ... v14
+        return _words(value, list(RELEASES))  # in release order: v4 ... v15
     if key == "backend":
         return _words(value, BACKENDS)
     if key == "dtype":

@@ -32,6 +32,7 @@ French, as the other families.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from loomc.risk.cues import LazyPatterns, any_of
 from loomc.risk.memo import per_prompt
@@ -75,6 +76,35 @@ _SOURCES: dict[str, str] = {
 }
 PATTERNS = LazyPatterns(_SOURCES, _F)
 
+# ``people-floor-wide`` (v15): the same two families, read more widely (see ``people_floor_wide``).
+_WIDE_SOURCES: dict[str, str] = {
+    "protected": any_of(
+        _SOURCES["protected"],
+        # Spanish, French and German forms the stems above miss.
+        r"embaraz|discapacit|religi[oó]n|lgbt|orientierung|fauteuil_?roulant"
+        r"|silla_?de_?ruedas",
+        _L + r"(?:origine|origen|hiv|vih)s?" + _R,
+        # A group named by value, quoted as code quotes it (``D2="Traveller"``, ``'maghreb'``).
+        r"[\"'](?:roma|romani|roms|sinti|travell?ers?|gypsy|gypsies|gitan[oa]s?|gitanes?"
+        r"|tsiganes?|zigeuner|muslims?|musulman(?:e|es|s)?|jews?|jewish|juifs?|juives?"
+        r"|jud[ií][oa]s?|arabs?|arabes?|árabes?|maghreb\w*|magreb\w*|africa\w*|afrique\w*"
+        r"|asian|asiatiques?|asi[aá]tic[oa]s?|hispanic|latin[oa]s?|indigenous|aboriginal"
+        r"|refugees?|r[ée]fugi[ée]s?|refugiad[oa]s?|fl[üu]chtling\w*|asylum\w*|gay|lesbians?"
+        r"|bisexual|queer|hindus?|sikhs?|pregnant|disabled)[\"']",
+    ),
+    "location": any_of(
+        _SOURCES["location"],
+        _L + r"(?:st_dwithin|st_distance|geom|(?:location|gps)_?pings?|whereabouts|umkreis)" + _R,
+    ),
+    "person": any_of(
+        _SOURCES["person"],
+        _L + r"(?:empleados?|empleadas?|mitarbeiter\w*|salari[ée]s?|clients?|clientes?|kunden"
+        r"|tenants?|applicants?|candidates?|candidat[oa]s?|demandeurs?|bewerber\w*"
+        r"|solicitantes?|inquilinos?|locataires?|mieter\w*)" + _R,
+    ),
+}
+WIDE_PATTERNS = LazyPatterns(_WIDE_SOURCES, _F)
+
 # A test in code: a branch, a query's filter, a comparison, a ternary, a lambda.
 _CONDITION = re.compile(
     r"\b(?:if|elif|when|where|while|unless|filter\w*|exclude\w*|reject\w*|and|or|not|case"
@@ -85,9 +115,9 @@ _CONDITION = re.compile(
 PEOPLE_NAMES: tuple[str, ...] = ("people:protected-condition", "people:locate-persons")
 
 
-def _protected_condition(prompt: str) -> bool:
-    protected = PATTERNS["protected"]
-    return any(protected.search(line) and _CONDITION.search(line) for line in prompt.splitlines())
+def _protected_condition(lines: Iterable[str], patterns: LazyPatterns = PATTERNS) -> bool:
+    protected = patterns["protected"]
+    return any(protected.search(line) and _CONDITION.search(line) for line in lines)
 
 
 @per_prompt
@@ -95,10 +125,65 @@ def people_floor(prompt: str) -> tuple[str, ...]:
     """The ``PEOPLE_NAMES`` families in ``prompt``'s code or configuration (none without any)."""
     if not code_like(prompt):
         return ()
-    found = PATTERNS.matching(prompt)
+    return _families(prompt, prompt.splitlines(), PATTERNS)
+
+
+def _families(text: str, lines: Iterable[str], patterns: LazyPatterns) -> tuple[str, ...]:
+    """The two families in ``text`` (the code), whose condition lines are ``lines``."""
+    found = patterns.matching(text)
     hits: list[str] = []
-    if "protected" in found and _protected_condition(prompt):
+    if "protected" in found and _protected_condition(lines, patterns):
         hits.append("people:protected-condition")
     if "location" in found and "person" in found:
         hits.append("people:locate-persons")
     return tuple(hits)
+
+
+# Code inline in a sentence: a backticked span with an operator or a keyword of code, or a
+# spreadsheet formula. Spans are found by one linear scan and searched one by one.
+_SPAN = re.compile(r"`([^`\n]{1,600})`")
+_INLINE_CODE = re.compile(
+    r"==|!=|=>|&&|\|\||<=|>=|[<>]\s*\d|\w\(|\b(?:if|in|not|return|def|function|const|let"
+    r"|lambda|select|where|filter)\b",
+    re.IGNORECASE,
+)
+_FORMULA = re.compile(
+    r"=\s*(?:if|ifs|arrayformula|filter|query|countifs?|sumifs?|vlookup|xlookup|si|wenn)\s*\(",
+    re.IGNORECASE,
+)
+
+
+# A SQL statement on one line (``code_like`` reads blocks and definitions, not a bare query).
+_SQL = re.compile(
+    r"\b(?:SELECT\b[^\n]{0,300}?\bFROM|INSERT\s+INTO|UPDATE\b[^\n]{0,100}?\bSET|DELETE\s+FROM)\b"
+)
+
+
+def inline_code(prompt: str) -> list[str]:
+    """The pieces of code written inline in ``prompt``'s sentences (backticked spans that read
+    as code, spreadsheet formulas to the end of their line)."""
+    spans = [m.group(1) for m in _SPAN.finditer(prompt) if _INLINE_CODE.search(m.group(1))]
+    at = 0  # a formula runs to the end of its line, at most 600 characters, and pieces do not
+    while found := _FORMULA.search(prompt, at):  # overlap: all of them hold at most the prompt
+        end = prompt.find("\n", found.start(), found.start() + 600)
+        end = end if end >= 0 else min(len(prompt), found.start() + 600)
+        spans.append(prompt[found.start() : end])
+        at = max(end, found.end())
+    return spans
+
+
+@per_prompt
+def people_floor_wide(prompt: str) -> tuple[str, ...]:
+    """``people_floor`` read more widely (the ``people-floor-wide`` rule of v15): the families'
+    terms in Spanish, French and German forms the narrow reading missed (``origine``,
+    ``embarazo``), groups named by value in a condition (``== "Traveller"``), a few more words
+    for where people are (a PostGIS ``ST_DWithin``, location pings) and who (tenants,
+    applicants), and code that ``code_like`` does not see: a bare SQL statement (read as code),
+    and code written inline in a sentence (only the inline pieces are read, each as its own
+    condition line)."""
+    if code_like(prompt) or _SQL.search(prompt):
+        return _families(prompt, prompt.splitlines(), WIDE_PATTERNS)
+    pieces = inline_code(prompt)
+    if not pieces:
+        return ()
+    return _families("\n".join(pieces), pieces, WIDE_PATTERNS)

@@ -28,7 +28,10 @@ hard-test-23: v13's files with one more rule, ``people-floor`` (``loomc.risk.peo
 tests a protected characteristic of a person or handles where people are escalates; named
 before hard-test-21 was written, it tied v13 on hard-test-21 to -23, and by the rule written
 before hard-test-23 and the targeted ``people-code-test`` were measured it replaced v13 with a
-summed routing cost of 30 against 58 over the two, 3 high misses against 8 on the targeted set),
+summed routing cost of 30 against 58 over the two, 3 high misses against 8 on the targeted set)
+and ``v15`` (v14 with the people floor read wider, ``people-floor-wide``: Spanish, French and
+German forms, groups named by value, bare SQL and code inline in a sentence; named after
+people-code-test was spent, judged by hard-test-24 and a second targeted set),
 v4 ... v13 each trained on more splits, and each release chosen by leave-one-split-out rules written before its sealed split
 was measured (``evals/routing/README.md``). A classifier whose weights are wider than
 v4's also reads the columns of ``loomc.risk.signals`` (task versus topic, code hazards and, from
@@ -57,6 +60,7 @@ RELEASES = {
     "v12": ROUTER_FILE.with_name("router-static-v12.npz"),
     "v13": ROUTER_FILE.with_name("router-static-v13.npz"),
     "v14": ROUTER_FILE.with_name("router-static-v13.npz"),  # v13's files, one more rule
+    "v15": ROUTER_FILE.with_name("router-static-v13.npz"),  # v13's files, the rule read wider
 }
 # The decision rules of ``loomc.risk.signals`` a release applies (chosen by research/loso_router.py).
 RULES: dict[str, tuple[str, ...]] = {
@@ -70,6 +74,7 @@ RULES: dict[str, tuple[str, ...]] = {
     "v12": ("hazard-floor",),
     "v13": ("hazard-floor",),
     "v14": ("hazard-floor", "people-floor"),
+    "v15": ("hazard-floor", "people-floor-wide"),
 }
 # The MiniLM a release's second stage was trained on (its file's meta, ``encoder_kind``):
 # ``minilm`` (float, ``loomc.risk.minilm``) unless named here. ``minilm-q8`` is the defined
@@ -82,12 +87,14 @@ MINILM_KINDS: dict[str, str] = {
     "v12": "minilm-q8-lora",
     "v13": "minilm-q8-lora",
     "v14": "minilm-q8-lora",
+    "v15": "minilm-q8-lora",
 }
 INT8_KINDS = ("minilm-q8", "minilm-q8-lora")  # one precision: ``dtype`` does not apply
 LORA: dict[str, Path] = {
     "v12": ROUTER_FILE.with_name("minilm-lora-v12.npz"),
     "v13": ROUTER_FILE.with_name("minilm-lora-v13.npz"),
     "v14": ROUTER_FILE.with_name("minilm-lora-v13.npz"),
+    "v15": ROUTER_FILE.with_name("minilm-lora-v13.npz"),
 }
 # The default's static router ships its train embeddings widened to float32 too, for cold runs
 # (``loomc.risk.emb32.write_copy``; tests/risk/test_emb32.py fails until a new default has one).

@@ -21,6 +21,8 @@ The rules (a release names which it uses; ``research/loso_router.py`` chose them
   (``loomc.risk.purpose.FLOOR_FAMILIES``): escalate, whatever the probability;
 * ``people-floor`` (v14) — the prompt's code tests a protected characteristic of a person or
   handles where people are (``loomc.risk.people``): escalate, whatever the probability;
+* ``people-floor-wide`` (v15) — the same, read more widely (``people_floor_wide``: more
+  languages' terms, groups named by value, bare SQL, code inline in a sentence);
 * ``play-calm`` (v9) — the prompt's code is framed as a game, story or toy and names no domain
   and no hazard construct, and no situation, floor or "is it safe?" is around it: do not escalate;
 * ``calm`` — the prompt opens with an operation on words, an artefact or code's wording, and
@@ -35,14 +37,22 @@ from collections.abc import Callable
 from loomc.risk.codehazards import CODE_FEATURE_NAMES, code_vector, hazards_of
 from loomc.risk.cues import cues_of, floors_of
 from loomc.risk.exposure import EXPOSURE_NAMES, exposure_vector, situations_of
-from loomc.risk.people import people_floor
+from loomc.risk.people import people_floor, people_floor_wide
 from loomc.risk.purpose import PURPOSE_NAMES, families_of, purpose_floor, purpose_vector
 from loomc.risk.tasks import TASK_FEATURE_NAMES, operation_first, task_vector, tasks_of
 
 V7_NAMES: tuple[str, ...] = TASK_FEATURE_NAMES + CODE_FEATURE_NAMES
 V8_NAMES: tuple[str, ...] = V7_NAMES + EXPOSURE_NAMES  # v8's columns: v7's, then exposure's
 SIGNAL_NAMES: tuple[str, ...] = V8_NAMES + PURPOSE_NAMES  # v9's: v8's, then purpose's
-RULES = ("hazard-floor", "calm", "situation-floor", "purpose-floor", "people-floor", "play-calm")
+RULES = (
+    "hazard-floor",
+    "calm",
+    "situation-floor",
+    "purpose-floor",
+    "people-floor",
+    "people-floor-wide",
+    "play-calm",
+)
 
 
 def signal_vector(prompt: str, columns: int = len(SIGNAL_NAMES)) -> list[float]:
@@ -94,6 +104,7 @@ FLOORS: dict[str, Callable[[str], tuple[str, ...]]] = {
     "situation-floor": situation_floor,
     "purpose-floor": purpose_floor,
     "people-floor": people_floor,
+    "people-floor-wide": people_floor_wide,
 }
 
 

@@ -128,6 +128,7 @@ def test_eval_routers_prints_every_router(
         "| semantic v13 cascade, band (0.12, 0.37), numpy",
         "| semantic v14 cascade (default), auto backend",
         "| semantic v14 cascade, numpy",
+        "| semantic v15 cascade, numpy",
     ]
     for ln in table:
         cells = ln.split(" | ")
