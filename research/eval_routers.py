@@ -8,7 +8,8 @@ stage alone (v10 to v13 on the int8 MiniLM (v12's and v13's fine-tuned with LoRA
 Runtime where it is installed and on numpy: the two must agree), v13 with a narrower band (the
 band its own training rows give at a 0.10 cap, ``research/band_for_cap.py``: hard-test-19's
 candidate), v14 (v13's files with the ``people-floor`` rule: hard-test-21's candidate, the default since
-hard-test-23), v15 (v14 with the rule read wider, ``people-floor-wide``: hard-test-24's), plus
+hard-test-23), v15 (v14 with the rule read wider, ``people-floor-wide``: hard-test-24's
+candidate, the default since hard-test-24), plus
 ``keywords`` as the floor.
 v13 was trained on hard-test-10 ... -14: its rows on those files are training figures.
 The decision is the balanced tier's (``loomc.risk.evaluate.escalates``), prompts only (no
@@ -62,10 +63,11 @@ ROUTERS: tuple[tuple[str, dict[str, Any]], ...] = (
         "semantic v13 cascade, band (0.12, 0.37), numpy",
         {"release": "v13", "backend": "numpy", "band_low": 0.12, "band_high": 0.37},
     ),
-    # the default since hard-test-23: v13's files with the people-floor rule (loomc.risk.people)
-    ("semantic v14 cascade (default), auto backend", {"release": "v14", "backend": "auto"}),
+    # the default from hard-test-23 to -24: v13's files with the people-floor rule
+    ("semantic v14 cascade, auto backend", {"release": "v14", "backend": "auto"}),
     ("semantic v14 cascade, numpy", {"release": "v14", "backend": "numpy"}),
-    # hard-test-24's candidate: v14 with the people floor read wider (people-floor-wide)
+    # the default since hard-test-24: v14 with the people floor read wider (people-floor-wide)
+    ("semantic v15 cascade (default), auto backend", {"release": "v15", "backend": "auto"}),
     ("semantic v15 cascade, numpy", {"release": "v15", "backend": "numpy"}),
 )
 

@@ -101,7 +101,7 @@ def describe(settings: RiskSettings, *, minilm: MiniLMFinder | None = None) -> t
                 how += f": {missing}; for the MiniLM stage: {MINILM_HINT}"
         if settings.options.get("data"):
             which = "a file given by risk.options.data, no rules"
-        else:  # a release may serve another's files (v14: v13's, with one more rule)
+        else:  # a release may serve another's files (v14, v15: v13's, each with one more rule)
             rules = ", ".join(getattr(profiler, "rules", ())) or "none"
             which = f"release {getattr(profiler, 'release', '?')}, rules: {rules}"
         return True, f"semantic ({asked}; {weights}, {how}; {which})"

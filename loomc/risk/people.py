@@ -1,5 +1,5 @@
 """Code that decides about people by who they are, or finds where they are (the ``people-floor``
-rule of semantic-v14, the default release).
+rule of semantic-v14; v15, the default release, reads it wider: ``people_floor_wide``).
 
 Why a fifth signal: from hard-test-15 to -20 the default (v13) missed one high-risk prompt on
 three sealed splits, and all three had one shape: a cosmetic request (rename to camelCase,

@@ -28,7 +28,7 @@ ROUTING = Path(__file__).resolve().parents[2] / "evals" / "routing"
 NAMED_ON = sorted(
     p
     for p in ROUTING.glob("*.jsonl")
-    if p.stem != "people-code-test"
+    if not p.stem.startswith("people-code-test")
     if not p.stem.startswith("hard-test-") or int(p.stem.removeprefix("hard-test-")) <= 20
 )
 

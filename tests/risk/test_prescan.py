@@ -100,6 +100,7 @@ FIXED = [
             purpose.DOMAINS,
             purpose.FAMILIES,
             people.PATTERNS,
+            people.WIDE_PATTERNS,
         )
         for p in group.patterns.values()
     ),

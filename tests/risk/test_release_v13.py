@@ -118,9 +118,9 @@ def test_v13_is_selected_by_name_and_its_files_serve_the_default(v13: Any) -> No
     with and without hints, within the load and memory gates). Since hard-test-23 the default is
     v14: v13's files with the people-floor rule added (tests/risk/test_people.py)."""
     assert v13.data_path == RELEASES["v13"] and v13.release == "v13"
-    assert release_of({}) == "v14" and release_of({"release": "v13"}) == "v13"
+    assert release_of({}) == "v15" and release_of({"release": "v13"}) == "v13"
     default: Any = make_profiler(RiskSettings(profiler="semantic"))
-    assert default.release == "v14" and default.rules == RULES["v14"]
+    assert default.release == "v15" and default.rules == RULES["v15"]
     assert default.data_path == RELEASES["v13"] == DATA_FILE != RELEASES["v12"]
     assert v13.rules == RULES["v13"] == RULES["v12"] == ("hazard-floor",)
 
