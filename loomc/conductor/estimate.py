@@ -146,12 +146,13 @@ def _clip(x: float) -> float:
 
 
 def _hits(rx: re.Pattern[str], text: str) -> list[str]:
-    seen: list[str] = []
+    """The distinct matched words, lower-cased, in the order they first appear. A dict, not a
+    list, holds them: each match was looked for in the list of those seen, so distinct words
+    were quadratic (80,000 characters of `delet00001 delet00002 ...`: 0.52 s, now 6 ms)."""
+    seen: dict[str, None] = {}
     for m in rx.finditer(text):
-        word = m.group(0).lower()
-        if word not in seen:
-            seen.append(word)
-    return seen
+        seen.setdefault(m.group(0).lower(), None)
+    return list(seen)
 
 
 def estimate(prompt: str, risk: RiskProfile, tokens: int) -> Estimate:

@@ -21,7 +21,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loomc.conductor.estimate import CODE, LISTED, estimate
+from loomc.conductor.estimate import CODE, IRREVERSIBLE, LISTED, _hits, estimate
 from loomc.risk.base import RiskProfile
 
 EVALS = Path(__file__).resolve().parents[2] / "evals"
@@ -85,6 +85,29 @@ def test_hostile_prompts_are_estimated_in_seconds_not_hours(name: str) -> None:
         estimate(HOSTILE[name], risk, 1_000)
 
 
+def _old_hits(rx: re.Pattern[str], text: str) -> list[str]:
+    seen: list[str] = []  # as it was before 2026-12-06: a list, searched once per match
+    for m in rx.finditer(text):
+        word = m.group(0).lower()
+        if word not in seen:
+            seen.append(word)
+    return seen
+
+
+@given(st.lists(st.sampled_from(["delete", "Deleted", "DELETE", "wipe", "wiped", "x", " "])))
+def test_hits_are_the_distinct_words_in_first_order(words: list[str]) -> None:
+    text = " ".join(words)
+    assert _hits(IRREVERSIBLE, text) == _old_hits(IRREVERSIBLE, text)
+
+
+def test_a_prompt_of_distinct_cue_words_is_estimated_in_seconds() -> None:
+    """Before: each match was looked for in a list of the words seen so far; 91,000 distinct
+    words (1,000,000 characters) take ~80 s (0.52 s at 80,000 characters, quadratic)."""
+    prompt = " ".join(f"delet{i:05d}" for i in range(91_000))
+    with _deadline(30, "distinct words"):
+        estimate(prompt, RiskProfile(level="low"), 1_000)
+
+
 @contextmanager
 def _deadline(seconds: int, what: str) -> Iterator[None]:
     """Fail the test when the block runs past ``seconds`` (``re`` checks for signals while it
@@ -97,6 +120,10 @@ def _deadline(seconds: int, what: str) -> Iterator[None]:
     signal.alarm(seconds)
     try:
         yield
+    except AssertionError as exc:
+        # raised afresh: the alarm can land in a frame without a line number (inside a list
+        # search), whose traceback pytest cannot format
+        raise AssertionError(str(exc)) from None
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
