@@ -29,8 +29,16 @@ class Parsed:
     reason: str
 
 
-_FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
-_NUMBER = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*(?:(%)|/\s*(\d+(?:\.\d+)?))?\s*$")
+# A judge's reply is model output, so both patterns are linear in it (2026-12-06): their
+# whitespace runs are possessive (`\s*+`). A run that the rest of the pattern cannot follow
+# was given back one character at a time, each retrying the rest: "```" and 80,000 newlines
+# (or spaces) took ~110 s (~53 s), a score of "1", 80,000 spaces and an "x" ~34 s. Nothing
+# the rest of a pattern can match starts inside such a run (a fence's text was its first
+# non-space onward, or nothing; the `\n?` after the run never matched anything the run had
+# not taken, so it is gone), so every reply matches exactly as before, spans and groups
+# included (tests/eval/test_verdict_bounded.py).
+_FENCE = re.compile(r"```(?:json|JSON)?\s*+(.*?)```", re.DOTALL)
+_NUMBER = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*+(?:(%)|/\s*+(\d+(?:\.\d+)?))?\s*$")
 _TRUE = {"true", "yes", "pass", "passed", "y", "1"}
 _FALSE = {"false", "no", "fail", "failed", "n", "0"}
 

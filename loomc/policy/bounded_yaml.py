@@ -158,13 +158,20 @@ def _usual(text: str) -> bool:
 
 
 def _questions(text: str) -> list[int]:
-    """Offsets of the ``?`` outside comment lines."""
+    """Offsets of the ``?`` outside comment lines. The text is read once: each ``?`` looks
+    for a newline only back to the ``?`` before it, and each line is checked for a comment
+    once (a line of 40,000 spaces and 40,000 ``?`` was quadratic: ~1 s, 160,000 ~4 s)."""
     out = []
+    seen = 0  # the text before here has been looked at for newlines
+    comment = _COMMENT_LINE.match(text, 0) is not None  # the current line's
     at = text.find("?")
     while at != -1:
-        line_start = text.rfind("\n", 0, at) + 1
-        if not _COMMENT_LINE.match(text, line_start):
+        newline = text.rfind("\n", seen, at)
+        if newline != -1:  # a new line since the last ``?``
+            comment = _COMMENT_LINE.match(text, newline + 1) is not None
+        if not comment:
             out.append(at)
+        seen = at
         at = text.find("?", at + 1)
     return out
 

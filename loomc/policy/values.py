@@ -56,8 +56,14 @@ def _decimal(value: Any) -> Any:
 
 # The JSON Schema (`loomc schema`) describes what users write, not the parsed type: a duration
 # is milliseconds or a string with a unit, an amount a number or a string such as "$0.08".
-DURATION_PATTERN = r"^\s*([0-9][0-9_]*(\.[0-9_]*)?|\.[0-9][0-9_]*)\s*(min|ms|s)?\s*$"
-AMOUNT_PATTERN = r"^\s*\$?\s*([0-9][0-9_]*(\.[0-9_]*)?|\.[0-9][0-9_]*)\s*$"
+# Validators and editors run these on whatever a policy holds, most with a backtracking engine
+# (ECMAScript's, Python's: no possessive runs), so no two whitespace runs may be adjacent: in
+# `\s*\$?\s*` and `\s*(min|ms|s)?\s*$`, a long run of spaces that ended in the wrong character
+# was split between the two runs every way (" " * 20,000 + "x" took ~23 s as an amount). The
+# optional part now carries its own trailing run; the strings matched, and the groups, are the
+# same (tests/compiler/test_policy_schema.py).
+DURATION_PATTERN = r"^\s*([0-9][0-9_]*(\.[0-9_]*)?|\.[0-9][0-9_]*)\s*(?:(min|ms|s)\s*)?$"
+AMOUNT_PATTERN = r"^\s*(?:\$\s*)?([0-9][0-9_]*(\.[0-9_]*)?|\.[0-9][0-9_]*)\s*$"
 _DURATION_SCHEMA = {
     "anyOf": [
         {"type": "integer", "minimum": 0},

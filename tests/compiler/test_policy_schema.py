@@ -6,15 +6,20 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import re
+import signal
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from loomc.cli.main import main
 from loomc.policy.load import load_policy_text
+from loomc.policy.values import AMOUNT_PATTERN, DURATION_PATTERN
 
 ROOT = Path(__file__).resolve().parents[2]
 POLICIES = sorted((ROOT / "policies").glob("*.yaml"))
@@ -118,3 +123,58 @@ def test_written_forms_the_loader_accepts_validate(
     assert validator.is_valid(data), [e.message for e in validator.iter_errors(data)]
     source, diags = load_policy_text(yaml.safe_dump(data), "p.yaml")
     assert source is not None and not any(d.is_error for d in diags)
+
+
+# The two string patterns as they were before 2026-12-06: two whitespace runs side by side, so
+# a long run that ended in the wrong character was split between them every way (quadratic).
+OLD_PATTERNS = {
+    "duration": r"^\s*([0-9][0-9_]*(\.[0-9_]*)?|\.[0-9][0-9_]*)\s*(min|ms|s)?\s*$",
+    "amount": r"^\s*\$?\s*([0-9][0-9_]*(\.[0-9_]*)?|\.[0-9][0-9_]*)\s*$",
+}
+NEW_PATTERNS = {"duration": DURATION_PATTERN, "amount": AMOUNT_PATTERN}
+_WRITTEN = st.lists(
+    st.sampled_from(
+        ["1", "05", "_", ".", "$", "-", "m", "i", "n", "s", "ms", "min", "x", "e",
+         " ", "  ", "\t", "\n", "\r", "\xa0", "\u2028", "\u0663"]
+    ),
+    max_size=14,
+).map("".join)  # fmt: skip
+
+
+def _found(pattern: str, text: str) -> tuple[object, ...]:
+    """What the loader (`re.match`) and a JSON Schema validator (`re.search`) see."""
+    return tuple(
+        m and (m.span(), m.groups()) for m in (re.match(pattern, text), re.search(pattern, text))
+    )
+
+
+@settings(max_examples=1_000)
+@given(_WRITTEN)
+def test_the_string_patterns_match_as_before(text: str) -> None:
+    for name, old in OLD_PATTERNS.items():
+        assert _found(NEW_PATTERNS[name], text) == _found(old, text), name
+
+
+@pytest.mark.parametrize(
+    "tier",
+    [
+        {"credits": " " * 200_000 + "x"},  # before: ~23 s at 20,000 spaces
+        {"cost": "$" + " " * 200_000 + "x"},
+        {"latency": "1" + " " * 200_000 + "x"},
+        {"latency": "1" + "_" * 200_000 + "x"},
+    ],
+    ids=lambda tier: f"{next(iter(tier))}: {next(iter(tier.values()))[:3]!r}...",
+)
+def test_hostile_strings_are_refused_by_schema_in_seconds(
+    validator: jsonschema.Draft202012Validator, tier: dict[str, object]
+) -> None:
+    def expire(signum: int, frame: object) -> None:
+        raise AssertionError("the schema's pattern still runs after 30 s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(30)  # `re` checks for signals while it matches: a runaway pattern stops here
+    try:
+        assert not validator.is_valid(_policy(**tier))
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)

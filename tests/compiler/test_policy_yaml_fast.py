@@ -4,6 +4,7 @@ data. Anything it cannot read alike goes to the reference reader, whose errors u
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -158,3 +159,54 @@ def test_the_usual_characters_at_each_range_edge() -> None:
         for text in (f"a: {ch}\n", f"{ch}\n", f"a: '{ch}'\n"):
             expected = re.search(_ONE_PATTERN, text, re.MULTILINE) is None
             assert bounded_yaml._usual(text) is expected, repr(ch)
+
+
+class _Expired(BaseException):
+    pass
+
+
+def _old_questions(text: str) -> list[int]:
+    """``_questions`` as it was before 2026-12-06: each ``?`` looked back to its line's start
+    and matched the comment pattern there again (quadratic on a long line of them)."""
+    out = []
+    at = text.find("?")
+    while at != -1:
+        line_start = text.rfind("\n", 0, at) + 1
+        if not bounded_yaml._COMMENT_LINE.match(text, line_start):
+            out.append(at)
+        at = text.find("?", at + 1)
+    return out
+
+
+@settings(max_examples=1_000)
+@given(st.lists(st.sampled_from(["?", "? ", " ", "  #", "#", "\n", "\r\n", "\r", "a", "'"])))
+def test_the_questions_are_found_as_before(pieces: list[str]) -> None:
+    text = "".join(pieces)
+    assert bounded_yaml._questions(text) == _old_questions(text)
+
+
+def test_every_yaml_file_of_the_repo_has_the_same_questions() -> None:
+    tops = [d for d in ROOT.iterdir() if d.is_dir() and not d.name.startswith(".")]
+    paths = sorted(p for top in tops for p in top.rglob("*.y*ml"))
+    assert len(paths) >= len(SEEDS)
+    for path in paths:
+        text = path.read_text(encoding="utf-8")
+        assert bounded_yaml._questions(text) == _old_questions(text), path
+
+
+def test_a_long_line_of_questions_is_read_in_seconds() -> None:
+    """Before: 40,000 spaces and 40,000 ``?`` took ~1 s, so 1,000,000 characters ~2.5 min."""
+    text = " " * 500_000 + "?" * 500_000 + "\n"
+
+    def expire(signum: int, frame: object) -> None:
+        raise _Expired  # not an Exception: the reader's fallback must not swallow it
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(30)
+    try:
+        load_policy_text(text, "p.yaml")
+    except _Expired:
+        raise AssertionError("still looking for question marks after 30 s") from None
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
