@@ -122,14 +122,17 @@ _FAST_LOADER = _libyaml_loader()
 # BOM, NEL, U+2028/U+2029, control or surrogate; no directive line (`%YAML 1.3`), no tag (`!x`);
 # no `?` but in a comment line or a quoted string (libyaml reads `a?b` in `[...]` as one scalar,
 # PyYAML as an error: checked on libyaml's nodes, see `_quoted_only`); no empty value in a flow collection (`{a: }`: libyaml puts its null a column later);
-# and a last line that ends (libyaml ends a collection at EOF one line later than PyYAML).
+# a last line that ends (libyaml ends a collection at EOF one line later than PyYAML); and no
+# `#` straight after a block scalar's header (`a: |#x`: libyaml reads a comment, PyYAML, as the
+# spec, an error: a comment needs a space before it).
 #
 # The characters are checked apart from the shapes: as one regex, the class of usual characters
 # (printable ASCII, \xa0-\u2027, \u202a-\ud7ff, \ue000-\ufefe, \uff00-\ufffd, the astral planes)
 # took ~15 ms to compile, in every process that read a policy; the ranges compared in Python
 # cost nothing to set up and a few microseconds per distinct character of the text.
 _UNUSUAL_SHAPE = re.compile(
-    "\r(?!\n)|^%|(?:^|[\\s\\[\\]{},:])!|:[ \r\n]*[,}\\]]|[^\n]\\Z", re.MULTILINE
+    "\r(?!\n)|^%|(?:^|[\\s\\[\\]{},:])!|:[ \r\n]*[,}\\]]|[^\n]\\Z|[|>][-+0-9]{0,2}#",
+    re.MULTILINE,
 )
 _UNUSUAL_ASCII = re.compile("[^\n\r\x20-\x7e]")
 _COMMENT_LINE = re.compile("^[ ]*#", re.MULTILINE)

@@ -210,3 +210,13 @@ def test_a_long_line_of_questions_is_read_in_seconds() -> None:
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.mark.parametrize("text", ["|#\n", "a: |#c\n  b\n", "a: >-#\n  b\n", "a: |2#\n    b\n"])
+def test_a_comment_straight_after_a_block_header_is_the_reference_readers(text: str) -> None:
+    """libyaml reads ``|#x`` as a header and a comment, PyYAML (and the spec: a comment needs a
+    space before it) as an error; Hypothesis found ``'|#\\n'`` read by the fast path."""
+    assert _outcome(REFERENCE, text)[0] == "error"
+    assert not bounded_yaml._usual(text)
+    with pytest.raises(yaml.YAMLError):
+        bounded_yaml.compose_and_construct(text)
