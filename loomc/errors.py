@@ -19,6 +19,9 @@ still catches a ``PlanParseError``)::
     ├── PlannerError (RuntimeError)      loomc.conductor.errors: no plan could be proposed
     │   └── PlannerUnavailable           the planner cannot run at all (model, pin, endpoint)
     ├── GuardError (RuntimeError)        loomc.conductor.guard: no plan passed the checker
+    ├── GuardFailedClosed                loomc.exec.guards: a guard's pattern ran past its bound
+    ├── UserPatternError                 loomc.userregex: a user pattern could not be matched
+    │   └── PatternTimeout               it ran past its time bound (userregex.TIMEOUT_S)
     └── eval input and state
         ├── DatasetError                 loomc.eval.dataset: a dataset file with problems
         ├── CheckError (ValueError)      loomc.eval.checks: a case check that is not valid

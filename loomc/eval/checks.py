@@ -7,8 +7,10 @@ import json
 import re
 from typing import Any
 
+from loomc import userregex
 from loomc.errors import LoomcError
 from loomc.eval.records import CheckResult
+from loomc.userregex import UserPatternError
 
 
 class CheckError(LoomcError, ValueError):
@@ -56,9 +58,15 @@ def run_check(chk: dict[str, Any], answer: str) -> CheckResult:
         passed = bool(hits)
         detail = f"matched {hits[0]!r}" if hits else "none of the values found"
     elif kind == "regex":
-        flags = re.IGNORECASE if chk.get("ignoreCase", True) else 0
-        passed = re.search(str(chk["value"]), answer, flags) is not None
         detail = f"regex {chk['value']!r}"
+        ignorecase = bool(chk.get("ignoreCase", True))
+        try:
+            passed = (
+                userregex.compile(str(chk["value"]), ignorecase=ignorecase).search(answer)
+                is not None
+            )
+        except UserPatternError as exc:  # the check fails; the eval goes on
+            passed, detail = False, f"{detail}: {exc}"
     elif kind == "equals":
         passed = answer.strip().lower() == str(chk["value"]).strip().lower()
         detail = f"equals {chk['value']!r}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from loomc.errors import LoomcError
 from loomc.exec.result import StepStatus
 from loomc.ir.guards import compare_values
 from loomc.ir.model import (
@@ -19,10 +20,18 @@ from loomc.ir.model import (
     Not,
     Or,
     StepFact,
+    expr_to_text,
 )
 from loomc.risk.base import RiskProfile
+from loomc.userregex import UserPatternError
 
 REFUSAL_PREFIXES = ("i can't", "i cannot", "i can’t", "sorry", "unable to")
+
+
+class GuardFailedClosed(LoomcError):
+    """A guard could not be evaluated (a ``matches`` pattern ran past its time bound): the
+    step it guards is not sent, whatever the rest of the guard says. ``str()`` is the reason
+    recorded on the step, one line naming the guard's ``matches`` and why."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +107,11 @@ def _value(expr: Expr, facts: Facts) -> object:
         case Not(item=item):
             return not _value(item, facts)
         case Matches(subject=subject) as m:
-            return m.compiled().search(str(_value(subject, facts))) is not None
+            text = str(_value(subject, facts))
+            try:
+                return m.compiled().search(text) is not None
+            except UserPatternError as exc:  # fail closed: the step is not sent
+                raise GuardFailedClosed(f"guard failed closed: {expr_to_text(m)}: {exc}") from None
         case Contains(item=item, collection=coll):
             c = _value(coll, facts)
             return _value(item, facts) in c if isinstance(c, set | list | tuple | str) else False

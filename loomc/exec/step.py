@@ -12,7 +12,7 @@ from decimal import Decimal
 from typing import Any
 
 from loomc.exec.events import EventKind
-from loomc.exec.guards import Facts, Outcome, evaluate
+from loomc.exec.guards import Facts, GuardFailedClosed, Outcome, evaluate
 from loomc.exec.ledger import Refused
 from loomc.exec.metered import (
     AttemptStarted,
@@ -175,12 +175,17 @@ async def _ready(run: RunState, step: StepNode) -> bool:
     if run.stop_reason is not None:
         skip(run, step, StepStatus.BUDGET_STOPPED, f"run stopped: {run.stop_reason}")
         return False
-    if step.guard is not None and not evaluate(
-        step.guard, Facts(run.risk, run.prompt, run.outcomes)
-    ):
-        skip(run, step, StepStatus.SKIPPED, GUARD_FALSE)
-        await run.emit(EventKind.STEP_SKIPPED, step.id, reason=GUARD_FALSE)
-        return False
+    if step.guard is not None:
+        try:
+            passed = evaluate(step.guard, Facts(run.risk, run.prompt, run.outcomes))
+        except GuardFailedClosed as exc:  # a pattern ran past its time bound: not sent
+            skip(run, step, StepStatus.SKIPPED, str(exc))
+            await run.emit(EventKind.STEP_SKIPPED, step.id, reason=str(exc))
+            return False
+        if not passed:
+            skip(run, step, StepStatus.SKIPPED, GUARD_FALSE)
+            await run.emit(EventKind.STEP_SKIPPED, step.id, reason=GUARD_FALSE)
+            return False
     return True
 
 

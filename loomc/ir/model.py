@@ -9,11 +9,11 @@ executor evaluates when a step becomes ready.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Mapping
 from decimal import Decimal
 from typing import Any, Literal, Union
 
+from loomc import userregex
 from loomc.diagnostics import Span
 from loomc.frozen import Frozen, field
 from loomc.ir.graph import StepGraph as StepGraph  # re-exported: Pipeline.graph
@@ -70,8 +70,10 @@ class Matches(Frozen):
     subject: Expr
     pattern: str
 
-    def compiled(self) -> re.Pattern[str]:
-        return re.compile(self.pattern, re.IGNORECASE)
+    def compiled(self) -> userregex.UserPattern:
+        """The pattern for a time-bounded search (``loomc.userregex``); its ``search`` raises
+        ``PatternTimeout`` past the bound."""
+        return userregex.compile(self.pattern, ignorecase=True)
 
 
 class And(Frozen):

@@ -19,6 +19,7 @@ from decimal import Decimal
 
 import anyio
 
+from loomc import userregex
 from loomc.policy.models import MockFault, MockRule, MockScript
 from loomc.providers.base import (
     Completion,
@@ -26,6 +27,7 @@ from loomc.providers.base import (
     HTTPStatusError,
     MalformedResponse,
     NativeReceipt,
+    ProviderConfigError,
     ProviderTimeout,
     RateLimited,
     StreamCallback,
@@ -34,6 +36,7 @@ from loomc.providers.base import (
     TokenUsage,
     estimate_tokens,
 )
+from loomc.userregex import UserPatternError
 
 _ROLE_TEMPLATES: dict[str, str] = {
     "router": "Route: {route}. The task '{task}' is handled best by the {route} path; "
@@ -125,11 +128,12 @@ class _Fields(dict[str, str]):
 
 
 def _matches(rule: MockRule, role: str, model: str, prompt: str) -> bool:
+    """Raises ``UserPatternError`` when the rule's pattern ran past its time bound."""
     if rule.role is not None and rule.role != role:
         return False
     if rule.model is not None and rule.model != model:
         return False
-    return rule.pattern is None or re.search(rule.pattern, prompt) is not None
+    return rule.pattern is None or userregex.compile(rule.pattern).search(prompt) is not None
 
 
 class MockProvider:
@@ -147,10 +151,20 @@ class MockProvider:
         self.attempts: dict[tuple[str, str, str, str], int] = {}
         self.calls = 0
 
-    def _rule(self, role: str, model: str, prompt: str) -> MockRule | None:
-        for rule in self.script.rules:
-            if _matches(rule, role, model, prompt):
-                return rule
+    def _rule(
+        self, role: str, model: str, model_ids: dict[str, str], prompt: str
+    ) -> MockRule | None:
+        """The first rule that matches. A rule whose pattern runs past its time bound is a
+        policy error, not a rule skipped: the call fails (``ProviderConfigError``, not retried)
+        and says which rule, rather than answering with a later rule or the default text."""
+        for number, rule in enumerate(self.script.rules, 1):
+            try:
+                if _matches(rule, role, model, prompt):
+                    return rule
+            except UserPatternError as exc:
+                raise ProviderConfigError(
+                    f"mock rule {number} (pattern {rule.pattern!r}): {exc}", **model_ids
+                ) from None
         return None
 
     async def complete(
@@ -160,7 +174,8 @@ class MockProvider:
         self.calls += 1
         role = request.step_role or "worker"
         prompt = _last_user(request)
-        rule = self._rule(role, request.model, prompt) if self.script.rules else None
+        ids = {"provider": self.name, "model": request.model}
+        rule = self._rule(role, request.model, ids, prompt) if self.script.rules else None
         fault = rule.fault if rule is not None and rule.fault is not None else None
         faulting = False
         if fault is not None:  # attempts are counted only where a fault reads them
@@ -171,7 +186,6 @@ class MockProvider:
 
         latency = rule.latency_ms if rule is not None and rule.latency_ms is not None else None
         delay_ms = self.script.latency_ms if latency is None else latency
-        ids = {"provider": self.name, "model": request.model}
         if faulting and fault is not None and fault.kind == "timeout":
             limit = request.timeout_s
             if limit is not None:
