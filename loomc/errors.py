@@ -19,7 +19,7 @@ still catches a ``PlanParseError``)::
     ├── PlannerError (RuntimeError)      loomc.conductor.errors: no plan could be proposed
     │   └── PlannerUnavailable           the planner cannot run at all (model, pin, endpoint)
     ├── GuardError (RuntimeError)        loomc.conductor.guard: no plan passed the checker
-    ├── GuardFailedClosed                loomc.exec.guards: a guard's pattern ran past its bound
+    ├── GuardUndecided                   loomc.exec.guards: a guard's pattern ran past its bound
     ├── UserPatternError                 loomc.userregex: a user pattern could not be matched
     │   └── PatternTimeout               it ran past its time bound (userregex.TIMEOUT_S)
     └── eval input and state

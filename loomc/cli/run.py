@@ -172,7 +172,7 @@ def run(args: argparse.Namespace) -> int:
         print("\n" + plain(summary_line(result)), file=sys.stderr)
     if result.limited_by is not None:
         print(f"loomc run: {plain(result.limited_by.describe())}", file=sys.stderr)
-    if result.stop_reason in ("error", "over-ceiling"):
+    if result.stop_reason in ("error", "over-ceiling", "guard-undecided"):
         print(f"loomc run: {plain(result.error)}", file=sys.stderr)
         return 1
     return 0

@@ -28,10 +28,12 @@ from loomc.userregex import UserPatternError
 REFUSAL_PREFIXES = ("i can't", "i cannot", "i can’t", "sorry", "unable to")
 
 
-class GuardFailedClosed(LoomcError):
-    """A guard could not be evaluated (a ``matches`` pattern ran past its time bound): the
-    step it guards is not sent, whatever the rest of the guard says. ``str()`` is the reason
-    recorded on the step, one line naming the guard's ``matches`` and why."""
+class GuardUndecided(LoomcError):
+    """A guard could not be evaluated (a ``matches`` pattern ran past its time bound). Neither
+    answer is safe to assume: taken as false it would skip a verification step on exactly the
+    input crafted to defeat its pattern; taken as true, send a step the author meant to gate. So
+    the run stops before the step (``StopReason.GUARD_UNDECIDED``), keeping what completed.
+    ``str()`` is the reason recorded on the step, one line naming the ``matches`` and why."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,8 +112,8 @@ def _value(expr: Expr, facts: Facts) -> object:
             text = str(_value(subject, facts))
             try:
                 return m.compiled().search(text) is not None
-            except UserPatternError as exc:  # fail closed: the step is not sent
-                raise GuardFailedClosed(f"guard failed closed: {expr_to_text(m)}: {exc}") from None
+            except UserPatternError as exc:  # undecided: the run stops before the step
+                raise GuardUndecided(f"guard undecided: {expr_to_text(m)}: {exc}") from None
         case Contains(item=item, collection=coll):
             c = _value(coll, facts)
             return _value(item, facts) in c if isinstance(c, set | list | tuple | str) else False

@@ -199,7 +199,7 @@ def build_result(run: RunState) -> RunResult:
             [s.reserved.credits * s.attempts for s in executed if s.reserved is not None]
         ),
         tokens=tokens,
-        error=run.over or (failed.reason if failed is not None else None),
+        error=run.over or run.undecided or (failed.reason if failed is not None else None),
         receipt_hash=digest.hexdigest()[:16],
         limited_by=run.limited_by if limited else None,
         models=_models(steps),

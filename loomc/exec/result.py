@@ -65,6 +65,9 @@ class StopReason(StrEnum):
     MAX_COST = "max-cost-reached"
     MAX_LATENCY = "max-latency-reached"
     OVER_CEILING = "over-ceiling"  # a provider reported more than a ceiling left; none sent after
+    # a step's guard could not be decided (a ``matches`` pattern ran past its time bound): the
+    # run stops before that step, as before a step that would not fit, and none is sent after
+    GUARD_UNDECIDED = "guard-undecided"
 
     @classmethod
     def ceiling(cls, dimension: Dimension) -> StopReason:

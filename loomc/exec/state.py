@@ -65,6 +65,7 @@ class RunState:
         "stop_reason",
         "stream",
         "temperature",
+        "undecided",
         "warnings",
     )
 
@@ -90,6 +91,7 @@ class RunState:
         self.done: dict[str, anyio.Event] = {}
         self.stop_reason: StopReason | None = None
         self.over: str | None = None  # how a booked usage passed a ceiling (stops over-ceiling)
+        self.undecided: str | None = None  # which guard could not be decided (guard-undecided)
         self.limited_by: LimitStop | None = None
         self.warnings: list[dict[str, object]] = []
         # per step in flight: when it was sent, its prompt estimate and what it streamed so far

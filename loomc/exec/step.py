@@ -12,7 +12,7 @@ from decimal import Decimal
 from typing import Any
 
 from loomc.exec.events import EventKind
-from loomc.exec.guards import Facts, GuardFailedClosed, Outcome, evaluate
+from loomc.exec.guards import Facts, GuardUndecided, Outcome, evaluate
 from loomc.exec.ledger import Refused
 from loomc.exec.metered import (
     AttemptStarted,
@@ -178,7 +178,9 @@ async def _ready(run: RunState, step: StepNode) -> bool:
     if step.guard is not None:
         try:
             passed = evaluate(step.guard, Facts(run.risk, run.prompt, run.outcomes))
-        except GuardFailedClosed as exc:  # a pattern ran past its time bound: not sent
+        except GuardUndecided as exc:  # a pattern ran past its time bound: the run stops here
+            if run.stop_reason is None:
+                run.stop_reason, run.undecided = StopReason.GUARD_UNDECIDED, f"{step.id}: {exc}"
             skip(run, step, StepStatus.SKIPPED, str(exc))
             await run.emit(EventKind.STEP_SKIPPED, step.id, reason=str(exc))
             return False

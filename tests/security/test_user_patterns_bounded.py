@@ -93,21 +93,23 @@ def test_a_guard_regex_answers_at_once_is_false(
     assert code == 0 and checked["status"] == "skipped" and checked["reason"] == "guard is false"
 
 
-def test_a_guard_past_its_time_bound_fails_closed(
+def test_a_guard_past_its_time_bound_stops_the_run_before_its_step(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """Neither answer of an undecided guard is safe (false would skip a verification step on the
+    very input crafted against its pattern): the run stops before the step, says why, keeps
+    what completed and exits 1."""
     project = _project(tmp_path, guard=SLOW)
     started = time.monotonic()
     with _deadline(30, "guard (a|aa)+$"):
         code, doc = _run(capsys, project, HOSTILE)
     assert time.monotonic() - started < 20
+    reason = 'guard undecided: input matches "(a|aa)+$": pattern took longer than 1 s'
     checked = _step(doc, "checked")
-    assert checked["status"] == "skipped"  # not sent, whatever the guard would have said
-    assert checked["reason"] == (
-        'guard failed closed: input matches "(a|aa)+$": pattern took longer than 1 s'
-    )
-    assert _step(doc, "first")["status"] == "ok" and code == 0
-    assert doc["answer"] == _step(doc, "first")["output"]
+    assert checked["status"] == "skipped" and checked["reason"] == reason  # not sent
+    assert doc["stop_reason"] == "guard-undecided" and doc["error"] == f"{checked['id']}: {reason}"
+    assert _step(doc, "first")["status"] == "ok" and code == 1
+    assert doc["answer"] == _step(doc, "first")["output"]  # completed work is kept
 
 
 def test_a_guard_on_ordinary_input_still_matches(
