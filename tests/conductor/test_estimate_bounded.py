@@ -12,12 +12,10 @@ from __future__ import annotations
 
 import json
 import re
-import signal
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from deadline import deadline
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -81,7 +79,7 @@ HOSTILE = {
 @pytest.mark.parametrize("name", sorted(HOSTILE))
 def test_hostile_prompts_are_estimated_in_seconds_not_hours(name: str) -> None:
     risk = RiskProfile(level="low")
-    with _deadline(30, name):  # a quadratic pattern raises here instead of running for hours
+    with deadline(30, name):  # a quadratic pattern raises here instead of running for hours
         estimate(HOSTILE[name], risk, 1_000)
 
 
@@ -104,26 +102,5 @@ def test_a_prompt_of_distinct_cue_words_is_estimated_in_seconds() -> None:
     """Before: each match was looked for in a list of the words seen so far; 91,000 distinct
     words (1,000,000 characters) take ~80 s (0.52 s at 80,000 characters, quadratic)."""
     prompt = " ".join(f"delet{i:05d}" for i in range(91_000))
-    with _deadline(30, "distinct words"):
+    with deadline(30, "distinct words"):
         estimate(prompt, RiskProfile(level="low"), 1_000)
-
-
-@contextmanager
-def _deadline(seconds: int, what: str) -> Iterator[None]:
-    """Fail the test when the block runs past ``seconds`` (``re`` checks for signals while it
-    matches, so a runaway pattern is interrupted)."""
-
-    def expire(signum: int, frame: object) -> None:
-        raise AssertionError(f"{what}: still estimating after {seconds} s")
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.alarm(seconds)
-    try:
-        yield
-    except AssertionError as exc:
-        # raised afresh: the alarm can land in a frame without a line number (inside a list
-        # search), whose traceback pytest cannot format
-        raise AssertionError(str(exc)) from None
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)

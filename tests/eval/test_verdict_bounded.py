@@ -11,11 +11,9 @@ from __future__ import annotations
 
 import json
 import re
-import signal
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import pytest
+from deadline import deadline
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -70,22 +68,5 @@ HOSTILE = {
 @pytest.mark.parametrize("name", sorted(HOSTILE))
 def test_hostile_replies_are_read_in_seconds_not_hours(name: str) -> None:
     # a quadratic pattern raises here instead of running for hours
-    with _deadline(30, name), pytest.raises(VerdictParseError):
+    with deadline(30, name), pytest.raises(VerdictParseError):
         parse_verdict(HOSTILE[name])
-
-
-@contextmanager
-def _deadline(seconds: int, what: str) -> Iterator[None]:
-    """Fail the test when the block runs past ``seconds`` (``re`` checks for signals while it
-    matches, so a runaway pattern is interrupted)."""
-
-    def expire(signum: int, frame: object) -> None:
-        raise AssertionError(f"{what}: still reading the reply after {seconds} s")
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)

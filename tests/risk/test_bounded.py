@@ -10,12 +10,10 @@ from __future__ import annotations
 
 import json
 import re
-import signal
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from deadline import deadline
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -147,22 +145,5 @@ def test_hostile_prompts_are_profiled_in_seconds_not_hours(profiler: str) -> Non
     p = make_profiler(RiskSettings(profiler=profiler, options=opts))
     p.profile("warm up")
     for name, prompt in HOSTILE.items():
-        with _deadline(30, name):  # a quadratic pattern raises here instead of running for hours
+        with deadline(30, name):  # a quadratic pattern raises here instead of running for hours
             p.profile(prompt)
-
-
-@contextmanager
-def _deadline(seconds: int, what: str) -> Iterator[None]:
-    """Fail the test when the block runs past ``seconds`` (``re`` checks for signals while it
-    matches, so a runaway pattern is interrupted)."""
-
-    def expire(signum: int, frame: object) -> None:
-        raise AssertionError(f"{what}: still profiling after {seconds} s")
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)

@@ -10,12 +10,10 @@ people-code-test; the sealed files written since judge it instead).
 from __future__ import annotations
 
 import json
-import signal
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from deadline import deadline
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -137,22 +135,8 @@ HOSTILE = {
 
 def test_hostile_prompts_are_read_in_linear_time() -> None:
     for name, prompt in HOSTILE.items():
-        with _deadline(10, name):
+        with deadline(10, name):
             people_floor_wide(prompt)
-
-
-@contextmanager
-def _deadline(seconds: int, what: str) -> Iterator[None]:
-    def expire(signum: int, frame: object) -> None:
-        raise AssertionError(f"{what}: still reading after {seconds} s")
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 def test_the_rule_escalates_only_what_the_classifier_left_and_says_why() -> None:

@@ -12,13 +12,11 @@ from __future__ import annotations
 
 import json
 import re
-import signal
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from deadline import deadline
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -29,23 +27,6 @@ ROOT = Path(__file__).resolve().parents[2]
 HOSTILE = "a" * 40 + "b"
 EXPONENTIAL = "(a+)+$"  # exponential in `re`; `regex` answers it at once
 SLOW = "(a|aa)+$"  # exponential in `re` and in `regex`: only the time bound stops it
-
-
-@contextmanager
-def _deadline(seconds: int, what: str) -> Iterator[None]:
-    """Fail the test when the block runs past ``seconds`` (``re`` checks for signals while it
-    matches, so a runaway pattern is interrupted)."""
-
-    def expire(signum: int, frame: object) -> None:
-        raise AssertionError(f"{what}: still matching after {seconds} s")
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 def _project(tmp: Path, *, guard: str = "", rules: str = "[]") -> Path:
@@ -87,7 +68,7 @@ def test_a_guard_regex_answers_at_once_is_false(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     project = _project(tmp_path, guard=EXPONENTIAL)
-    with _deadline(30, "guard (a+)+$"):
+    with deadline(30, "guard (a+)+$"):
         code, doc = _run(capsys, project, HOSTILE)
     checked = _step(doc, "checked")
     assert code == 0 and checked["status"] == "skipped" and checked["reason"] == "guard is false"
@@ -101,7 +82,7 @@ def test_a_guard_past_its_time_bound_stops_the_run_before_its_step(
     what completed and exits 1."""
     project = _project(tmp_path, guard=SLOW)
     started = time.monotonic()
-    with _deadline(30, "guard (a|aa)+$"):
+    with deadline(30, "guard (a|aa)+$"):
         code, doc = _run(capsys, project, HOSTILE)
     assert time.monotonic() - started < 20
     reason = 'guard undecided: input matches "(a|aa)+$": pattern took longer than 1 s'
@@ -156,7 +137,7 @@ def _eval(capsys: pytest.CaptureFixture[str], tmp: Path, pattern: str) -> tuple[
 def test_an_eval_regex_check_regex_answers_at_once(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    with _deadline(30, "eval check (a+)+$"):
+    with deadline(30, "eval check (a+)+$"):
         code, cases = _eval(capsys, tmp_path, EXPONENTIAL)
     (case,) = cases
     assert case["status"] == "ok" and code == 0
@@ -169,7 +150,7 @@ def test_an_eval_regex_check_regex_answers_at_once(
 def test_an_eval_regex_check_past_its_time_bound_fails_and_the_eval_goes_on(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    with _deadline(30, "eval check (a|aa)+$"):
+    with deadline(30, "eval check (a|aa)+$"):
         code, cases = _eval(capsys, tmp_path, SLOW)
     (case,) = cases
     assert case["status"] == "ok" and code == 0  # the eval went on: the next check ran
@@ -191,7 +172,7 @@ def test_a_mock_rule_regex_answers_at_once_does_not_match(
 ) -> None:
     rules = json.dumps([{"pattern": EXPONENTIAL, "response": "scripted"}])
     project = _project(tmp_path, rules=rules)
-    with _deadline(30, "mock rule (a+)+$"):
+    with deadline(30, "mock rule (a+)+$"):
         code, doc = _run(capsys, project, HOSTILE)
     assert code == 0 and _step(doc, "first")["status"] == "ok"
     assert _step(doc, "first")["output"] != "scripted"  # no match: the default answer
@@ -202,7 +183,7 @@ def test_a_mock_rule_past_its_time_bound_fails_the_call(
 ) -> None:
     rules = json.dumps([{"pattern": SLOW, "response": "scripted"}])
     project = _project(tmp_path, rules=rules)
-    with _deadline(30, "mock rule (a|aa)+$"):
+    with deadline(30, "mock rule (a|aa)+$"):
         code, doc = _run(capsys, project, HOSTILE)
     first = _step(doc, "first")
     assert first["status"] == "failed"
