@@ -3,6 +3,7 @@ GitHub workflow annotations. The JSON document is the stable machine interface."
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 from collections.abc import Sequence
@@ -86,6 +87,13 @@ def summary(diagnostics: Sequence[Diagnostic], **extra: object) -> dict[str, obj
 def render_text(diagnostics: Sequence[Diagnostic], cache: SourceCache | None = None) -> str:
     cache = cache or SourceCache()
     shown: dict[tuple[str, int], str] = {}  # each line redacted and escaped once, not per finding
+    long: dict[tuple[str, int], _LongLine] = {}  # a line over EXCERPT, made safe once
+    secrets: dict[tuple[str, int], list[tuple[int, int]]] = {}
+    for d in diagnostics:
+        if d.code in SECRET_CODES and d.span.end_line == d.span.line:
+            secrets.setdefault((d.span.file, d.span.line), []).append(
+                (d.span.column, d.span.end_column)
+            )
     blocks = []
     for d in diagnostics:
         s = d.span
@@ -93,21 +101,27 @@ def render_text(diagnostics: Sequence[Diagnostic], cache: SourceCache | None = N
         source = cache.line(s.file, s.line)
         if source is not None:
             gutter = f"{s.line:>4} | "
-            width = (
-                (s.end_column - s.column) if s.end_line == s.line else len(source) - s.column + 1
-            )
-            if d.code in SECRET_CODES and s.end_line == s.line:
-                source, width = _hide_secret(source, s.column, s.end_column)
-                source = visible(redact(source))
-            else:
-                key = (s.file, s.line)
-                if key not in shown:
-                    shown[key] = visible(redact(source))
-                source = shown[key]
-            # cut after redacting: a key across the cut is never shown in part
-            source, column, room = _excerpt(source, s.column)
-            if room is not None and room < width:  # the span goes on past the excerpt's end
-                width = room
+            key = (s.file, s.line)
+            if len(source) > EXCERPT:
+                if key not in long:
+                    long[key] = _LongLine(source, secrets.get(key, ()))
+                source, column, width = long[key].excerpt(
+                    s.column, s.end_column if s.end_line == s.line else None
+                )
+            else:  # a short line renders exactly as it always did (the goldens)
+                column = s.column
+                width = (
+                    (s.end_column - s.column)
+                    if s.end_line == s.line
+                    else len(source) - s.column + 1
+                )
+                if d.code in SECRET_CODES and s.end_line == s.line:
+                    source, width = _hide_secret(source, s.column, s.end_column)
+                    source = visible(redact(source))
+                else:
+                    if key not in shown:
+                        shown[key] = visible(redact(source))
+                    source = shown[key]
             lines.append(gutter + source)
             lines.append(" " * (len(gutter) - 2) + "| " + " " * (column - 1) + "^" * max(1, width))
         for rel in d.related:
@@ -116,6 +130,136 @@ def render_text(diagnostics: Sequence[Diagnostic], cache: SourceCache | None = N
             lines.append(f"  = hint: {d.hint}")
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)
+
+
+class _LongLine:
+    """A source line over ``EXCERPT`` characters, made safe to show once for all its findings.
+
+    Every secret span on the line (LOOM601/LOOM606) is hidden as ``_hide_secret`` hides it,
+    whichever of the line's findings is shown; the result is redacted, then escaped, whole and
+    once; each finding copies only its window (cut after redacting: a key across the cut is
+    never shown in part). Columns are mapped through each step, since a hidden span, a
+    ``[REDACTED]`` and an escape each change the length of what precedes a span: the caret
+    stands under its span and the caret line is no longer than the window.
+
+    Hiding each secret finding's span in its own copy of the line, then redacting and escaping
+    that copy, was quadratic: 2,667 keys on one 80,000-character comment line took 8 s and
+    wrote 45 MB (the caret lines, at the unmapped column, as long as the line).
+    """
+
+    def __init__(self, source: str, secrets: Sequence[tuple[int, int]]) -> None:
+        # 1. the secret spans hidden, overlapping ones as one
+        spans: list[tuple[int, int]] = []
+        for column, end_column in sorted(set(secrets)):
+            a, b = max(0, column - 1), min(len(source), max(0, end_column - 1))
+            if spans and a < spans[-1][1]:
+                a, b = spans[-1][0], max(b, spans[-1][1])
+                spans.pop()
+            if a < b:
+                spans.append((a, b))
+        out: list[str] = []
+        self._hidden: list[tuple[int, int, int, int]] = []  # (line a, b, hidden a, b)
+        pos = at = 0
+        for a, b in spans:
+            segment = source[a:b]
+            colon = segment.find(": ")
+            replaced = (segment[: colon + 2] if colon >= 0 else "") + REDACTED
+            out += [source[pos:a], replaced]
+            at += a - pos
+            self._hidden.append((a, b, at, at + len(replaced)))
+            at += len(replaced)
+            pos = b
+        out.append(source[pos:])
+        hid = "".join(out)
+        self._hidden_starts = [h[0] for h in self._hidden]
+        # 2. redacted: which pieces of `hid` are kept, and where they are in `red`
+        red = redact(hid)
+        self._kept = _kept_pieces(hid, red)
+        self._kept_starts = [k[0] for k in self._kept]
+        self._hid_len, self._red_len = len(hid), len(red)
+        # 3. escaped: where each character of `red` starts in `text`
+        self.text = visible(red)
+        self._starts: list[int] | None = None
+        if len(self.text) != len(red):
+            starts, n = [], 0
+            for c in red:
+                starts.append(n)
+                n += 1 if c.isprintable() or c == "\t" else len(repr(c)) - 2
+            self._starts = starts
+
+    def _to_hid(self, p: int, end: bool) -> int:
+        i = bisect.bisect_right(self._hidden_starts, p - end) - 1
+        if i >= 0:
+            _, b, ha, hb = self._hidden[i]
+            if p - end < b:  # inside a hidden span: its replacement's start (or end)
+                return hb if end else ha
+            return hb + p - b
+        return p
+
+    def _to_red(self, h: int, end: bool) -> int:
+        if h >= self._hid_len:
+            return self._red_len + h - self._hid_len
+        j = bisect.bisect_right(self._kept_starts, h - end) - 1
+        if j >= 0:
+            ka, kr, n = self._kept[j]
+            if h - end < ka + n:
+                return kr + h - ka
+        # inside a redacted part: the start (or end) of its [REDACTED]
+        if end:
+            return self._kept[j + 1][1] if j + 1 < len(self._kept) else self._red_len
+        return self._kept[j][1] + self._kept[j][2] if j >= 0 else 0
+
+    def _to_text(self, r: int) -> int:
+        if self._starts is None:
+            return r
+        return self._starts[r] if r < len(self._starts) else len(self.text) + r - len(self._starts)
+
+    def column(self, column: int, end: bool = False) -> int:
+        """Where the line's 1-based ``column`` is in ``self.text`` (0-based). A position
+        inside a hidden or redacted span is its replacement's start, or its end (``end``: the
+        column just past a span)."""
+        p = max(0, column - 1)
+        end = end and p > 0
+        return self._to_text(self._to_red(self._to_hid(p, end), end))
+
+    def excerpt(self, column: int, end_column: int | None) -> tuple[str, int, int]:
+        """The window shown for a span from ``column`` to ``end_column`` (None: the span
+        goes on to a later line), its caret's column in the window, and the caret's width."""
+        start = self.column(column)
+        end = len(self.text) if end_column is None else self.column(end_column, end=True)
+        text, at, room = _excerpt(self.text, start + 1)
+        width = end - start
+        if room is not None and room < width:  # the span goes on past the excerpt's end
+            width = room
+        return text, at, width
+
+
+def _kept_pieces(hid: str, red: str) -> list[tuple[int, int, int]]:
+    """The pieces of ``hid`` that ``red = redact(hid)`` keeps: (start in ``hid``, start in
+    ``red``, length). ``redact`` only replaces parts of a text by ``[REDACTED]``, so the
+    text between two ``[REDACTED]`` in ``red`` is found in ``hid`` after the previous piece;
+    the last piece ends ``hid``. This places carets only: what is shown is ``red`` itself."""
+    pieces = red.split(REDACTED)
+    if len(pieces) == 1:
+        return [(0, 0, len(red))] if red == hid else [(0, 0, min(len(hid), len(red)))]
+    kept: list[tuple[int, int, int]] = []
+    h = r = 0
+    for i, piece in enumerate(pieces):
+        if i == 0:
+            e = 0 if hid.startswith(piece) else -1
+        elif i == len(pieces) - 1:
+            e = len(hid) - len(piece)
+            e = e if e >= h and hid.endswith(piece) else -1
+        elif hid.startswith(REDACTED, h) and hid.startswith(piece, h + len(REDACTED)):
+            e = h + len(REDACTED)  # a [REDACTED] already in the text
+        else:
+            e = hid.find(piece, h + 1) if piece else h
+        if e < 0:  # not what redact makes: place carets as if nothing was replaced
+            return [(0, 0, min(len(hid), len(red)))]
+        if piece:
+            kept.append((e, r, len(piece)))
+        h, r = e + len(piece), r + len(piece) + len(REDACTED)
+    return kept
 
 
 def render_json(diagnostics: Sequence[Diagnostic], **extra: object) -> str:
