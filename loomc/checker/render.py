@@ -87,7 +87,7 @@ def summary(diagnostics: Sequence[Diagnostic], **extra: object) -> dict[str, obj
 def render_text(diagnostics: Sequence[Diagnostic], cache: SourceCache | None = None) -> str:
     cache = cache or SourceCache()
     shown: dict[tuple[str, int], str] = {}  # each line redacted and escaped once, not per finding
-    long: dict[tuple[str, int], _LongLine] = {}  # a line over EXCERPT, made safe once
+    safe: dict[tuple[str, int], _SafeLine] = {}  # the same, for a long line or one with secrets
     secrets: dict[tuple[str, int], list[tuple[int, int]]] = {}
     for d in diagnostics:
         if d.code in SECRET_CODES and d.span.end_line == d.span.line:
@@ -102,26 +102,21 @@ def render_text(diagnostics: Sequence[Diagnostic], cache: SourceCache | None = N
         if source is not None:
             gutter = f"{s.line:>4} | "
             key = (s.file, s.line)
-            if len(source) > EXCERPT:
-                if key not in long:
-                    long[key] = _LongLine(source, secrets.get(key, ()))
-                source, column, width = long[key].excerpt(
+            if len(source) > EXCERPT or key in secrets:
+                if key not in safe:
+                    safe[key] = _SafeLine(source, secrets.get(key, ()))
+                source, column, width = safe[key].excerpt(
                     s.column, s.end_column if s.end_line == s.line else None
                 )
-            else:  # a short line renders exactly as it always did (the goldens)
-                column = s.column
+            else:  # a short line without secrets renders exactly as it always did
+                if key not in shown:
+                    shown[key] = visible(redact(source))
+                source, column = shown[key], s.column
                 width = (
                     (s.end_column - s.column)
                     if s.end_line == s.line
                     else len(source) - s.column + 1
                 )
-                if d.code in SECRET_CODES and s.end_line == s.line:
-                    source, width = _hide_secret(source, s.column, s.end_column)
-                    source = visible(redact(source))
-                else:
-                    if key not in shown:
-                        shown[key] = visible(redact(source))
-                    source = shown[key]
             lines.append(gutter + source)
             lines.append(" " * (len(gutter) - 2) + "| " + " " * (column - 1) + "^" * max(1, width))
         for rel in d.related:
@@ -132,15 +127,17 @@ def render_text(diagnostics: Sequence[Diagnostic], cache: SourceCache | None = N
     return "\n\n".join(blocks)
 
 
-class _LongLine:
-    """A source line over ``EXCERPT`` characters, made safe to show once for all its findings.
+class _SafeLine:
+    """A source line made safe to show, once for all its findings: a line over ``EXCERPT``
+    characters, or one that holds a secret span.
 
     Every secret span on the line (LOOM601/LOOM606) is hidden as ``_hide_secret`` hides it,
-    whichever of the line's findings is shown; the result is redacted, then escaped, whole and
-    once; each finding copies only its window (cut after redacting: a key across the cut is
-    never shown in part). Columns are mapped through each step, since a hidden span, a
-    ``[REDACTED]`` and an escape each change the length of what precedes a span: the caret
-    stands under its span and the caret line is no longer than the window.
+    whichever of the line's findings is shown (a policy line ``{base_url: ..., api_key: ...}``
+    showed one finding's literal key under the other's caret); the result is redacted, then
+    escaped, whole and once; each finding copies only its window (cut after redacting: a key
+    across the cut is never shown in part). Columns are mapped through each step, since a
+    hidden span, a ``[REDACTED]`` and an escape each change the length of what precedes a
+    span: the caret stands under its span, and the caret line is no longer than the window.
 
     Hiding each secret finding's span in its own copy of the line, then redacting and escaping
     that copy, was quadratic: 2,667 keys on one 80,000-character comment line took 8 s and
@@ -148,15 +145,15 @@ class _LongLine:
     """
 
     def __init__(self, source: str, secrets: Sequence[tuple[int, int]]) -> None:
-        # 1. the secret spans hidden, overlapping ones as one
+        # 1. the secret spans hidden (overlapping ones as one, as many cover the same value)
         spans: list[tuple[int, int]] = []
         for column, end_column in sorted(set(secrets)):
-            a, b = max(0, column - 1), min(len(source), max(0, end_column - 1))
+            a = min(max(0, column - 1), len(source))
+            b = min(max(a, end_column - 1), len(source))
             if spans and a < spans[-1][1]:
                 a, b = spans[-1][0], max(b, spans[-1][1])
                 spans.pop()
-            if a < b:
-                spans.append((a, b))
+            spans.append((a, b))
         out: list[str] = []
         self._hidden: list[tuple[int, int, int, int]] = []  # (line a, b, hidden a, b)
         pos = at = 0
@@ -188,15 +185,19 @@ class _LongLine:
             self._starts = starts
 
     def _to_hid(self, p: int, end: bool) -> int:
-        i = bisect.bisect_right(self._hidden_starts, p - end) - 1
-        if i >= 0:
-            _, b, ha, hb = self._hidden[i]
-            if p - end < b:  # inside a hidden span: its replacement's start (or end)
-                return hb if end else ha
-            return hb + p - b
-        return p
+        i = bisect.bisect_right(self._hidden_starts, p) - 1
+        if i < 0:
+            return p
+        a, b, ha, hb = self._hidden[i]
+        if p == a:  # a span's start (an empty span's end: past its replacement)
+            return hb if end and a == b else ha
+        if p < b:  # inside a hidden span: its replacement's start, or end
+            return hb if end else ha
+        return hb + p - b
 
     def _to_red(self, h: int, end: bool) -> int:
+        if end and h == 0:
+            return 0
         if h >= self._hid_len:
             return self._red_len + h - self._hid_len
         j = bisect.bisect_right(self._kept_starts, h - end) - 1
@@ -219,7 +220,6 @@ class _LongLine:
         inside a hidden or redacted span is its replacement's start, or its end (``end``: the
         column just past a span)."""
         p = max(0, column - 1)
-        end = end and p > 0
         return self._to_text(self._to_red(self._to_hid(p, end), end))
 
     def excerpt(self, column: int, end_column: int | None) -> tuple[str, int, int]:
