@@ -109,14 +109,15 @@ def render_text(diagnostics: Sequence[Diagnostic], cache: SourceCache | None = N
                     s.column, s.end_column if s.end_line == s.line else None
                 )
             else:  # a short line without secrets renders exactly as it always did
-                if key not in shown:
-                    shown[key] = visible(redact(source))
-                source, column = shown[key], s.column
+                column = s.column
                 width = (
                     (s.end_column - s.column)
                     if s.end_line == s.line
                     else len(source) - s.column + 1
                 )
+                if key not in shown:
+                    shown[key] = visible(redact(source))
+                source = shown[key]
             lines.append(gutter + source)
             lines.append(" " * (len(gutter) - 2) + "| " + " " * (column - 1) + "^" * max(1, width))
         for rel in d.related:
