@@ -147,24 +147,24 @@ class _SafeLine:
 
     def __init__(self, source: str, secrets: Sequence[tuple[int, int]]) -> None:
         # 1. the secret spans hidden (overlapping ones as one, as many cover the same value)
-        spans: list[tuple[int, int]] = []
+        spans: list[tuple[int, int, int]] = []  # (start, end in the line, end as written)
         for column, end_column in sorted(set(secrets)):
             a = min(max(0, column - 1), len(source))
-            b = min(max(a, end_column - 1), len(source))
+            written = max(a, end_column - 1)
             if spans and a < spans[-1][1]:
-                a, b = spans[-1][0], max(b, spans[-1][1])
+                a, written = spans[-1][0], max(written, spans[-1][2])
                 spans.pop()
-            spans.append((a, b))
+            spans.append((a, min(written, len(source)), written))
         out: list[str] = []
         self._hidden: list[tuple[int, int, int, int]] = []  # (line a, b, hidden a, b)
         pos = at = 0
-        for a, b in spans:
+        for a, b, written in spans:
             segment = source[a:b]
             colon = segment.find(": ")
             replaced = (segment[: colon + 2] if colon >= 0 else "") + REDACTED
             out += [source[pos:a], replaced]
             at += a - pos
-            self._hidden.append((a, b, at, at + len(replaced)))
+            self._hidden.append((a, written, at, at + len(replaced)))
             at += len(replaced)
             pos = b
         out.append(source[pos:])
@@ -172,8 +172,8 @@ class _SafeLine:
         self._hidden_starts = [h[0] for h in self._hidden]
         # 2. redacted: which pieces of `hid` are kept, and where they are in `red`
         red = redact(hid)
-        self._kept = _kept_pieces(hid, red)
-        self._kept_starts = [k[0] for k in self._kept]
+        self._segments = _segments(hid, red)
+        self._seg_starts = [g[0] for g in self._segments]
         self._hid_len, self._red_len = len(hid), len(red)
         # 3. escaped: where each character of `red` starts in `text`
         self.text = visible(red)
@@ -201,15 +201,11 @@ class _SafeLine:
             return 0
         if h >= self._hid_len:
             return self._red_len + h - self._hid_len
-        j = bisect.bisect_right(self._kept_starts, h - end) - 1
-        if j >= 0:
-            ka, kr, n = self._kept[j]
-            if h - end < ka + n:
-                return kr + h - ka
-        # inside a redacted part: the start (or end) of its [REDACTED]
-        if end:
-            return self._kept[j + 1][1] if j + 1 < len(self._kept) else self._red_len
-        return self._kept[j][1] + self._kept[j][2] if j >= 0 else 0
+        j = bisect.bisect_right(self._seg_starts, h - end) - 1
+        ha, r, _, kept = self._segments[max(j, 0)]
+        if kept:
+            return min(r + h - ha, self._red_len)
+        return r + len(REDACTED) if end else r  # inside a redacted part: its [REDACTED]
 
     def _to_text(self, r: int) -> int:
         if self._starts is None:
@@ -235,32 +231,35 @@ class _SafeLine:
         return text, at, width
 
 
-def _kept_pieces(hid: str, red: str) -> list[tuple[int, int, int]]:
-    """The pieces of ``hid`` that ``red = redact(hid)`` keeps: (start in ``hid``, start in
-    ``red``, length). ``redact`` only replaces parts of a text by ``[REDACTED]``, so the
-    text between two ``[REDACTED]`` in ``red`` is found in ``hid`` after the previous piece;
-    the last piece ends ``hid``. This places carets only: what is shown is ``red`` itself."""
+def _segments(hid: str, red: str) -> list[tuple[int, int, int, bool]]:
+    """How ``red = redact(hid)`` is made of ``hid``: (start in ``hid``, start in ``red``,
+    length in ``hid``, kept), in order, each part of ``hid`` either kept or replaced by one
+    ``[REDACTED]``. ``redact`` only replaces parts of a text by ``[REDACTED]``, so the text
+    between two of them in ``red`` is found in ``hid`` after the previous one, and the last
+    ends ``hid``. This places carets only: what is shown is ``red`` itself."""
     pieces = red.split(REDACTED)
-    if len(pieces) == 1:
-        return [(0, 0, len(red))] if red == hid else [(0, 0, min(len(hid), len(red)))]
-    kept: list[tuple[int, int, int]] = []
+    fallback = [(0, 0, min(len(hid), len(red)), True)]  # carets as if nothing was replaced
+    if len(pieces) == 1 or not hid.startswith(pieces[0]):
+        return fallback
+    segments: list[tuple[int, int, int, bool]] = []
     h = r = 0
     for i, piece in enumerate(pieces):
-        if i == 0:
-            e = 0 if hid.startswith(piece) else -1
-        elif i == len(pieces) - 1:
-            e = len(hid) - len(piece)
-            e = e if e >= h and hid.endswith(piece) else -1
-        elif hid.startswith(REDACTED, h) and hid.startswith(piece, h + len(REDACTED)):
-            e = h + len(REDACTED)  # a [REDACTED] already in the text
-        else:
-            e = hid.find(piece, h + 1) if piece else h
-        if e < 0:  # not what redact makes: place carets as if nothing was replaced
-            return [(0, 0, min(len(hid), len(red)))]
+        if i:  # the [REDACTED] before this piece: hid[h:e]
+            if i == len(pieces) - 1:
+                e = len(hid) - len(piece)
+                e = e if e >= h and hid.endswith(piece) else -1
+            elif hid.startswith(REDACTED, h) and hid.startswith(piece, h + len(REDACTED)):
+                e = h + len(REDACTED)  # a [REDACTED] already in the text
+            else:
+                e = hid.find(piece, h + 1) if piece else h
+            if e < 0:
+                return fallback
+            segments.append((h, r, e - h, False))
+            h, r = e, r + len(REDACTED)
         if piece:
-            kept.append((e, r, len(piece)))
-        h, r = e + len(piece), r + len(piece) + len(REDACTED)
-    return kept
+            segments.append((h, r, len(piece), True))
+            h, r = h + len(piece), r + len(piece)
+    return segments
 
 
 def render_json(diagnostics: Sequence[Diagnostic], **extra: object) -> str:
