@@ -36,9 +36,16 @@ def check_sources(modules: list[Module]) -> list[Diagnostic]:
     """
     out: list[Diagnostic] = []
     for module in modules:
+        # lines counted on from the previous key, not from the file's start for each key:
+        # 33,000 keys on a 1,000,000-character line took 5 s in `str.count` alone
+        line, line_start, pos = 1, 0, 0
         for match in find_keys_in_source(module.source):
-            line = module.source.count("\n", 0, match.start()) + 1
-            col = match.start() - (module.source.rfind("\n", 0, match.start()) + 1) + 1
+            newlines = module.source.count("\n", pos, match.start())
+            if newlines:
+                line += newlines
+                line_start = module.source.rfind("\n", pos, match.start()) + 1
+            pos = match.start()
+            col = match.start() - line_start + 1
             out.append(
                 Diagnostic(
                     "LOOM606",
