@@ -19,11 +19,10 @@ import contextlib
 import io
 import itertools
 import re
-import signal
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 
+from deadline import deadline
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -157,7 +156,7 @@ def test_many_findings_on_one_long_line_render_in_seconds() -> None:
         span = Span("f.loom", 1, at + 1, 1, at + 1 + len(name))
         found.append(Diagnostic("LOOM215", Severity.ERROR, f"tier {name!r} is not defined", span))
         at += len(name) + 2
-    with _deadline(30, "100,000 findings on one line"):
+    with deadline(30, "100,000 findings on one line"):
         out = render_text(found, SourceCache({"f.loom": line}))
     assert len(out) < len(found) * (2 * EXCERPT)  # an excerpt per finding, not the line
 
@@ -288,7 +287,7 @@ def test_many_keys_on_one_line_check_in_seconds(tmp_path: Path) -> None:
     )
     out = io.StringIO()
     with (
-        _deadline(30, "10,000 keys on one line"),
+        deadline(30, "10,000 keys on one line"),
         contextlib.redirect_stdout(out),
         contextlib.redirect_stderr(out),
     ):
@@ -304,19 +303,3 @@ def test_many_keys_on_one_line_check_in_seconds(tmp_path: Path) -> None:
     assert len(carets) == len(keys)
     assert all(re.fullmatch(r"     \| +\^{10}", row) for row in carets)
     assert max(map(len, carets)) <= len("     | ") + EXCERPT + 6
-
-
-@contextmanager
-def _deadline(seconds: int, what: str) -> Iterator[None]:
-    def expire(signum: int, frame: object) -> None:
-        raise AssertionError(f"{what}: still rendering after {seconds} s")
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.alarm(seconds)
-    try:
-        yield
-    except AssertionError as exc:
-        raise AssertionError(str(exc)) from None  # a fresh traceback pytest can always format
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
