@@ -81,6 +81,7 @@ def test_stop_reasons_say_what_limited_the_run() -> None:
         "completed",
         "direct-answer-accepted",
         "error",
+        "guard-undecided",  # a guard's pattern ran past its time bound: not a budget's limit
     }
 
 
