@@ -46,8 +46,12 @@ def _untimed(value: Any) -> Any:
 
 def _journal_rows(path: Path, kind: str | None = None) -> list[dict[str, Any]]:
     """Finished cells (``kind`` None), or the ledger lines of one kind ("step", ...)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:  # not written yet, or between the eval's write probe (it
+        return []  # creates the file and removes it again, loomc/cli/eval.py) and its first cell
     rows = []
-    for line in path.read_text(encoding="utf-8").splitlines() if path.exists() else []:
+    for line in text.splitlines():
         try:
             row = json.loads(line)
         except ValueError:
