@@ -115,7 +115,7 @@ _CONDITION = re.compile(
 PEOPLE_NAMES: tuple[str, ...] = ("people:protected-condition", "people:locate-persons")
 
 
-def _protected_condition(lines: Iterable[str], patterns: LazyPatterns = PATTERNS) -> bool:
+def _protected_condition(lines: Iterable[str], patterns: LazyPatterns) -> bool:
     protected = patterns["protected"]
     return any(protected.search(line) and _CONDITION.search(line) for line in lines)
 
@@ -125,14 +125,19 @@ def people_floor(prompt: str) -> tuple[str, ...]:
     """The ``PEOPLE_NAMES`` families in ``prompt``'s code or configuration (none without any)."""
     if not code_like(prompt):
         return ()
-    return _families(prompt, prompt.splitlines(), PATTERNS)
+    return _families(prompt, PATTERNS)
 
 
-def _families(text: str, lines: Iterable[str], patterns: LazyPatterns) -> tuple[str, ...]:
-    """The two families in ``text`` (the code), whose condition lines are ``lines``."""
+def _families(
+    text: str, patterns: LazyPatterns, lines: Iterable[str] | None = None
+) -> tuple[str, ...]:
+    """The two families in ``text`` (the code), whose condition lines are ``lines`` (``text``'s
+    own lines when None: split only when a protected term is there to test)."""
     found = patterns.matching(text)
     hits: list[str] = []
-    if "protected" in found and _protected_condition(lines, patterns):
+    if "protected" in found and _protected_condition(
+        text.splitlines() if lines is None else lines, patterns
+    ):
         hits.append("people:protected-condition")
     if "location" in found and "person" in found:
         hits.append("people:locate-persons")
@@ -182,8 +187,8 @@ def people_floor_wide(prompt: str) -> tuple[str, ...]:
     and code written inline in a sentence (only the inline pieces are read, each as its own
     condition line)."""
     if code_like(prompt) or _SQL.search(prompt):
-        return _families(prompt, prompt.splitlines(), WIDE_PATTERNS)
+        return _families(prompt, WIDE_PATTERNS)
     pieces = inline_code(prompt)
     if not pieces:
         return ()
-    return _families("\n".join(pieces), pieces, WIDE_PATTERNS)
+    return _families("\n".join(pieces), WIDE_PATTERNS, pieces)
