@@ -8,6 +8,11 @@ third-party ``regex`` module instead, whose match functions take a ``timeout`` (
 whole call) and raise ``TimeoutError`` when it passes; this module turns that into
 :class:`PatternTimeout`, which each feature reports in its own way.
 
+The bound is per decision, not per pattern: a guard of k ``matches``, the rules a mock call
+scans, a row's ``regex`` checks share one :class:`Budget`, so k hostile patterns cost 1 s, not
+k. Matching releases the GIL (``regex``'s ``concurrent``), so a guard evaluated in a worker
+thread leaves the event loop free while it runs.
+
 Validation stays with ``re``: where a pattern is checked (``loomc check``, the policy loader, an
 eval dataset) ``re.compile`` decides what is valid and words its errors, as before, and imports
 nothing. A pattern is compiled with ``regex`` (``VERSION0``, ``re``'s syntax and semantics) only
@@ -17,6 +22,7 @@ matches one.
 
 from __future__ import annotations
 
+import time
 from functools import lru_cache
 from typing import Any
 
@@ -39,11 +45,38 @@ class UserPatternError(LoomcError):
 
 
 class PatternTimeout(UserPatternError):
-    """A match ran past its time bound (``timeout_s``)."""
+    """A match ran past its time bound (``timeout_s``); ``shared`` when earlier patterns of the
+    same decision had spent part of it."""
 
-    def __init__(self, pattern: str, timeout_s: float) -> None:
-        super().__init__(pattern, f"pattern took longer than {timeout_s:g} s")
+    def __init__(self, pattern: str, timeout_s: float, *, shared: bool = False) -> None:
+        message = (
+            f"patterns took longer than {timeout_s:g} s together"
+            if shared
+            else f"pattern took longer than {timeout_s:g} s"
+        )
+        super().__init__(pattern, message)
         self.timeout_s = timeout_s
+        self.shared = shared
+
+
+class Budget:
+    """The time one decision's patterns share: ``seconds`` in all, counted from the first match
+    charged to it (building one costs no clock read)."""
+
+    __slots__ = ("_end", "seconds", "used")
+
+    def __init__(self, seconds: float = TIMEOUT_S) -> None:
+        self.seconds = seconds
+        self.used = 0  # matches charged so far
+        self._end: float | None = None
+
+    def take(self) -> float:
+        """Seconds left for the next match (0 or less: none)."""
+        now = time.monotonic()
+        if self._end is None:
+            self._end = now + self.seconds
+        self.used += 1
+        return self._end - now
 
 
 class UserPattern:
@@ -55,21 +88,27 @@ class UserPattern:
         self.pattern = pattern
         self._compiled = compiled
 
-    def search(self, text: str, timeout_s: float = TIMEOUT_S) -> Any:
-        """``re.search``'s answer (a match or None), or :class:`PatternTimeout`."""
-        return self._run(self._compiled.search, text, timeout_s)
+    def search(self, text: str, budget: Budget | None = None) -> Any:
+        """``re.search``'s answer (a match or None), or :class:`PatternTimeout` once ``budget``
+        (a fresh one of ``TIMEOUT_S`` when None) is spent."""
+        return self._run(self._compiled.search, text, budget)
 
-    def match(self, text: str, timeout_s: float = TIMEOUT_S) -> Any:
-        return self._run(self._compiled.match, text, timeout_s)
+    def match(self, text: str, budget: Budget | None = None) -> Any:
+        return self._run(self._compiled.match, text, budget)
 
-    def fullmatch(self, text: str, timeout_s: float = TIMEOUT_S) -> Any:
-        return self._run(self._compiled.fullmatch, text, timeout_s)
+    def fullmatch(self, text: str, budget: Budget | None = None) -> Any:
+        return self._run(self._compiled.fullmatch, text, budget)
 
-    def _run(self, method: Any, text: str, timeout_s: float) -> Any:
+    def _run(self, method: Any, text: str, budget: Budget | None) -> Any:
+        budget = budget or Budget()
+        left = budget.take()
+        shared = budget.used > 1
+        if left <= 0:
+            raise PatternTimeout(self.pattern, budget.seconds, shared=shared)
         try:
-            return method(text, timeout=timeout_s)
+            return method(text, timeout=left, concurrent=True)
         except TimeoutError:
-            raise PatternTimeout(self.pattern, timeout_s) from None
+            raise PatternTimeout(self.pattern, budget.seconds, shared=shared) from None
 
 
 def compile(pattern: str, *, ignorecase: bool = False) -> UserPattern:

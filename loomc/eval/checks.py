@@ -42,7 +42,11 @@ def validate_check(chk: Any) -> None:
             raise CheckError(f"invalid regex: {exc}") from None
 
 
-def run_check(chk: dict[str, Any], answer: str) -> CheckResult:
+def run_check(
+    chk: dict[str, Any], answer: str, budget: userregex.Budget | None = None
+) -> CheckResult:
+    """One check's result; a ``regex`` check's time comes from ``budget`` (its own 1 s when
+    None)."""
     kind = str(chk["type"])
     low = answer.lower()
     passed: bool
@@ -62,7 +66,7 @@ def run_check(chk: dict[str, Any], answer: str) -> CheckResult:
         ignorecase = bool(chk.get("ignoreCase", True))
         try:
             passed = (
-                userregex.compile(str(chk["value"]), ignorecase=ignorecase).search(answer)
+                userregex.compile(str(chk["value"]), ignorecase=ignorecase).search(answer, budget)
                 is not None
             )
         except UserPatternError as exc:  # the check fails; the eval goes on
@@ -84,4 +88,7 @@ def run_check(chk: dict[str, Any], answer: str) -> CheckResult:
 def run_checks(
     checks: list[dict[str, Any]] | tuple[dict[str, Any], ...], answer: str
 ) -> list[CheckResult]:
-    return [run_check(c, answer) for c in checks]
+    """Every check of one answer; its ``regex`` checks share one time bound (1 s for the row,
+    not 1 s each), and a check whose pattern finds the bound spent fails with that reason."""
+    budget = userregex.Budget()
+    return [run_check(c, answer, budget) for c in checks]

@@ -23,7 +23,7 @@ from loomc.ir.model import (
     expr_to_text,
 )
 from loomc.risk.base import RiskProfile
-from loomc.userregex import UserPatternError
+from loomc.userregex import Budget, UserPatternError
 
 REFUSAL_PREFIXES = ("i can't", "i cannot", "i can’t", "sorry", "unable to")
 
@@ -91,10 +91,29 @@ class Facts:
 
 
 def evaluate(expr: Expr | None, facts: Facts) -> bool:
-    return True if expr is None else bool(_value(expr, facts))
+    """The guard's answer. Its ``matches`` share one time bound (``loomc.userregex.Budget``):
+    a guard of k hostile patterns is undecided after 1 s, not k."""
+    return True if expr is None else bool(_value(expr, facts, Budget()))
 
 
-def _value(expr: Expr, facts: Facts) -> object:
+def uses_patterns(expr: Expr | None) -> bool:
+    """Whether evaluating ``expr`` may run a user pattern (and so take up to a second: the
+    executor evaluates such a guard in a worker thread, off the event loop)."""
+    match expr:
+        case Matches():
+            return True
+        case And(items=items) | Or(items=items):
+            return any(uses_patterns(i) for i in items)
+        case Not(item=item):
+            return uses_patterns(item)
+        case Contains(item=item, collection=coll):
+            return uses_patterns(item) or uses_patterns(coll)
+        case Compare(left=left, right=right):
+            return uses_patterns(left) or uses_patterns(right)
+    return False
+
+
+def _value(expr: Expr, facts: Facts, budget: Budget) -> object:
     match expr:
         case Const(value=v):
             return v
@@ -103,22 +122,26 @@ def _value(expr: Expr, facts: Facts) -> object:
         case StepFact(step=s, predicate=p):
             return step_predicate(facts.outcomes.get(s), p)
         case And(items=items):
-            return all(_value(i, facts) for i in items)
+            return all(_value(i, facts, budget) for i in items)
         case Or(items=items):
-            return any(_value(i, facts) for i in items)
+            return any(_value(i, facts, budget) for i in items)
         case Not(item=item):
-            return not _value(item, facts)
+            return not _value(item, facts, budget)
         case Matches(subject=subject) as m:
-            text = str(_value(subject, facts))
+            text = str(_value(subject, facts, budget))
             try:
-                return m.compiled().search(text) is not None
+                return m.compiled().search(text, budget) is not None
             except UserPatternError as exc:  # undecided: the run stops before the step
                 raise GuardUndecided(f"guard undecided: {expr_to_text(m)}: {exc}") from None
         case Contains(item=item, collection=coll):
-            c = _value(coll, facts)
-            return _value(item, facts) in c if isinstance(c, set | list | tuple | str) else False
+            c = _value(coll, facts, budget)
+            return (
+                _value(item, facts, budget) in c
+                if isinstance(c, set | list | tuple | str)
+                else False
+            )
         case Compare(op=op, left=left, right=right):
-            a, b = _value(left, facts), _value(right, facts)
+            a, b = _value(left, facts, budget), _value(right, facts, budget)
             if (isinstance(left, Fact) and left.path[-1] in ("risk", "level", "complexity")) or (
                 isinstance(right, Fact) and right.path[-1] in ("risk", "level", "complexity")
             ):

@@ -11,8 +11,10 @@ import time
 from decimal import Decimal
 from typing import Any
 
+import anyio
+
 from loomc.exec.events import EventKind
-from loomc.exec.guards import Facts, GuardUndecided, Outcome, evaluate
+from loomc.exec.guards import Facts, GuardUndecided, Outcome, evaluate, uses_patterns
 from loomc.exec.ledger import Refused
 from loomc.exec.metered import (
     AttemptStarted,
@@ -177,7 +179,7 @@ async def _ready(run: RunState, step: StepNode) -> bool:
         return False
     if step.guard is not None:
         try:
-            passed = evaluate(step.guard, Facts(run.risk, run.prompt, run.outcomes))
+            passed = await _guard(step, Facts(run.risk, run.prompt, run.outcomes))
         except GuardUndecided as exc:  # a pattern ran past its time bound: the run stops here
             if run.stop_reason is None:
                 run.stop_reason, run.undecided = StopReason.GUARD_UNDECIDED, f"{step.id}: {exc}"
@@ -189,6 +191,16 @@ async def _ready(run: RunState, step: StepNode) -> bool:
             await run.emit(EventKind.STEP_SKIPPED, step.id, reason=GUARD_FALSE)
             return False
     return True
+
+
+async def _guard(step: StepNode, facts: Facts) -> bool:
+    """The step's guard. One with ``matches`` may take up to its patterns' time bound, so it is
+    evaluated in a worker thread (the patterns release the GIL) over a snapshot of the outcomes,
+    and concurrent runs in the process do not wait on it; the rest are microseconds, inline."""
+    if not uses_patterns(step.guard):
+        return evaluate(step.guard, facts)
+    snapshot = Facts(facts.risk, facts.prompt, dict(facts.outcomes))
+    return await anyio.to_thread.run_sync(evaluate, step.guard, snapshot)
 
 
 async def _finish(run: RunState, step: StepNode, record: StepRecord, out: Metered) -> None:

@@ -127,13 +127,15 @@ class _Fields(dict[str, str]):
         return "{" + key + "}"
 
 
-def _matches(rule: MockRule, role: str, model: str, prompt: str) -> bool:
-    """Raises ``UserPatternError`` when the rule's pattern ran past its time bound."""
+def _matches(rule: MockRule, role: str, model: str, prompt: str, budget: userregex.Budget) -> bool:
+    """Raises ``UserPatternError`` when the call's rules ran past their shared time bound."""
     if rule.role is not None and rule.role != role:
         return False
     if rule.model is not None and rule.model != model:
         return False
-    return rule.pattern is None or userregex.compile(rule.pattern).search(prompt) is not None
+    return (
+        rule.pattern is None or userregex.compile(rule.pattern).search(prompt, budget) is not None
+    )
 
 
 class MockProvider:
@@ -156,10 +158,12 @@ class MockProvider:
     ) -> MockRule | None:
         """The first rule that matches. A rule whose pattern runs past its time bound is a
         policy error, not a rule skipped: the call fails (``ProviderConfigError``, not retried)
-        and says which rule, rather than answering with a later rule or the default text."""
+        and says which rule, rather than answering with a later rule or the default text. The
+        rules of one call share one bound: k hostile patterns cost 1 s, not k."""
+        budget = userregex.Budget()
         for number, rule in enumerate(self.script.rules, 1):
             try:
-                if _matches(rule, role, model, prompt):
+                if _matches(rule, role, model, prompt, budget):
                     return rule
             except UserPatternError as exc:
                 raise ProviderConfigError(

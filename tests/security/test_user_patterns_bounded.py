@@ -227,11 +227,87 @@ def test_the_wrapper_finds_what_re_finds(pattern: str, text: str, ignorecase: bo
         assert (wrapped is None) == (full is None)
 
 
-def test_the_bound_is_per_call_and_raises_a_typed_error() -> None:
+def test_the_bound_is_per_budget_and_raises_a_typed_error() -> None:
     pattern = userregex.compile(SLOW)
     started = time.monotonic()
     with pytest.raises(userregex.PatternTimeout) as caught:
-        pattern.search(HOSTILE, timeout_s=0.2)
+        pattern.search(HOSTILE, userregex.Budget(0.2))
     assert time.monotonic() - started < 5
     assert caught.value.pattern == SLOW and str(caught.value) == "pattern took longer than 0.2 s"
-    assert pattern.search("aaaa", timeout_s=0.2) is not None  # the next call has its own bound
+    assert not caught.value.shared
+    assert pattern.search("aaaa") is not None  # no budget given: the call has its own 1 s
+
+
+def test_patterns_sharing_a_budget_share_its_time() -> None:
+    """A second match charged to a spent budget is refused before it runs: k patterns of one
+    decision cost the bound once, not k times."""
+    fast = userregex.compile("a+")
+    budget = userregex.Budget(0.2)
+    assert fast.search("aaaa", budget) is not None  # starts the budget's clock
+    time.sleep(0.25)
+    with pytest.raises(userregex.PatternTimeout) as caught:
+        fast.search("aaaa", budget)
+    assert caught.value.shared and str(caught.value) == "patterns took longer than 0.2 s together"
+    assert fast.search("aaaa", userregex.Budget(0.2)) is not None  # a fresh budget matches
+
+
+def test_a_guard_of_two_patterns_is_undecided_within_one_bound(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``input matches "zzz" or input matches SLOW``: the first pattern answers at once, the
+    second runs into the time the two share, and the run stops after ~1 s, not 1 s a pattern."""
+    project = _project(tmp_path, guard=SLOW)
+    loom = project / "pipelines" / "p.loom"
+    guard = f"when input matches {json.dumps(SLOW)} "
+    loom.write_text(
+        loom.read_text().replace(
+            guard,
+            f'when input matches "zzz" or input matches {json.dumps(SLOW)} ',
+        )
+    )
+    started = time.monotonic()
+    with deadline(30, "guard of two patterns"):
+        code, doc = _run(capsys, project, HOSTILE)
+    checked = _step(doc, "checked")
+    assert code == 1 and doc["stop_reason"] == "guard-undecided"
+    assert checked["reason"].endswith(
+        f"input matches {json.dumps(SLOW)}: patterns took longer than 1 s together"
+    )
+    assert time.monotonic() - started < 20
+
+
+def test_an_undecided_guard_does_not_hold_the_event_loop(tmp_path: Path) -> None:
+    """A guard with ``matches`` runs in a worker thread, and the match releases the GIL: a lag
+    probe beside ``loomc.arun`` keeps ticking through the second the pattern takes, so other
+    runs in the same process (``loomc serve``) do not wait on it."""
+    import anyio
+
+    import loomc
+
+    project = loomc.load_project(_project(tmp_path, guard=SLOW))
+    loomc.run("warm", project=project, pipeline="p", stream=False)  # compile outside the probe
+
+    async def main() -> tuple[float, float, str | None]:
+        lags: list[float] = []
+        done = anyio.Event()
+
+        async def probe() -> None:
+            while not done.is_set():
+                t = time.perf_counter()
+                await anyio.sleep(0.005)
+                lags.append(time.perf_counter() - t - 0.005)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(probe)
+            await anyio.sleep(0.02)
+            start = time.perf_counter()
+            result = await loomc.arun(HOSTILE, project=project, pipeline="p", stream=False)
+            elapsed = time.perf_counter() - start
+            done.set()
+        return max(lags), elapsed, result.stop_reason
+
+    with deadline(30, "off-loop guard"):
+        worst_lag, elapsed, stop = anyio.run(main)
+    assert stop == "guard-undecided"
+    assert elapsed >= 0.9  # the pattern ran into its bound...
+    assert worst_lag < 0.25, worst_lag  # ...while the loop kept ticking
