@@ -1,18 +1,15 @@
-"""Render diagnostics as human text (with source excerpt and caret), JSON, SARIF 2.1.0 or
-GitHub workflow annotations. The JSON document is the stable machine interface."""
+"""Render diagnostics as human text (with source excerpt and caret) or JSON. The JSON document
+is the stable machine interface; SARIF and GitHub annotations, the formats CI services read,
+are ``loomc.checker.ci_formats``."""
 
 from __future__ import annotations
 
 import bisect
 import json
-import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from loomc import __version__
-from loomc.codes import CODES
 from loomc.diagnostics import Diagnostic, Severity
-from loomc.frozen import replace
 from loomc.secrets import REDACTED, redact
 
 FORMATS = ("text", "json", "sarif", "github")
@@ -84,7 +81,41 @@ def summary(diagnostics: Sequence[Diagnostic], **extra: object) -> dict[str, obj
     }
 
 
-def render_text(diagnostics: Sequence[Diagnostic], cache: SourceCache | None = None) -> str:
+MAX_SHOWN = 50
+"""Diagnostics a terminal shows by default (``loomc check --max-diagnostics``; clang stops at
+20 errors): a file with thousands of findings prints the first fifty and a count, and the
+summary line and ``--format json``/``sarif`` keep every one."""
+
+
+def printed(diagnostics: Sequence[Diagnostic], limit: int) -> list[Diagnostic]:
+    """The diagnostics to print under ``limit`` (0: all). When some must be left out, errors
+    come first, so no error hides behind a screen of warnings; what is shown keeps its order."""
+    if limit <= 0 or len(diagnostics) <= limit:
+        return list(diagnostics)
+    keep = sorted(range(len(diagnostics)), key=lambda i: (not diagnostics[i].is_error, i))
+    return [diagnostics[i] for i in sorted(keep[:limit])]
+
+
+def left_out(diagnostics: Sequence[Diagnostic], limit: int) -> str:
+    """The line that says what ``printed`` left out ("" when nothing was)."""
+    kept = printed(diagnostics, limit)
+    hidden = len(diagnostics) - len(kept)
+    if hidden <= 0:
+        return ""
+    errors = sum(d.is_error for d in diagnostics) - sum(d.is_error for d in kept)
+    return (
+        f"... and {hidden} more diagnostic(s) not shown ({errors} error(s)); "
+        "`loomc check --max-diagnostics 0` shows every one"
+    )
+
+
+def render_text(
+    diagnostics: Sequence[Diagnostic], cache: SourceCache | None = None, *, limit: int = 0
+) -> str:
+    """The diagnostics as a compiler prints them: the message, the source line (escaped, its
+    secrets redacted) and carets; at most ``limit`` of them (0: all) and a line saying how many
+    more there are. Secrets are found from every diagnostic, shown or not, so a line printed
+    for one finding never shows a key whose own finding was left out."""
     cache = cache or SourceCache()
     shown: dict[tuple[str, int], str] = {}  # each line redacted and escaped once, not per finding
     safe: dict[tuple[str, int], _SafeLine] = {}  # the same, for a long line or one with secrets
@@ -95,7 +126,7 @@ def render_text(diagnostics: Sequence[Diagnostic], cache: SourceCache | None = N
                 (d.span.column, d.span.end_column)
             )
     blocks = []
-    for d in diagnostics:
+    for d in printed(diagnostics, limit):
         s = d.span
         lines = [f"{s.where}: {d.severity.value}[{d.code}]: {d.message}"]
         source = cache.line(s.file, s.line)
@@ -125,7 +156,8 @@ def render_text(diagnostics: Sequence[Diagnostic], cache: SourceCache | None = N
         if d.hint:
             lines.append(f"  = hint: {d.hint}")
         blocks.append("\n".join(lines))
-    return "\n\n".join(blocks)
+    more = left_out(diagnostics, limit)
+    return "\n\n".join([*blocks, more] if more else blocks)
 
 
 class _SafeLine:
@@ -268,137 +300,3 @@ def render_json(diagnostics: Sequence[Diagnostic], **extra: object) -> str:
         "summary": summary(diagnostics, **extra),
     }
     return json.dumps(doc, indent=2, sort_keys=False)
-
-
-_SARIF_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.NOTE: "note"}
-
-
-_POLICY_NAMED = re.compile(r"policy '((?:[^'\\]|\\.)*)'")
-
-
-def unique(diagnostics: Sequence[Diagnostic]) -> list[Diagnostic]:
-    """One finding per problem. A pipeline checked against several policies reports the same
-    problem once per policy, differing only in the policy's name; CI annotations want it once,
-    naming every policy (``unknown worker 'x' (policies 'default', 'dot')``)."""
-    groups: dict[tuple[object, ...], list[Diagnostic]] = {}
-    for d in diagnostics:
-        key = (d.code, d.severity, d.span, _POLICY_NAMED.sub("policy", d.message), d.related)
-        groups.setdefault(key, []).append(d)
-    out = []
-    for found in groups.values():
-        first = found[0]
-        names = list(dict.fromkeys(n for d in found for n in _POLICY_NAMED.findall(d.message)))
-        if len(names) > 1:
-            listed = ", ".join(repr(n) for n in names)
-            message = _POLICY_NAMED.sub(
-                f"policies {listed}".replace("\\", "\\\\"), first.message, count=1
-            )
-            first = replace(first, message=message)
-        out.append(first)
-    return out
-
-
-def fingerprint(d: Diagnostic) -> str:
-    """Stable across runs and line moves: code, file and message (SARIF partialFingerprints)."""
-    text = "\0".join((d.code, Path(d.span.file).as_posix(), d.message))
-    import hashlib  # only SARIF needs it (OpenSSL, ~3 ms to load)
-
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
-
-
-def render_sarif(diagnostics: Sequence[Diagnostic]) -> str:
-    diagnostics = unique(diagnostics)
-    used = sorted({d.code for d in diagnostics})
-    rules = [
-        {
-            "id": code,
-            "shortDescription": {"text": CODES.get(code, code)},
-            "helpUri": f"{PROJECT_URL}/blob/main/docs/diagnostics.md#{code.lower()}",
-        }
-        for code in used
-    ]
-    index = {code: i for i, code in enumerate(used)}
-    results = []
-    for d in diagnostics:
-        s = d.span
-        result: dict[str, object] = {
-            "ruleId": d.code,
-            "ruleIndex": index[d.code],
-            "level": _SARIF_LEVEL[d.severity],
-            "message": {"text": d.message + (f" (hint: {d.hint})" if d.hint else "")},
-            "locations": [_location(s.file, s.line, s.column, s.end_line, s.end_column)],
-            "partialFingerprints": {"loomc/v1": fingerprint(d)},
-        }
-        if d.related:
-            result["relatedLocations"] = [
-                {
-                    **_location(
-                        r.span.file, r.span.line, r.span.column, r.span.end_line, r.span.end_column
-                    ),
-                    "id": i,
-                    "message": {"text": r.message},
-                }
-                for i, r in enumerate(d.related)
-            ]
-        results.append(result)
-    doc = {
-        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
-        "version": "2.1.0",
-        "runs": [
-            {
-                "tool": {
-                    "driver": {
-                        "name": "loomc",
-                        "version": __version__,
-                        "semanticVersion": __version__,
-                        "informationUri": PROJECT_URL,
-                        "rules": rules,
-                    }
-                },
-                "results": results,
-            }
-        ],
-    }
-    return json.dumps(doc, indent=2)
-
-
-def _location(file: str, line: int, col: int, end_line: int, end_col: int) -> dict[str, object]:
-    if line == 0:  # the file as a whole: SARIF's region is optional
-        return {"physicalLocation": {"artifactLocation": {"uri": Path(file).as_posix()}}}
-    return {
-        "physicalLocation": {
-            "artifactLocation": {"uri": Path(file).as_posix()},
-            "region": {
-                "startLine": line,
-                "startColumn": col,
-                "endLine": end_line,
-                "endColumn": max(end_col, col + 1) if end_line == line else end_col,
-            },
-        }
-    }
-
-
-def _gh_data(text: str) -> str:
-    """Workflow-command message data: ``%``, CR and LF are escaped (the runner's own rule)."""
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def _gh_property(value: object) -> str:
-    """Workflow-command property values also escape ``:`` and ``,`` (they delimit properties)."""
-    return _gh_data(str(value)).replace(":", "%3A").replace(",", "%2C")
-
-
-def render_github(diagnostics: Sequence[Diagnostic]) -> str:
-    out = []
-    for d in unique(diagnostics):
-        kind = {"error": "error", "warning": "warning", "note": "notice"}[d.severity.value]
-        s = d.span
-        msg = d.message + (f" — hint: {d.hint}" if d.hint else "")
-        props: dict[str, object] = {"file": s.file}
-        if s.line:  # a whole-file span names the file alone
-            props |= {"line": s.line, "col": s.column, "endLine": s.end_line}
-            props |= {"endColumn": s.end_column}
-        props["title"] = d.code
-        head = ",".join(f"{k}={_gh_property(v)}" for k, v in props.items())
-        out.append(f"::{kind} {head}::{_gh_data(msg)}")
-    return "\n".join(out)

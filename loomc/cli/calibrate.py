@@ -41,7 +41,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run(args: argparse.Namespace) -> int:
     import loomc
     from loomc.api.calibrating import Calibration, calibrate
-    from loomc.checker.render import render_text
+    from loomc.checker.render import MAX_SHOWN, render_text
     from loomc.cli.terminal import plain
 
     if args.min_samples < 1:
@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
             min_samples=args.min_samples,
         )
     except loomc.DiagnosticError as exc:
-        print(render_text(exc.diagnostics), file=sys.stderr)
+        print(render_text(exc.diagnostics, limit=MAX_SHOWN), file=sys.stderr)
         return 1
     except loomc.LoomcError as exc:
         print(f"loomc calibrate: {plain(exc)}", file=sys.stderr)

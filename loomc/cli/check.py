@@ -15,10 +15,28 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--format", choices=("text", "json", "sarif", "github"), default="text")
     p.add_argument("--policy", type=Path, help="check against this policy only")
     p.add_argument(
+        "--max-diagnostics",
+        type=_count,
+        default=50,
+        metavar="N",
+        help="print at most N diagnostics as text or GitHub annotations, errors first, and "
+        "count the rest (default 50; 0 prints all; json and sarif always list every one)",
+    )
+    p.add_argument(
         "--against", metavar="REF", help="fail when a worst case passes a ceiling vs REF"
     )
     add_budget_flags(p)
     p.set_defaults(handler=run)
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}")
+    return value
 
 
 def run(args: argparse.Namespace) -> int:
@@ -39,7 +57,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _check(args: argparse.Namespace) -> int:
     import loomc
-    from loomc.checker.render import render_github, render_json, render_sarif, render_text
+    from loomc.checker.ci_formats import render_github, render_sarif
+    from loomc.checker.render import render_json, render_text
 
     result = loomc.check(
         args.paths, policy=args.policy, ceilings=budget_from_args(args), against=args.against
@@ -52,10 +71,11 @@ def _check(args: argparse.Namespace) -> int:
         print(render_sarif(diagnostics))
     elif args.format == "github":
         if diagnostics:
-            print(render_github(diagnostics))
+            print(render_github(diagnostics, limit=args.max_diagnostics))
     else:
         if diagnostics:
-            print(render_text(diagnostics), file=sys.stderr if errors else sys.stdout)
+            shown = render_text(diagnostics, limit=args.max_diagnostics)
+            print(shown, file=sys.stderr if errors else sys.stdout)
             print()
         warnings = sum(d.severity.value == "warning" for d in diagnostics)
         print(

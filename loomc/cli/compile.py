@@ -17,13 +17,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import loomc
-    from loomc.checker.render import render_text
+    from loomc.checker.render import MAX_SHOWN, render_text
     from loomc.ir.artifact import dump_artifact
 
     try:
         artifact = loomc.compile(args.paths, policy=args.policy)
     except loomc.DiagnosticError as exc:
-        print(render_text(exc.diagnostics), file=sys.stderr)
+        print(render_text(exc.diagnostics, limit=MAX_SHOWN), file=sys.stderr)
         print(
             f"loomc compile: {len(exc.diagnostics)} error(s); no artifact written", file=sys.stderr
         )

@@ -67,7 +67,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run(args: argparse.Namespace) -> int:
     import loomc
     from loomc.api.conducting import PlanningFailed
-    from loomc.checker.render import render_text
+    from loomc.checker.render import MAX_SHOWN, render_text
     from loomc.eval.judge import JudgeConfigError
 
     clash = resolve(args, "eval")
@@ -136,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"loomc eval: {exc}", file=sys.stderr)
         return 2
     except loomc.DiagnosticError as exc:
-        print(render_text(exc.diagnostics), file=sys.stderr)
+        print(render_text(exc.diagnostics, limit=MAX_SHOWN), file=sys.stderr)
         return 1
     except PlanningFailed as exc:
         print(f"loomc eval: {plain(str(exc))}; nothing was run", file=sys.stderr)

@@ -22,7 +22,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run(args: argparse.Namespace) -> int:
     import loomc
     from loomc.api.doctor import runnable
-    from loomc.checker.render import render_text
+    from loomc.checker.render import MAX_SHOWN, render_text
 
     clash = resolve(args, "pipelines")
     if clash:
@@ -31,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         rows = runnable(args.project, args.policy)
     except loomc.DiagnosticError as exc:
-        print(render_text(exc.diagnostics), file=sys.stderr)
+        print(render_text(exc.diagnostics, limit=MAX_SHOWN), file=sys.stderr)
         return 1
     if args.json:
         print(json.dumps(rows, indent=2))

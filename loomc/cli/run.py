@@ -71,7 +71,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run(args: argparse.Namespace) -> int:
     import loomc
     from loomc.api.running import with_credit_per_call
-    from loomc.checker.render import render_json, render_text
+    from loomc.checker.render import MAX_SHOWN, render_json, render_text
     from loomc.cli.live import LiveTrace
     from loomc.exec.events import EventSink, JsonlSink
 
@@ -145,7 +145,7 @@ def run(args: argparse.Namespace) -> int:
         if args.json:
             doc = json.loads(render_json(exc.diagnostics, refused=True))
             print(json.dumps({"error": "refused; no model was called", **doc}, indent=2))
-        print(render_text(exc.diagnostics), file=sys.stderr)
+        print(render_text(exc.diagnostics, limit=MAX_SHOWN), file=sys.stderr)
         print(f"loomc run: {len(exc.diagnostics)} error(s); no model was called", file=sys.stderr)
         return 1
     except loomc.PlanRejected as exc:

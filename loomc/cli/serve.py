@@ -61,7 +61,7 @@ def start_server(
     """Run the serve application for ``loomc serve`` and ``loomc studio`` (``command`` names
     which in every message): the extra checked, the port checked, compile errors and server
     errors as one-line messages with their exit codes."""
-    from loomc.checker.render import render_text
+    from loomc.checker.render import MAX_SHOWN, render_text
     from loomc.diagnostics import DiagnosticError
     from loomc.errors import LoomcError
     from loomc.serve import serve
@@ -90,7 +90,7 @@ def start_server(
             workers=getattr(args, "workers", 1),
         )
     except DiagnosticError as exc:
-        print(render_text(exc.diagnostics), file=sys.stderr)
+        print(render_text(exc.diagnostics, limit=MAX_SHOWN), file=sys.stderr)
         print(f"loomc {command}: {len(exc.diagnostics)} error(s); not serving", file=sys.stderr)
         return 1
     except LoomcError as exc:

@@ -216,7 +216,7 @@ def test_sarif_one_finding_per_problem_with_fingerprints(tmp_path: Path) -> None
 
 def test_github_annotation_properties_are_escaped(tmp_path: Path) -> None:
     """`file=` may hold `,` `:` `%` (a property delimiter otherwise); data escapes `%` and EOLs."""
-    from loomc.checker.render import render_github
+    from loomc.checker.ci_formats import render_github
     from loomc.diagnostics import Diagnostic, Severity, Span
 
     folder = tmp_path / "a,b:c%d"
@@ -240,7 +240,8 @@ def test_a_whole_file_finding_names_the_file_without_a_line(tmp_path: Path) -> N
     import jsonschema
 
     import loomc
-    from loomc.checker.render import render_github, render_sarif, render_text
+    from loomc.checker.ci_formats import render_github, render_sarif
+    from loomc.checker.render import render_text
     from loomc.diagnostics import Diagnostic, DiagnosticError, Severity, Span
 
     d = Diagnostic("LOOM203", Severity.ERROR, "unknown pipeline 'x'", Span.whole("pipelines"))
