@@ -9,7 +9,7 @@ whole call) and raise ``TimeoutError`` when it passes; this module turns that in
 :class:`PatternTimeout`, which each feature reports in its own way.
 
 The bound is per decision, not per pattern: a guard of k ``matches``, the rules a mock call
-scans, a row's ``regex`` checks share one :class:`Budget`, so k hostile patterns cost 1 s, not
+scans, a row's ``regex`` checks share one :class:`MatchBudget`, so k hostile patterns cost 1 s, not
 k. Matching releases the GIL (``regex``'s ``concurrent``), so a guard evaluated in a worker
 thread leaves the event loop free while it runs.
 
@@ -59,7 +59,7 @@ class PatternTimeout(UserPatternError):
         self.shared = shared
 
 
-class Budget:
+class MatchBudget:
     """The time one decision's patterns share: ``seconds`` in all, counted from the first match
     charged to it (building one costs no clock read)."""
 
@@ -88,19 +88,19 @@ class UserPattern:
         self.pattern = pattern
         self._compiled = compiled
 
-    def search(self, text: str, budget: Budget | None = None) -> Any:
+    def search(self, text: str, budget: MatchBudget | None = None) -> Any:
         """``re.search``'s answer (a match or None), or :class:`PatternTimeout` once ``budget``
         (a fresh one of ``TIMEOUT_S`` when None) is spent."""
         return self._run(self._compiled.search, text, budget)
 
-    def match(self, text: str, budget: Budget | None = None) -> Any:
+    def match(self, text: str, budget: MatchBudget | None = None) -> Any:
         return self._run(self._compiled.match, text, budget)
 
-    def fullmatch(self, text: str, budget: Budget | None = None) -> Any:
+    def fullmatch(self, text: str, budget: MatchBudget | None = None) -> Any:
         return self._run(self._compiled.fullmatch, text, budget)
 
-    def _run(self, method: Any, text: str, budget: Budget | None) -> Any:
-        budget = budget or Budget()
+    def _run(self, method: Any, text: str, budget: MatchBudget | None) -> Any:
+        budget = budget or MatchBudget()
         left = budget.take()
         shared = budget.used > 1
         if left <= 0:

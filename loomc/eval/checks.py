@@ -43,7 +43,7 @@ def validate_check(chk: Any) -> None:
 
 
 def run_check(
-    chk: dict[str, Any], answer: str, budget: userregex.Budget | None = None
+    chk: dict[str, Any], answer: str, budget: userregex.MatchBudget | None = None
 ) -> CheckResult:
     """One check's result; a ``regex`` check's time comes from ``budget`` (its own 1 s when
     None)."""
@@ -90,5 +90,5 @@ def run_checks(
 ) -> list[CheckResult]:
     """Every check of one answer; its ``regex`` checks share one time bound (1 s for the row,
     not 1 s each), and a check whose pattern finds the bound spent fails with that reason."""
-    budget = userregex.Budget()
+    budget = userregex.MatchBudget()
     return [run_check(c, answer, budget) for c in checks]

@@ -23,7 +23,7 @@ from loomc.ir.model import (
     expr_to_text,
 )
 from loomc.risk.base import RiskProfile
-from loomc.userregex import Budget, UserPatternError
+from loomc.userregex import MatchBudget, UserPatternError
 
 REFUSAL_PREFIXES = ("i can't", "i cannot", "i can’t", "sorry", "unable to")
 
@@ -91,9 +91,9 @@ class Facts:
 
 
 def evaluate(expr: Expr | None, facts: Facts) -> bool:
-    """The guard's answer. Its ``matches`` share one time bound (``loomc.userregex.Budget``):
+    """The guard's answer. Its ``matches`` share one time bound (``loomc.userregex.MatchBudget``):
     a guard of k hostile patterns is undecided after 1 s, not k."""
-    return True if expr is None else bool(_value(expr, facts, Budget()))
+    return True if expr is None else bool(_value(expr, facts, MatchBudget()))
 
 
 def uses_patterns(expr: Expr | None) -> bool:
@@ -113,7 +113,7 @@ def uses_patterns(expr: Expr | None) -> bool:
     return False
 
 
-def _value(expr: Expr, facts: Facts, budget: Budget) -> object:
+def _value(expr: Expr, facts: Facts, budget: MatchBudget) -> object:
     match expr:
         case Const(value=v):
             return v

@@ -127,7 +127,9 @@ class _Fields(dict[str, str]):
         return "{" + key + "}"
 
 
-def _matches(rule: MockRule, role: str, model: str, prompt: str, budget: userregex.Budget) -> bool:
+def _matches(
+    rule: MockRule, role: str, model: str, prompt: str, budget: userregex.MatchBudget
+) -> bool:
     """Raises ``UserPatternError`` when the call's rules ran past their shared time bound."""
     if rule.role is not None and rule.role != role:
         return False
@@ -160,7 +162,7 @@ class MockProvider:
         policy error, not a rule skipped: the call fails (``ProviderConfigError``, not retried)
         and says which rule, rather than answering with a later rule or the default text. The
         rules of one call share one bound: k hostile patterns cost 1 s, not k."""
-        budget = userregex.Budget()
+        budget = userregex.MatchBudget()
         for number, rule in enumerate(self.script.rules, 1):
             try:
                 if _matches(rule, role, model, prompt, budget):

@@ -231,7 +231,7 @@ def test_the_bound_is_per_budget_and_raises_a_typed_error() -> None:
     pattern = userregex.compile(SLOW)
     started = time.monotonic()
     with pytest.raises(userregex.PatternTimeout) as caught:
-        pattern.search(HOSTILE, userregex.Budget(0.2))
+        pattern.search(HOSTILE, userregex.MatchBudget(0.2))
     assert time.monotonic() - started < 5
     assert caught.value.pattern == SLOW and str(caught.value) == "pattern took longer than 0.2 s"
     assert not caught.value.shared
@@ -242,13 +242,13 @@ def test_patterns_sharing_a_budget_share_its_time() -> None:
     """A second match charged to a spent budget is refused before it runs: k patterns of one
     decision cost the bound once, not k times."""
     fast = userregex.compile("a+")
-    budget = userregex.Budget(0.2)
+    budget = userregex.MatchBudget(0.2)
     assert fast.search("aaaa", budget) is not None  # starts the budget's clock
     time.sleep(0.25)
     with pytest.raises(userregex.PatternTimeout) as caught:
         fast.search("aaaa", budget)
     assert caught.value.shared and str(caught.value) == "patterns took longer than 0.2 s together"
-    assert fast.search("aaaa", userregex.Budget(0.2)) is not None  # a fresh budget matches
+    assert fast.search("aaaa", userregex.MatchBudget(0.2)) is not None  # a fresh budget matches
 
 
 def test_a_guard_of_two_patterns_is_undecided_within_one_bound(
