@@ -118,7 +118,7 @@ def render_text(
     for one finding never shows a key whose own finding was left out."""
     cache = cache or SourceCache()
     shown: dict[tuple[str, int], str] = {}  # each line redacted and escaped once, not per finding
-    safe: dict[tuple[str, int], _SafeLine] = {}  # the same, for a long line or one with secrets
+    safe: dict[tuple[str, int], _SafeLine] = {}  # a long line, or one that showing changes
     secrets: dict[tuple[str, int], list[tuple[int, int]]] = {}
     for d in diagnostics:
         if d.code in SECRET_CODES and d.span.end_line == d.span.line:
@@ -133,22 +133,22 @@ def render_text(
         if source is not None:
             gutter = f"{s.line:>4} | "
             key = (s.file, s.line)
-            if len(source) > EXCERPT or key in secrets:
+            plain = len(source) <= EXCERPT and key not in secrets
+            if plain and key not in shown:
+                shown[key] = visible(redact(source))
+            if not plain or shown[key] != source:  # carets mapped through what changed
                 if key not in safe:
                     safe[key] = _SafeLine(source, secrets.get(key, ()))
                 source, column, width = safe[key].excerpt(
                     s.column, s.end_column if s.end_line == s.line else None
                 )
-            else:  # a short line without secrets renders exactly as it always did
+            else:  # a short line nothing redacts or escapes is shown as written
                 column = s.column
                 width = (
                     (s.end_column - s.column)
                     if s.end_line == s.line
                     else len(source) - s.column + 1
                 )
-                if key not in shown:
-                    shown[key] = visible(redact(source))
-                source = shown[key]
             lines.append(gutter + source)
             lines.append(" " * (len(gutter) - 2) + "| " + " " * (column - 1) + "^" * max(1, width))
         for rel in d.related:
@@ -162,7 +162,9 @@ def render_text(
 
 class _SafeLine:
     """A source line made safe to show, once for all its findings: a line over ``EXCERPT``
-    characters, or one that holds a secret span.
+    characters, one that holds a secret span, or one that redacting or escaping changes (a
+    registered key, a control character: the caret of a finding after it drifted by the
+    difference).
 
     Every secret span on the line (LOOM601/LOOM606) is hidden as ``_hide_secret`` hides it,
     whichever of the line's findings is shown (a policy line ``{base_url: ..., api_key: ...}``
