@@ -9,7 +9,8 @@ Runtime where it is installed and on numpy: the two must agree), v13 with a narr
 band its own training rows give at a 0.10 cap, ``research/band_for_cap.py``: hard-test-19's
 candidate), v14 (v13's files with the ``people-floor`` rule: hard-test-21's candidate, the default since
 hard-test-23), v15 (v14 with the rule read wider, ``people-floor-wide``: hard-test-24's
-candidate, the default since hard-test-24), plus
+candidate, the default since hard-test-24), v16 (v15 with more words for where people have been
+and for employees, ``people-floor-tracking``: hard-test-25's candidate), plus
 ``keywords`` as the floor.
 v13 was trained on hard-test-10 ... -14: its rows on those files are training figures.
 The decision is the balanced tier's (``loomc.risk.evaluate.escalates``), prompts only (no
@@ -69,6 +70,9 @@ ROUTERS: tuple[tuple[str, dict[str, Any]], ...] = (
     # the default since hard-test-24: v14 with the people floor read wider (people-floor-wide)
     ("semantic v15 cascade (default), auto backend", {"release": "v15", "backend": "auto"}),
     ("semantic v15 cascade, numpy", {"release": "v15", "backend": "numpy"}),
+    # hard-test-25's candidate: v15 with people-floor-tracking
+    ("semantic v16 cascade, auto backend", {"release": "v16", "backend": "auto"}),
+    ("semantic v16 cascade, numpy", {"release": "v16", "backend": "numpy"}),
 )
 
 

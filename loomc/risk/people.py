@@ -105,6 +105,25 @@ _WIDE_SOURCES: dict[str, str] = {
 }
 WIDE_PATTERNS = LazyPatterns(_WIDE_SOURCES, _F)
 
+# ``people-floor-tracking`` (v16): the wide reading, with more words for where people have been
+# (a location history or trail, a movement profile, German compounds of ``Standort``) and for
+# employees (``emp``, as code abbreviates it; ``Beschäftigte``, ``Personalakte``).
+_TRACKING_SOURCES: dict[str, str] = {
+    "protected": _WIDE_SOURCES["protected"],
+    "location": any_of(
+        _WIDE_SOURCES["location"],
+        r"standort\w*|aufenthaltsort\w*|bewegungs_?(?:profil|daten)\w*|handyortung"
+        r"|g[ée]olocali[sz]\w*|ubicaciones",
+        _L + r"(?:location|gps|geo)_?(?:history|histories|trail|trace|log|track\w*|visits?)" + _R,
+    ),
+    "person": any_of(
+        _WIDE_SOURCES["person"],
+        _L + r"(?:besch(?:ä|ae|a)ftigte\w*|angestellte\w*|belegschaft|personalakte\w*"
+        r"|trabajador\w*|employ[ée]e?s?|emp)" + _R,
+    ),
+}
+TRACKING_PATTERNS = LazyPatterns(_TRACKING_SOURCES, _F)
+
 # A test in code: a branch, a query's filter, a comparison, a ternary, a lambda.
 _CONDITION = re.compile(
     r"\b(?:if|elif|when|where|while|unless|filter\w*|exclude\w*|reject\w*|and|or|not|case"
@@ -192,3 +211,15 @@ def people_floor_wide(prompt: str) -> tuple[str, ...]:
     if not pieces:
         return ()
     return _families("\n".join(pieces), WIDE_PATTERNS, pieces)
+
+
+@per_prompt
+def people_floor_tracking(prompt: str) -> tuple[str, ...]:
+    """``people_floor_wide`` with more words for where people have been (a location history, a
+    ``Standortverlauf``) and for employees (the ``people-floor-tracking`` rule of v16)."""
+    if code_like(prompt) or _SQL.search(prompt):
+        return _families(prompt, TRACKING_PATTERNS)
+    pieces = inline_code(prompt)
+    if not pieces:
+        return ()
+    return _families("\n".join(pieces), TRACKING_PATTERNS, pieces)

@@ -33,7 +33,10 @@ and ``v15`` (the default since hard-test-24: v14 with the people floor read wide
 ``people-floor-wide``: Spanish, French and German forms, groups named by value, bare SQL and
 code inline in a sentence; named after people-code-test was spent, and by the rule written
 before hard-test-24 and the second targeted set, people-code-test-2, were measured it replaced
-v14 with a summed routing cost of 24 against 30 over the two, 1 high miss against 2),
+v14 with a summed routing cost of 24 against 30 over the two, 1 high miss against 2);
+``v16`` (v15 with ``people-floor-tracking``: more words for where people have been (a
+location history, German compounds of ``Standort``) and for employees; named after
+people-code-test-2 was spent, a candidate until a rule decides),
 v4 ... v13 each trained on more splits, and each release chosen by leave-one-split-out rules written before its sealed split
 was measured (``evals/routing/README.md``). A classifier whose weights are wider than
 v4's also reads the columns of ``loomc.risk.signals`` (task versus topic, code hazards and, from
@@ -63,6 +66,7 @@ RELEASES = {
     "v13": ROUTER_FILE.with_name("router-static-v13.npz"),
     "v14": ROUTER_FILE.with_name("router-static-v13.npz"),  # v13's files, one more rule
     "v15": ROUTER_FILE.with_name("router-static-v13.npz"),  # v13's files, the rule read wider
+    "v16": ROUTER_FILE.with_name("router-static-v13.npz"),  # v13's files, tracking read too
 }
 # The decision rules of ``loomc.risk.signals`` a release applies (chosen by research/loso_router.py).
 RULES: dict[str, tuple[str, ...]] = {
@@ -77,6 +81,7 @@ RULES: dict[str, tuple[str, ...]] = {
     "v13": ("hazard-floor",),
     "v14": ("hazard-floor", "people-floor"),
     "v15": ("hazard-floor", "people-floor-wide"),
+    "v16": ("hazard-floor", "people-floor-tracking"),
 }
 # The MiniLM a release's second stage was trained on (its file's meta, ``encoder_kind``):
 # ``minilm`` (float, ``loomc.risk.minilm``) unless named here. ``minilm-q8`` is the defined
@@ -90,6 +95,7 @@ MINILM_KINDS: dict[str, str] = {
     "v13": "minilm-q8-lora",
     "v14": "minilm-q8-lora",
     "v15": "minilm-q8-lora",
+    "v16": "minilm-q8-lora",
 }
 INT8_KINDS = ("minilm-q8", "minilm-q8-lora")  # one precision: ``dtype`` does not apply
 LORA: dict[str, Path] = {
@@ -97,6 +103,7 @@ LORA: dict[str, Path] = {
     "v13": ROUTER_FILE.with_name("minilm-lora-v13.npz"),
     "v14": ROUTER_FILE.with_name("minilm-lora-v13.npz"),
     "v15": ROUTER_FILE.with_name("minilm-lora-v13.npz"),
+    "v16": ROUTER_FILE.with_name("minilm-lora-v13.npz"),
 }
 # The default's static router ships its train embeddings widened to float32 too, for cold runs
 # (``loomc.risk.emb32.write_copy``; tests/risk/test_emb32.py fails until a new default has one).

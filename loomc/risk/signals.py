@@ -23,6 +23,9 @@ The rules (a release names which it uses; ``research/loso_router.py`` chose them
   handles where people are (``loomc.risk.people``): escalate, whatever the probability;
 * ``people-floor-wide`` (v15) — the same, read more widely (``people_floor_wide``: more
   languages' terms, groups named by value, bare SQL, code inline in a sentence);
+* ``people-floor-tracking`` (v16) — the wide reading with more words for where people have been
+  (a location history, German compounds of ``Standort``) and for employees
+  (``people_floor_tracking``);
 * ``play-calm`` (v9) — the prompt's code is framed as a game, story or toy and names no domain
   and no hazard construct, and no situation, floor or "is it safe?" is around it: do not escalate;
 * ``calm`` — the prompt opens with an operation on words, an artefact or code's wording, and
@@ -37,7 +40,7 @@ from collections.abc import Callable
 from loomc.risk.codehazards import CODE_FEATURE_NAMES, code_vector, hazards_of
 from loomc.risk.cues import cues_of, floors_of
 from loomc.risk.exposure import EXPOSURE_NAMES, exposure_vector, situations_of
-from loomc.risk.people import people_floor, people_floor_wide
+from loomc.risk.people import people_floor, people_floor_tracking, people_floor_wide
 from loomc.risk.purpose import PURPOSE_NAMES, families_of, purpose_floor, purpose_vector
 from loomc.risk.tasks import TASK_FEATURE_NAMES, operation_first, task_vector, tasks_of
 
@@ -51,6 +54,7 @@ RULES = (
     "purpose-floor",
     "people-floor",
     "people-floor-wide",
+    "people-floor-tracking",
     "play-calm",
 )
 
@@ -105,6 +109,7 @@ FLOORS: dict[str, Callable[[str], tuple[str, ...]]] = {
     "purpose-floor": purpose_floor,
     "people-floor": people_floor,
     "people-floor-wide": people_floor_wide,
+    "people-floor-tracking": people_floor_tracking,
 }
 
 

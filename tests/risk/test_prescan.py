@@ -101,6 +101,7 @@ FIXED = [
             purpose.FAMILIES,
             people.PATTERNS,
             people.WIDE_PATTERNS,
+            people.TRACKING_PATTERNS,
         )
         for p in group.patterns.values()
     ),

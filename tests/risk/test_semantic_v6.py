@@ -130,6 +130,8 @@ def test_eval_routers_prints_every_router(
         "| semantic v14 cascade, numpy",
         "| semantic v15 cascade (default), auto backend",
         "| semantic v15 cascade, numpy",
+        "| semantic v16 cascade, auto backend",
+        "| semantic v16 cascade, numpy",
     ]
     for ln in table:
         cells = ln.split(" | ")
