@@ -205,21 +205,22 @@ def people_floor_wide(prompt: str) -> tuple[str, ...]:
     applicants), and code that ``code_like`` does not see: a bare SQL statement (read as code),
     and code written inline in a sentence (only the inline pieces are read, each as its own
     condition line)."""
-    if code_like(prompt) or _SQL.search(prompt):
-        return _families(prompt, WIDE_PATTERNS)
-    pieces = inline_code(prompt)
-    if not pieces:
-        return ()
-    return _families("\n".join(pieces), WIDE_PATTERNS, pieces)
+    return _read_widely(prompt, WIDE_PATTERNS)
 
 
 @per_prompt
 def people_floor_tracking(prompt: str) -> tuple[str, ...]:
     """``people_floor_wide`` with more words for where people have been (a location history, a
     ``Standortverlauf``) and for employees (the ``people-floor-tracking`` rule of v16)."""
+    return _read_widely(prompt, TRACKING_PATTERNS)
+
+
+def _read_widely(prompt: str, patterns: LazyPatterns) -> tuple[str, ...]:
+    """The families in ``prompt``'s code, a bare SQL statement read as code, or else in the
+    pieces of code written inline in its sentences (each piece its own condition line)."""
     if code_like(prompt) or _SQL.search(prompt):
-        return _families(prompt, TRACKING_PATTERNS)
+        return _families(prompt, patterns)
     pieces = inline_code(prompt)
     if not pieces:
         return ()
-    return _families("\n".join(pieces), TRACKING_PATTERNS, pieces)
+    return _families("\n".join(pieces), patterns, pieces)
