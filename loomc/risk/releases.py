@@ -36,7 +36,8 @@ before hard-test-24 and the second targeted set, people-code-test-2, were measur
 v14 with a summed routing cost of 24 against 30 over the two, 1 high miss against 2);
 ``v16`` (v15 with ``people-floor-tracking``: more words for where people have been (a
 location history, German compounds of ``Standort``) and for employees; named after
-people-code-test-2 was spent, a candidate until a rule decides),
+people-code-test-2 was spent; it tied v15 on hard-test-25 and people-code-test-3, so it is
+selectable, not the default),
 v4 ... v13 each trained on more splits, and each release chosen by leave-one-split-out rules written before its sealed split
 was measured (``evals/routing/README.md``). A classifier whose weights are wider than
 v4's also reads the columns of ``loomc.risk.signals`` (task versus topic, code hazards and, from
