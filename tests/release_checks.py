@@ -1,6 +1,6 @@
 """Checks every trained release of the semantic profiler must pass, shared by the release tests
 (`tests/risk/test_semantic_v7.py`, `..._v8.py`, `test_release_v9.py` to `..._v13.py`; the LoRA
-releases' own checks at the end): each file states *what*
+releases' own checks, then the floor releases' (v14 to v16: another's files plus a rule) at the end): each file states *what*
 its release is (its training files, width, rules); these say *how* that is checked, once.
 
 Why shared: a release is a pair of files plus rules, and the properties that make it shippable
@@ -216,3 +216,40 @@ def assert_refuses_another_base(tmp_path: Path, release: str) -> None:
     with pytest.raises(RiskSettingsError) as err:
         make_profiler(settings, minilm=lambda: folder)
     assert "\n" not in str(err.value) and "trained on another MiniLM" in str(err.value)
+
+
+# --- releases that are another's files plus a floor rule (v14, v15, v16) ---------------------
+
+
+def assert_floor_release(release: str, base: str, rule: str) -> None:
+    """``release`` serves ``base``'s files and MiniLM delta, with ``base``'s rules and ``rule``."""
+    from loomc.risk.releases import LORA, MINILM_KINDS, RELEASES, RULES
+
+    assert RELEASES[release] == RELEASES[base]
+    assert LORA[release] == LORA[base] and MINILM_KINDS[release] == MINILM_KINDS[base]
+    assert RULES[release] == (*RULES[base], rule)
+
+
+def decisions(release: str, prompts: Sequence[str]) -> list[bool]:
+    """Whether the balanced tier escalates each prompt under ``release`` (numpy, prompts only)."""
+    from loomc.policy.models import RiskSettings
+    from loomc.risk.evaluate import escalates
+    from loomc.risk.factory import make_profiler
+
+    opts = {"release": release, "backend": "numpy"}
+    profiler: Any = make_profiler(RiskSettings(profiler="semantic", options=opts))
+    profiles = profiler.profile_many(list(prompts))
+    return [escalates(p, q) for p, q in zip(profiles, prompts, strict=True)]
+
+
+def assert_changes_only_by_the_floor(
+    old: str, new: str, prompts: Sequence[str], floor: Any
+) -> list[bool]:
+    """Every decision ``new`` changes from ``old`` is an escalation where ``floor`` fires, and
+    it changes some (else its rule is not applied). Returns ``new``'s decisions."""
+    before, after = decisions(old, prompts), decisions(new, prompts)
+    changed = [i for i, (a, b) in enumerate(zip(before, after, strict=True)) if a != b]
+    assert changed, f"{new} changed nothing: the rule is not applied"
+    for i in changed:
+        assert after[i] and floor(prompts[i]), prompts[i][:80]
+    return after

@@ -13,13 +13,10 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from release_checks import assert_changes_only_by_the_floor, assert_floor_release
 
-from loomc.policy.models import RiskSettings
-from loomc.risk.evaluate import escalates
-from loomc.risk.factory import make_profiler
 from loomc.risk.people import people_floor
 from loomc.risk.purpose import code_like
-from loomc.risk.releases import LORA, MINILM_KINDS, RELEASES, RULES
 from loomc.risk.signals import apply_rules
 
 ROUTING = Path(__file__).resolve().parents[2] / "evals" / "routing"
@@ -135,9 +132,7 @@ def test_the_rule_escalates_only_what_v13_left_and_says_why() -> None:
 
 
 def test_v14_is_v13s_files_with_the_people_floor() -> None:
-    assert RELEASES["v14"] == RELEASES["v13"]
-    assert LORA["v14"] == LORA["v13"] and MINILM_KINDS["v14"] == MINILM_KINDS["v13"]
-    assert RULES["v14"] == (*RULES["v13"], "people-floor")
+    assert_floor_release("v14", "v13", "people-floor")
 
 
 def test_v14_decides_as_v13_except_where_the_floor_fires() -> None:
@@ -145,17 +140,7 @@ def test_v14_decides_as_v13_except_where_the_floor_fires() -> None:
     changes some (the splits hold code of both families that v13 let through)."""
     rows = _rows([ROUTING / "hard-test-19.jsonl", ROUTING / "hard-test-20.jsonl"])
     prompts = [str(r["prompt"]) for r in rows]
-    decided = {}
-    for release in ("v13", "v14"):
-        opts = {"release": release, "backend": "numpy"}
-        profiler = make_profiler(RiskSettings(profiler="semantic", options=opts))
-        profiles = profiler.profile_many(prompts)
-        decided[release] = [escalates(p, q) for p, q in zip(profiles, prompts, strict=True)]
-    pairs = zip(decided["v13"], decided["v14"], strict=True)
-    changed = [i for i, (a, b) in enumerate(pairs) if a != b]
-    assert changed, "v14 changed nothing: the rule is not applied"
-    for i in changed:
-        assert decided["v14"][i] and people_floor(prompts[i])
+    decided = assert_changes_only_by_the_floor("v13", "v14", prompts, people_floor)
     for i, prompt in enumerate(prompts):
         if people_floor(prompt):
-            assert decided["v14"][i]
+            assert decided[i]

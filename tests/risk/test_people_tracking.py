@@ -15,12 +15,9 @@ from pathlib import Path
 from deadline import deadline
 from hypothesis import given
 from hypothesis import strategies as st
+from release_checks import assert_changes_only_by_the_floor, assert_floor_release
 
-from loomc.policy.models import RiskSettings
-from loomc.risk.evaluate import escalates
-from loomc.risk.factory import make_profiler
 from loomc.risk.people import people_floor_tracking, people_floor_wide
-from loomc.risk.releases import LORA, MINILM_KINDS, RELEASES, RULES
 from loomc.risk.signals import apply_rules
 
 ROUTING = Path(__file__).resolve().parents[2] / "evals" / "routing"
@@ -109,9 +106,7 @@ def test_the_rule_escalates_only_what_the_classifier_left_and_says_why() -> None
 
 
 def test_v16_is_v13s_files_with_the_tracking_floor() -> None:
-    assert RELEASES["v16"] == RELEASES["v15"] == RELEASES["v13"]
-    assert LORA["v16"] == LORA["v13"] and MINILM_KINDS["v16"] == MINILM_KINDS["v13"]
-    assert RULES["v16"] == (*RULES["v13"], "people-floor-tracking")
+    assert_floor_release("v16", "v13", "people-floor-tracking")
 
 
 def test_v16_decides_as_v15_except_where_the_tracking_floor_fires() -> None:
@@ -119,14 +114,4 @@ def test_v16_decides_as_v15_except_where_the_tracking_floor_fires() -> None:
     escalation by the tracking floor, and it changes some."""
     rows = _rows([ROUTING / "people-code-test-2.jsonl"])
     prompts = [str(r["prompt"]) for r in rows]
-    decided = {}
-    for release in ("v15", "v16"):
-        opts = {"release": release, "backend": "numpy"}
-        profiler = make_profiler(RiskSettings(profiler="semantic", options=opts))
-        profiles = profiler.profile_many(prompts)
-        decided[release] = [escalates(p, q) for p, q in zip(profiles, prompts, strict=True)]
-    pairs = zip(decided["v15"], decided["v16"], strict=True)
-    changed = [i for i, (a, b) in enumerate(pairs) if a != b]
-    assert changed, "v16 changed nothing: the rule is not applied"
-    for i in changed:
-        assert decided["v16"][i] and people_floor_tracking(prompts[i])
+    assert_changes_only_by_the_floor("v15", "v16", prompts, people_floor_tracking)

@@ -16,12 +16,9 @@ import pytest
 from deadline import deadline
 from hypothesis import given
 from hypothesis import strategies as st
+from release_checks import assert_changes_only_by_the_floor, assert_floor_release
 
-from loomc.policy.models import RiskSettings
-from loomc.risk.evaluate import escalates
-from loomc.risk.factory import make_profiler
 from loomc.risk.people import inline_code, people_floor, people_floor_wide
-from loomc.risk.releases import LORA, MINILM_KINDS, RELEASES, RULES
 from loomc.risk.signals import apply_rules
 
 ROUTING = Path(__file__).resolve().parents[2] / "evals" / "routing"
@@ -149,9 +146,7 @@ def test_the_rule_escalates_only_what_the_classifier_left_and_says_why() -> None
 
 
 def test_v15_is_v13s_files_with_the_wide_floor() -> None:
-    assert RELEASES["v15"] == RELEASES["v14"] == RELEASES["v13"]
-    assert LORA["v15"] == LORA["v13"] and MINILM_KINDS["v15"] == MINILM_KINDS["v13"]
-    assert RULES["v15"] == (*RULES["v13"], "people-floor-wide")
+    assert_floor_release("v15", "v13", "people-floor-wide")
 
 
 def test_v15_decides_as_v14_except_where_the_wide_floor_fires() -> None:
@@ -159,14 +154,4 @@ def test_v15_decides_as_v14_except_where_the_wide_floor_fires() -> None:
     escalation by the wide floor, and it changes some."""
     rows = _rows([ROUTING / "people-code-test.jsonl"])
     prompts = [str(r["prompt"]) for r in rows]
-    decided = {}
-    for release in ("v14", "v15"):
-        opts = {"release": release, "backend": "numpy"}
-        profiler = make_profiler(RiskSettings(profiler="semantic", options=opts))
-        profiles = profiler.profile_many(prompts)
-        decided[release] = [escalates(p, q) for p, q in zip(profiles, prompts, strict=True)]
-    pairs = zip(decided["v14"], decided["v15"], strict=True)
-    changed = [i for i, (a, b) in enumerate(pairs) if a != b]
-    assert changed, "v15 changed nothing: the rule is not applied"
-    for i in changed:
-        assert decided["v15"][i] and people_floor_wide(prompts[i])
+    assert_changes_only_by_the_floor("v14", "v15", prompts, people_floor_wide)
