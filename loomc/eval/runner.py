@@ -216,7 +216,12 @@ async def run_matrix(
                 error=result.error,
                 answer=result.answer if include_answers else None,
             )
-            record = with_checks(job, record)
+            if any(c.get("type") == "regex" for c in job.case.checks):
+                # a user pattern may take its whole second (loomc.userregex): off the loop, so
+                # the other workers' calls in flight are not held up (nor their timers)
+                record = await anyio.to_thread.run_sync(with_checks, job, record)
+            else:
+                record = with_checks(job, record)
         else:
             record = prior
         if judge is not None and needs_judging(record):

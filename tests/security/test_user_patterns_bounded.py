@@ -10,10 +10,12 @@ bound and each feature says so in its own way.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from deadline import deadline
@@ -293,3 +295,58 @@ def test_an_undecided_guard_does_not_hold_the_event_loop(tmp_path: Path) -> None
     assert result.stop_reason == "guard-undecided"
     assert elapsed >= 0.9  # the pattern ran into its bound...
     assert lag < 0.25, lag  # ...while the loop kept ticking
+
+
+class _Answering:
+    """The policy's mock, except that a case about "hostile" is answered with ``HOSTILE`` and
+    one about "ticking" records how late the event loop wakes it while its call lasts."""
+
+    name = "mock"
+
+    def __init__(self) -> None:
+        from loomc.providers.mock import MockProvider
+
+        self.inner = MockProvider("mock")
+        self.lags: list[float] = []
+
+    async def complete(self, request: Any, on_event: Any = None) -> Any:
+        import anyio
+
+        text = request.messages[-1].content
+        out = await self.inner.complete(request, on_event)
+        if "ticking" in text:
+            end = time.perf_counter() + 1.5
+            while time.perf_counter() < end:
+                t = time.perf_counter()
+                await anyio.sleep(0.005)
+                self.lags.append(time.perf_counter() - t - 0.005)
+        if "hostile" in text:
+            out = dataclasses.replace(out, content=HOSTILE)
+        return out
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+def test_an_eval_regex_check_does_not_hold_the_other_workers(tmp_path: Path) -> None:
+    """A row's regex checks run in a worker thread: while one row's pattern runs into its
+    bound, another row's call in flight keeps being served (its timers are not held up)."""
+    import loomc
+
+    (tmp_path / "project").mkdir()
+    project = _project(tmp_path / "project")
+    data = tmp_path / "d.jsonl"
+    rows = [  # the ticking call is in flight when the second worker checks the hostile answer
+        {"id": "ticking", "prompt": "Task ticking."},
+        {"id": "hostile", "prompt": "Task hostile.", "checks": [{"type": "regex", "value": SLOW}]},
+    ]
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    provider = _Answering()
+    with deadline(60, "eval beside a hostile check"):
+        ev = loomc.prepare_eval(data, "p", project=project, concurrency=2)
+        receipt = ev.run(providers={"mock": provider})
+    runs = {r["case_id"]: r for r in receipt.model_dump()["runs"]}
+    assert runs["hostile"]["checks"][0]["detail"] == (
+        "regex '(a|aa)+$': pattern took longer than 1 s"
+    )
+    assert provider.lags and max(provider.lags) < 0.25, max(provider.lags)
