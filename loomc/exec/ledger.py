@@ -26,14 +26,13 @@ as spent when it resumes).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from decimal import Decimal
 from typing import Protocol
 
 import anyio
 from anyio.lowlevel import checkpoint_if_cancelled
 
-from loomc.exec.result import StopReason
+from loomc.exec.refusals import Overshoot, Refused
 from loomc.units import Budget, Dimension, Usage
 
 _BOOKED = (Dimension.CALLS, Dimension.CREDITS, Dimension.COST, Dimension.TOKENS)
@@ -60,53 +59,6 @@ class Reservation:
 
     def __repr__(self) -> str:
         return f"Reservation(amount={self.amount!r}, settled={self.settled!r}, id={self.id!r})"
-
-
-@dataclass(frozen=True)
-class Overshoot:
-    """What was really used passed a ceiling: by how much, on which ledger and axis."""
-
-    ledger: str
-    dimension: Dimension
-    used: int | Decimal
-    ceiling: int | Decimal
-
-    @property
-    def amount(self) -> int | Decimal:
-        return self.used - self.ceiling
-
-    def describe(self) -> str:
-        if self.ledger == "step":  # the request's own bound: max_tokens
-            return (
-                f"over ceiling: the provider reported {self.used} completion tokens > max_tokens "
-                f"{self.ceiling} (over by {self.amount}); no further call is sent"
-            )
-        return (
-            f"over ceiling: {self.ledger} ledger {self.dimension.value} {_num(self.used)} > "
-            f"ceiling {_num(self.ceiling)} (over by {_num(self.amount)}); no further call is sent"
-        )
-
-
-@dataclass
-class Refused:
-    dimension: Dimension
-    ledger: str
-    needed: int | Decimal
-    ceiling: int | Decimal
-    used: int | Decimal
-    over: Overshoot | None = None  # set when refused because the ledger is already over
-
-    @property
-    def stop_reason(self) -> StopReason:
-        return StopReason.OVER_CEILING if self.over else StopReason.ceiling(self.dimension)
-
-    def describe(self) -> str:
-        if self.over is not None:
-            return self.over.describe()
-        return (
-            f"{self.ledger} ledger: {self.dimension.value} would reach "
-            f"{self.used + self.needed} > ceiling {self.ceiling}"
-        )
 
 
 class LedgerHook(Protocol):
@@ -412,11 +364,6 @@ class Ledger:
             if ledger.hook is not None:
                 ledger.hook.settled(reservation, actual)
         return reservation.ledgers[0].chain_overshoot() if reservation.ledgers else None
-
-
-def _num(value: int | Decimal) -> str:
-    """A number as people write it: ``50``, not ``50.0`` or ``5E+1``."""
-    return format(value.normalize(), "f") if isinstance(value, Decimal) else str(value)
 
 
 _ZERO = Decimal(0)

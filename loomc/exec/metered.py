@@ -21,7 +21,8 @@ from decimal import Decimal
 
 import anyio
 
-from loomc.exec.ledger import Ledger, Overshoot, Refused, Reservation
+from loomc.exec.ledger import Ledger, Reservation
+from loomc.exec.refusals import Overshoot, Refused
 from loomc.ir.model import Pricing
 from loomc.providers.base import (
     Completion,

@@ -15,7 +15,6 @@ import anyio
 
 from loomc.exec.events import EventKind
 from loomc.exec.guards import Facts, GuardUndecided, Outcome, evaluate, uses_patterns
-from loomc.exec.ledger import Refused
 from loomc.exec.metered import (
     AttemptStarted,
     Metered,
@@ -27,6 +26,7 @@ from loomc.exec.metered import (
 from loomc.exec.prepared import PreparedStep
 from loomc.exec.prompting import user_message
 from loomc.exec.receipt import GUARD_FALSE
+from loomc.exec.refusals import Refused
 from loomc.exec.result import (
     LimitStop,
     StepRecord,

@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from loomc.cli.main import main
 from loomc.exec.executor import execute
-from loomc.exec.ledger import Ledger, Refused
+from loomc.exec.ledger import Ledger
+from loomc.exec.refusals import Refused
 from loomc.ir.model import Fact, Pipeline, Pricing, StepGraph, StepNode
 from loomc.policy.models import MockFault, MockRule, MockScript, ProviderConfig
 from loomc.project import load_project

@@ -13,7 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from loomc.exec.ledger import Ledger, Refused, Reservation
+from loomc.exec.ledger import Ledger, Reservation
+from loomc.exec.refusals import Refused
 from loomc.exec.result import StopReason
 from loomc.units import Budget, Dimension, Usage
 
