@@ -31,8 +31,8 @@ from loomc.errors import LoomcError
 TIMEOUT_S = 1.0
 """How long one match of a user pattern may take. Ordinary patterns on the largest inputs loomc
 accepts take milliseconds; a pattern that needs 1 s backtracks exponentially, and the next
-character would double it. A guard is evaluated on the event loop, so this also bounds how long
-one pattern can hold up every other run in the process."""
+character would double it. It is the time one decision's patterns share (``MatchBudget``): how
+long a run waits on a guard, a mock call on its rules, an eval row on its checks."""
 
 
 class UserPatternError(LoomcError):
@@ -91,22 +91,13 @@ class UserPattern:
     def search(self, text: str, budget: MatchBudget | None = None) -> Any:
         """``re.search``'s answer (a match or None), or :class:`PatternTimeout` once ``budget``
         (a fresh one of ``TIMEOUT_S`` when None) is spent."""
-        return self._run(self._compiled.search, text, budget)
-
-    def match(self, text: str, budget: MatchBudget | None = None) -> Any:
-        return self._run(self._compiled.match, text, budget)
-
-    def fullmatch(self, text: str, budget: MatchBudget | None = None) -> Any:
-        return self._run(self._compiled.fullmatch, text, budget)
-
-    def _run(self, method: Any, text: str, budget: MatchBudget | None) -> Any:
         budget = budget or MatchBudget()
         left = budget.take()
         shared = budget.used > 1
         if left <= 0:
             raise PatternTimeout(self.pattern, budget.seconds, shared=shared)
         try:
-            return method(text, timeout=left, concurrent=True)
+            return self._compiled.search(text, timeout=left, concurrent=True)
         except TimeoutError:
             raise PatternTimeout(self.pattern, budget.seconds, shared=shared) from None
 
