@@ -137,8 +137,9 @@ def render_github(diagnostics: Sequence[Diagnostic], *, limit: int = 0) -> str:
     """Workflow commands, one per unique diagnostic, at most ``limit`` (0: all; GitHub itself
     keeps 50 annotations a job), then a plain line counting the rest."""
     out = []
-    kept = unique(diagnostics)
-    for d in printed(kept, limit):
+    found = unique(diagnostics)
+    kept = printed(found, limit)
+    for d in kept:
         kind = {"error": "error", "warning": "warning", "note": "notice"}[d.severity.value]
         s = d.span
         msg = d.message + (f" — hint: {d.hint}" if d.hint else "")
@@ -149,5 +150,5 @@ def render_github(diagnostics: Sequence[Diagnostic], *, limit: int = 0) -> str:
         props["title"] = d.code
         head = ",".join(f"{k}={_gh_property(v)}" for k, v in props.items())
         out.append(f"::{kind} {head}::{_gh_data(msg)}")
-    more = left_out(kept, limit)
+    more = left_out(found, kept)
     return "\n".join([*out, more] if more else out)

@@ -36,14 +36,11 @@ SECRET_CODES = frozenset({"LOOM601", "LOOM606"})
 """Codes whose span holds a literal key: the excerpt shows where it is, never what it is."""
 
 
-def _hide_secret(source: str, column: int, end_column: int) -> tuple[str, int]:
-    """The source line with the span's value replaced (``api_key: [REDACTED]``), and the new
-    span width for the caret."""
-    a, b = column - 1, end_column - 1
-    segment = source[a:b]
+def hidden_value(segment: str) -> str:
+    """What a secret span shows instead of its text: its key kept, the value replaced
+    (``api_key: [REDACTED]``)."""
     colon = segment.find(": ")
-    shown = (segment[: colon + 2] if colon >= 0 else "") + REDACTED
-    return source[:a] + shown + source[b:], len(shown)
+    return (segment[: colon + 2] if colon >= 0 else "") + REDACTED
 
 
 def visible(text: str) -> str:
@@ -96,9 +93,9 @@ def printed(diagnostics: Sequence[Diagnostic], limit: int) -> list[Diagnostic]:
     return [diagnostics[i] for i in sorted(keep[:limit])]
 
 
-def left_out(diagnostics: Sequence[Diagnostic], limit: int) -> str:
-    """The line that says what ``printed`` left out ("" when nothing was)."""
-    kept = printed(diagnostics, limit)
+def left_out(diagnostics: Sequence[Diagnostic], kept: Sequence[Diagnostic]) -> str:
+    """The line that says what ``printed`` left out of ``diagnostics`` to keep ``kept`` ("" when
+    nothing was)."""
     hidden = len(diagnostics) - len(kept)
     if hidden <= 0:
         return ""
@@ -126,7 +123,8 @@ def render_text(
                 (d.span.column, d.span.end_column)
             )
     blocks = []
-    for d in printed(diagnostics, limit):
+    kept = printed(diagnostics, limit)
+    for d in kept:
         s = d.span
         lines = [f"{s.where}: {d.severity.value}[{d.code}]: {d.message}"]
         source = cache.line(s.file, s.line)
@@ -156,7 +154,7 @@ def render_text(
         if d.hint:
             lines.append(f"  = hint: {d.hint}")
         blocks.append("\n".join(lines))
-    more = left_out(diagnostics, limit)
+    more = left_out(diagnostics, kept)
     return "\n\n".join([*blocks, more] if more else blocks)
 
 
@@ -166,7 +164,7 @@ class _SafeLine:
     registered key, a control character: the caret of a finding after it drifted by the
     difference).
 
-    Every secret span on the line (LOOM601/LOOM606) is hidden as ``_hide_secret`` hides it,
+    Every secret span on the line (LOOM601/LOOM606) is hidden (``hidden_value``),
     whichever of the line's findings is shown (a policy line ``{base_url: ..., api_key: ...}``
     showed one finding's literal key under the other's caret); the result is redacted, then
     escaped, whole and once; each finding copies only its window (cut after redacting: a key
@@ -193,9 +191,7 @@ class _SafeLine:
         self._hidden: list[tuple[int, int, int, int]] = []  # (line a, b, hidden a, b)
         pos = at = 0
         for a, b, written in spans:
-            segment = source[a:b]
-            colon = segment.find(": ")
-            replaced = (segment[: colon + 2] if colon >= 0 else "") + REDACTED
+            replaced = hidden_value(source[a:b])
             out += [source[pos:a], replaced]
             at += a - pos
             self._hidden.append((a, written, at, at + len(replaced)))

@@ -99,7 +99,7 @@ def test_errors_come_first_and_order_is_kept(severities: list[Severity], limit: 
     ]
     kept = printed(found, limit)
     if limit == 0 or len(found) <= limit:
-        assert kept == found and left_out(found, limit) == ""
+        assert kept == found and left_out(found, kept) == ""
         return
     assert len(kept) == limit
     indices = [found.index(d) for d in kept]
@@ -111,6 +111,6 @@ def test_errors_come_first_and_order_is_kept(severities: list[Severity], limit: 
         others = [d for d in found if not d.is_error]
         assert [d for d in kept if not d.is_error] == others[: limit - len(errors)]
     hidden = len(found) - limit
-    assert left_out(found, limit).startswith(
+    assert left_out(found, kept).startswith(
         f"... and {hidden} more diagnostic(s) not shown ({len(errors) - len(kept_errors)} error(s))"
     )

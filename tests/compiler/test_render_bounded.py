@@ -31,7 +31,7 @@ from loomc.checker.render import (
     EXCERPT,
     SECRET_CODES,
     SourceCache,
-    _hide_secret,
+    hidden_value,
     render_text,
     visible,
 )
@@ -40,6 +40,14 @@ from loomc.diagnostics import Diagnostic, Severity, Span
 from loomc.secrets import REDACTED, find_keys_in_source, held_secret, redact
 
 POLICY = Path(__file__).resolve().parents[2] / "policies" / "default.yaml"
+
+
+def _hide_secret(source: str, column: int, end_column: int) -> tuple[str, int]:
+    """The old renderer's hiding: the line with the span's value replaced, and the new span
+    width for the caret."""
+    a, b = column - 1, end_column - 1
+    shown = hidden_value(source[a:b])
+    return source[:a] + shown + source[b:], len(shown)
 
 
 def _old_render_text(diagnostics: Sequence[Diagnostic], cache: SourceCache) -> str:
