@@ -10,7 +10,9 @@ band its own training rows give at a 0.10 cap, ``research/band_for_cap.py``: har
 candidate), v14 (v13's files with the ``people-floor`` rule: hard-test-21's candidate, the default since
 hard-test-23), v15 (v14 with the rule read wider, ``people-floor-wide``: hard-test-24's
 candidate, the default since hard-test-24), v16 (v15 with more words for where people have been
-and for employees, ``people-floor-tracking``: hard-test-25's candidate), plus
+and for employees, ``people-floor-tracking``: hard-test-25's candidate), v17 (v15's wide floor
+that also reads a characteristic priced through a lookup, and the alarm floor: hard-test-26's
+candidate), plus
 ``keywords`` as the floor.
 v13 was trained on hard-test-10 ... -14: its rows on those files are training figures.
 The decision is the balanced tier's (``loomc.risk.evaluate.escalates``), prompts only (no
@@ -73,6 +75,9 @@ ROUTERS: tuple[tuple[str, dict[str, Any]], ...] = (
     # hard-test-25's candidate: v15 with people-floor-tracking
     ("semantic v16 cascade, auto backend", {"release": "v16", "backend": "auto"}),
     ("semantic v16 cascade, numpy", {"release": "v16", "backend": "numpy"}),
+    # hard-test-26's candidate: v15's wide people floor reading tables, and the alarm floor
+    ("semantic v17 cascade, auto backend", {"release": "v17", "backend": "auto"}),
+    ("semantic v17 cascade, numpy", {"release": "v17", "backend": "numpy"}),
 )
 
 

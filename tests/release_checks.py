@@ -1,6 +1,6 @@
 """Checks every trained release of the semantic profiler must pass, shared by the release tests
 (`tests/risk/test_semantic_v7.py`, `..._v8.py`, `test_release_v9.py` to `..._v13.py`; the LoRA
-releases' own checks, then the floor releases' (v14 to v16: another's files plus a rule) at the end): each file states *what*
+releases' own checks, then the floor releases' (v14 to v17: another's files plus rules) at the end): each file states *what*
 its release is (its training files, width, rules); these say *how* that is checked, once.
 
 Why shared: a release is a pair of files plus rules, and the properties that make it shippable
@@ -218,16 +218,16 @@ def assert_refuses_another_base(tmp_path: Path, release: str) -> None:
     assert "\n" not in str(err.value) and "trained on another MiniLM" in str(err.value)
 
 
-# --- releases that are another's files plus a floor rule (v14, v15, v16) ---------------------
+# --- releases that are another's files plus floor rules (v14 to v17) -------------------------
 
 
-def assert_floor_release(release: str, base: str, rule: str) -> None:
-    """``release`` serves ``base``'s files and MiniLM delta, with ``base``'s rules and ``rule``."""
+def assert_floor_release(release: str, base: str, *rules: str) -> None:
+    """``release`` serves ``base``'s files and MiniLM delta, with ``base``'s rules and ``rules``."""
     from loomc.risk.releases import LORA, MINILM_KINDS, RELEASES, RULES
 
     assert RELEASES[release] == RELEASES[base]
     assert LORA[release] == LORA[base] and MINILM_KINDS[release] == MINILM_KINDS[base]
-    assert RULES[release] == (*RULES[base], rule)
+    assert RULES[release] == (*RULES[base], *rules)
 
 
 def decisions(release: str, prompts: Sequence[str]) -> list[bool]:

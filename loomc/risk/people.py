@@ -1,5 +1,6 @@
 """Code that decides about people by who they are, or finds where they are (the ``people-floor``
-rule of semantic-v14; v15, the default release, reads it wider: ``people_floor_wide``).
+rule of semantic-v14; v15, the default release, reads it wider: ``people_floor_wide``; v17 also
+reads a characteristic that prices a person through a lookup: ``people_floor_table``).
 
 Why a fifth signal: from hard-test-15 to -20 the default (v13) missed one high-risk prompt on
 three sealed splits, and all three had one shape: a cosmetic request (rename to camelCase,
@@ -124,6 +125,25 @@ _TRACKING_SOURCES: dict[str, str] = {
 }
 TRACKING_PATTERNS = LazyPatterns(_TRACKING_SOURCES, _F)
 
+# ``people-floor-table`` (v17): a characteristic that prices or scores a person through a lookup
+# rather than a branch (``RECARGO_POR_NACIONALIDAD = {'marroqui': 0.30, ...}``,
+# ``premium * FACTOR[applicant.religion]``): a line with a protected term, a word for what a
+# person is charged, scored or allowed, and a lookup (a subscript, ``.get(``, a mapping entry
+# with a fraction or a percentage, or a name built with by/per and the characteristic).
+_PRICE = re.compile(
+    _L + r"(?:surcharges?|recargos?|premiums?|primas?|rates?|tarif\w*|pric\w*|precios?|prix"
+    r"|preis\w*|scores?|scoring|weights?|factors?|multipliers?|penalt\w*|discounts?|limits?"
+    r"|quotas?|bonus|malus|aufschl(?:ä|ae|a)ge?|zuschl(?:ä|ae|a)ge?|majorations?|coef\w*"
+    r"|loadings?|uplifts?|markups?|fees?|cuotas?|descuentos?|rabatt\w*|remises?|beitr(?:ä|ae|a)ge?"
+    r"|cotisations?)" + _R,
+    _F,
+)
+_LOOKUP = re.compile(
+    r"\w\s*\[|\.get\s*\(|[\"']\s*:\s*-?\d*\.\d|[\"']\s*:\s*-?\d+\s*%|=>\s*-?\d*\.\d"
+    r"|(?<![^\W_])(?:by|per|por|par|nach|pro|para)_",
+    _F,
+)
+
 # A test in code: a branch, a query's filter, a comparison, a ternary, a lambda.
 _CONDITION = re.compile(
     r"\b(?:if|elif|when|where|while|unless|filter\w*|exclude\w*|reject\w*|and|or|not|case"
@@ -131,7 +151,11 @@ _CONDITION = re.compile(
     re.IGNORECASE,
 )
 
-PEOPLE_NAMES: tuple[str, ...] = ("people:protected-condition", "people:locate-persons")
+PEOPLE_NAMES: tuple[str, ...] = (
+    "people:protected-condition",
+    "people:locate-persons",
+    "people:priced-characteristic",
+)
 
 
 def _protected_condition(lines: Iterable[str], patterns: LazyPatterns) -> bool:
@@ -147,17 +171,27 @@ def people_floor(prompt: str) -> tuple[str, ...]:
     return _families(prompt, PATTERNS)
 
 
+def _priced_lookup(lines: Iterable[str], patterns: LazyPatterns) -> bool:
+    protected = patterns["protected"]
+    return any(
+        protected.search(line) and _PRICE.search(line) and _LOOKUP.search(line) for line in lines
+    )
+
+
 def _families(
-    text: str, patterns: LazyPatterns, lines: Iterable[str] | None = None
+    text: str, patterns: LazyPatterns, lines: Iterable[str] | None = None, tables: bool = False
 ) -> tuple[str, ...]:
-    """The two families in ``text`` (the code), whose condition lines are ``lines`` (``text``'s
-    own lines when None: split only when a protected term is there to test)."""
+    """The families in ``text`` (the code), whose condition lines are ``lines`` (``text``'s
+    own lines when None: split only when a protected term is there to test); with ``tables``,
+    a characteristic priced through a lookup too (``people-floor-table``)."""
     found = patterns.matching(text)
     hits: list[str] = []
-    if "protected" in found and _protected_condition(
-        text.splitlines() if lines is None else lines, patterns
-    ):
-        hits.append("people:protected-condition")
+    if "protected" in found:
+        split = list(text.splitlines() if lines is None else lines)
+        if _protected_condition(split, patterns):
+            hits.append("people:protected-condition")
+        elif tables and _priced_lookup(split, patterns):
+            hits.append("people:priced-characteristic")
     if "location" in found and "person" in found:
         hits.append("people:locate-persons")
     return tuple(hits)
@@ -178,7 +212,7 @@ _FORMULA = re.compile(
 
 
 # A SQL statement on one line (``code_like`` reads blocks and definitions, not a bare query).
-_SQL = re.compile(
+SQL = re.compile(
     r"\b(?:SELECT\b[^\n]{0,300}?\bFROM|INSERT\s+INTO|UPDATE\b[^\n]{0,100}?\bSET|DELETE\s+FROM)\b"
 )
 
@@ -215,12 +249,20 @@ def people_floor_tracking(prompt: str) -> tuple[str, ...]:
     return _read_widely(prompt, TRACKING_PATTERNS)
 
 
-def _read_widely(prompt: str, patterns: LazyPatterns) -> tuple[str, ...]:
+@per_prompt
+def people_floor_table(prompt: str) -> tuple[str, ...]:
+    """``people_floor_wide`` that also reads a characteristic priced or scored through a lookup
+    (a table of multipliers keyed by nationality, ``FACTOR[applicant.religion]``): the
+    ``people-floor-table`` rule of v17, ``people:priced-characteristic``."""
+    return _read_widely(prompt, WIDE_PATTERNS, tables=True)
+
+
+def _read_widely(prompt: str, patterns: LazyPatterns, tables: bool = False) -> tuple[str, ...]:
     """The families in ``prompt``'s code, a bare SQL statement read as code, or else in the
     pieces of code written inline in its sentences (each piece its own condition line)."""
-    if code_like(prompt) or _SQL.search(prompt):
-        return _families(prompt, patterns)
+    if code_like(prompt) or SQL.search(prompt):
+        return _families(prompt, patterns, tables=tables)
     pieces = inline_code(prompt)
     if not pieces:
         return ()
-    return _families("\n".join(pieces), patterns, pieces)
+    return _families("\n".join(pieces), patterns, pieces, tables)

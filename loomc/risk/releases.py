@@ -37,7 +37,11 @@ v14 with a summed routing cost of 24 against 30 over the two, 1 high miss agains
 ``v16`` (v15 with ``people-floor-tracking``: more words for where people have been (a
 location history, German compounds of ``Standort``) and for employees; named after
 people-code-test-2 was spent; it tied v15 on hard-test-25 and people-code-test-3, so it is
-selectable, not the default),
+selectable, not the default), ``v17`` (v15's wide people floor that also reads a
+characteristic priced through a lookup, ``people-floor-table``, and ``alarm-floor``
+(``loomc.risk.alarms``): code that silences an alarm with stakes named; both named after
+hard-test-25 and people-code-test-3 were spent, each for one high prompt every release missed
+there),
 v4 ... v13 each trained on more splits, and each release chosen by leave-one-split-out rules written before its sealed split
 was measured (``evals/routing/README.md``). A classifier whose weights are wider than
 v4's also reads the columns of ``loomc.risk.signals`` (task versus topic, code hazards and, from
@@ -68,6 +72,7 @@ RELEASES = {
     "v14": ROUTER_FILE.with_name("router-static-v13.npz"),  # v13's files, one more rule
     "v15": ROUTER_FILE.with_name("router-static-v13.npz"),  # v13's files, the rule read wider
     "v16": ROUTER_FILE.with_name("router-static-v13.npz"),  # v13's files, tracking read too
+    "v17": ROUTER_FILE.with_name("router-static-v13.npz"),  # v13's files, tables and alarms
 }
 # The decision rules of ``loomc.risk.signals`` a release applies (chosen by research/loso_router.py).
 RULES: dict[str, tuple[str, ...]] = {
@@ -83,6 +88,7 @@ RULES: dict[str, tuple[str, ...]] = {
     "v14": ("hazard-floor", "people-floor"),
     "v15": ("hazard-floor", "people-floor-wide"),
     "v16": ("hazard-floor", "people-floor-tracking"),
+    "v17": ("hazard-floor", "people-floor-table", "alarm-floor"),
 }
 # The MiniLM a release's second stage was trained on (its file's meta, ``encoder_kind``):
 # ``minilm`` (float, ``loomc.risk.minilm``) unless named here. ``minilm-q8`` is the defined
@@ -97,6 +103,7 @@ MINILM_KINDS: dict[str, str] = {
     "v14": "minilm-q8-lora",
     "v15": "minilm-q8-lora",
     "v16": "minilm-q8-lora",
+    "v17": "minilm-q8-lora",
 }
 INT8_KINDS = ("minilm-q8", "minilm-q8-lora")  # one precision: ``dtype`` does not apply
 LORA: dict[str, Path] = {
@@ -105,6 +112,7 @@ LORA: dict[str, Path] = {
     "v14": ROUTER_FILE.with_name("minilm-lora-v13.npz"),
     "v15": ROUTER_FILE.with_name("minilm-lora-v13.npz"),
     "v16": ROUTER_FILE.with_name("minilm-lora-v13.npz"),
+    "v17": ROUTER_FILE.with_name("minilm-lora-v13.npz"),
 }
 # The default's static router ships its train embeddings widened to float32 too, for cold runs
 # (``loomc.risk.emb32.write_copy``; tests/risk/test_emb32.py fails until a new default has one).

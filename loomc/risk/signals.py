@@ -26,6 +26,10 @@ The rules (a release names which it uses; ``research/loso_router.py`` chose them
 * ``people-floor-tracking`` (v16) — the wide reading with more words for where people have been
   (a location history, German compounds of ``Standort``) and for employees
   (``people_floor_tracking``);
+* ``people-floor-table`` (v17) — the wide reading, and a characteristic that prices or scores a
+  person through a lookup (a table of multipliers keyed by nationality): ``people_floor_table``;
+* ``alarm-floor`` (v17) — the prompt's code acknowledges, silences or suppresses an alarm with
+  stakes named (a critical result, a patient, a smoke detector): ``loomc.risk.alarms``;
 * ``play-calm`` (v9) — the prompt's code is framed as a game, story or toy and names no domain
   and no hazard construct, and no situation, floor or "is it safe?" is around it: do not escalate;
 * ``calm`` — the prompt opens with an operation on words, an artefact or code's wording, and
@@ -37,10 +41,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from loomc.risk.alarms import alarm_floor
 from loomc.risk.codehazards import CODE_FEATURE_NAMES, code_vector, hazards_of
 from loomc.risk.cues import cues_of, floors_of
 from loomc.risk.exposure import EXPOSURE_NAMES, exposure_vector, situations_of
-from loomc.risk.people import people_floor, people_floor_tracking, people_floor_wide
+from loomc.risk.people import (
+    people_floor,
+    people_floor_table,
+    people_floor_tracking,
+    people_floor_wide,
+)
 from loomc.risk.purpose import PURPOSE_NAMES, families_of, purpose_floor, purpose_vector
 from loomc.risk.tasks import TASK_FEATURE_NAMES, operation_first, task_vector, tasks_of
 
@@ -55,6 +65,8 @@ RULES = (
     "people-floor",
     "people-floor-wide",
     "people-floor-tracking",
+    "people-floor-table",
+    "alarm-floor",
     "play-calm",
 )
 
@@ -110,6 +122,8 @@ FLOORS: dict[str, Callable[[str], tuple[str, ...]]] = {
     "people-floor": people_floor,
     "people-floor-wide": people_floor_wide,
     "people-floor-tracking": people_floor_tracking,
+    "people-floor-table": people_floor_table,
+    "alarm-floor": alarm_floor,
 }
 
 

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from loomc.risk import codehazards, cues, exposure, keywords, people, purpose, tasks
+from loomc.risk import alarms, codehazards, cues, exposure, keywords, people, purpose, tasks
 from loomc.risk.keywords import (
     DEFAULT_ESCALATE_TERMS,
     DEFAULT_RESEARCH_TERMS,
@@ -102,6 +102,7 @@ FIXED = [
             people.PATTERNS,
             people.WIDE_PATTERNS,
             people.TRACKING_PATTERNS,
+            alarms.PATTERNS,
         )
         for p in group.patterns.values()
     ),

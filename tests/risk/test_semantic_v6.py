@@ -132,6 +132,8 @@ def test_eval_routers_prints_every_router(
         "| semantic v15 cascade, numpy",
         "| semantic v16 cascade, auto backend",
         "| semantic v16 cascade, numpy",
+        "| semantic v17 cascade, auto backend",
+        "| semantic v17 cascade, numpy",
     ]
     for ln in table:
         cells = ln.split(" | ")
