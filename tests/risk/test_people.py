@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
+from corpus_files import ROUTING, named_on
 from hypothesis import given
 from hypothesis import strategies as st
 from release_checks import assert_changes_only_by_the_floor, assert_floor_release
@@ -19,15 +20,9 @@ from loomc.risk.people import people_floor
 from loomc.risk.purpose import code_like
 from loomc.risk.signals import apply_rules
 
-ROUTING = Path(__file__).resolve().parents[2] / "evals" / "routing"
 # The files that existed when the rule was named: the rule's precision was measured on them
 # (the sealed files written since, hard-test-21 on and people-code-test, judge it instead).
-NAMED_ON = sorted(
-    p
-    for p in ROUTING.glob("*.jsonl")
-    if not p.stem.startswith("people-code-test")
-    if not p.stem.startswith("hard-test-") or int(p.stem.removeprefix("hard-test-")) <= 20
-)
+NAMED_ON = named_on(20, 0)
 
 
 def _rows(paths: list[Path]) -> list[dict[str, object]]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from corpus_files import ROUTING, named_on
 from deadline import deadline
 from hypothesis import given
 from hypothesis import strategies as st
@@ -20,14 +21,8 @@ from release_checks import assert_changes_only_by_the_floor, assert_floor_releas
 from loomc.risk.people import people_floor_tracking, people_floor_wide
 from loomc.risk.signals import apply_rules
 
-ROUTING = Path(__file__).resolve().parents[2] / "evals" / "routing"
-# Sealed after the rule was named: hard-test-25 on, and a third targeted set.
-NAMED_ON = sorted(
-    p
-    for p in ROUTING.glob("*.jsonl")
-    if not (p.stem.startswith("hard-test-") and int(p.stem.split("-")[-1]) > 24)
-    if not (p.stem.startswith("people-code-test-") and int(p.stem.split("-")[-1]) > 2)
-)
+# The files that existed when the rule was named (hard-test-25 on and the later targeted sets judge it).
+NAMED_ON = named_on(24, 2)
 
 
 def _rows(paths: list[Path]) -> list[dict[str, object]]:

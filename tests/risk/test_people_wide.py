@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 
 import pytest
+from corpus_files import ROUTING, named_on
 from deadline import deadline
 from hypothesis import given
 from hypothesis import strategies as st
@@ -21,14 +22,8 @@ from release_checks import assert_changes_only_by_the_floor, assert_floor_releas
 from loomc.risk.people import inline_code, people_floor, people_floor_wide
 from loomc.risk.signals import apply_rules
 
-ROUTING = Path(__file__).resolve().parents[2] / "evals" / "routing"
-# Sealed after the rule was named: hard-test-24 on, and the second targeted set.
-NAMED_ON = sorted(
-    p
-    for p in ROUTING.glob("*.jsonl")
-    if not p.stem.startswith("people-code-test-")
-    if not p.stem.startswith("hard-test-") or int(p.stem.removeprefix("hard-test-")) <= 23
-)
+# The files that existed when the rule was named (hard-test-24 on and the later targeted sets judge it).
+NAMED_ON = named_on(23, 1)
 
 
 def _rows(paths: list[Path]) -> list[dict[str, object]]:

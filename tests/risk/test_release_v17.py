@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from corpus_files import ROUTING, named_on
 from deadline import deadline
 from hypothesis import given
 from hypothesis import strategies as st
@@ -22,15 +23,8 @@ from loomc.risk.alarms import alarm_floor
 from loomc.risk.people import people_floor_table, people_floor_wide
 from loomc.risk.signals import apply_rules
 
-ROUTING = Path(__file__).resolve().parents[2] / "evals" / "routing"
-# Sealed after the rules were named: hard-test-26 on, and the targeted sets after the third.
-NAMED_ON = sorted(
-    p
-    for p in ROUTING.glob("*.jsonl")
-    if not (p.stem.startswith("hard-test-") and int(p.stem.split("-")[-1]) > 25)
-    if not (p.stem.startswith("people-code-test-") and int(p.stem.split("-")[-1]) > 3)
-    if not p.stem.startswith("purpose-code-test")
-)
+# The files that existed when the rules were named (hard-test-26 on and purpose-code-test judge them).
+NAMED_ON = named_on(25, 3)
 
 
 def _rows(paths: list[Path]) -> list[dict[str, object]]:
