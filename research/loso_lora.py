@@ -43,6 +43,11 @@ LoRA-q8 embeddings, the static stage shared, scored as served by ``loso_q8.fold`
   F23, v13's shipped delta), rerun as the baseline; and E with the band capped at 0.15 (E's
   own deltas: an arm on the round's files with no ``deltas`` of its own shares the round's
   folder, and the same ``loso_q8.fold`` call scores it beside E; reported only).
+- ``route27``: the heads alone. G = v12's recipe served with v15's rules (``hazard-floor``,
+  ``people-floor-wide``), its two heads trained on F39 (F23 + the spent hard-test-15 ... -26 and
+  the four targeted sets) minus the fold, on v13's shipped delta for every fold
+  (``Round.delta_files``: the delta was tuned on F23, which holds no fold); D = v15 as shipped
+  (the heads on F23, the same delta). Sixteen folds, the spent files; each fold's seed column.
 Every arm's embeddings are the numpy reference's, cached by the delta's sha256 (one delta that
 two arms share is encoded once).
 """
@@ -76,6 +81,15 @@ F20 = (*F17, "hard-test-11", "hard-test-12", "hard-test-13")  # route14: F16 + e
 F22 = (*F20, "hard-test-14", "hard-train-v14-extra")  # route15: F20 + -14 + data14's rows
 F23 = (*F22, "hard-train-v16-extra")  # route16: F22 + data16's plain everyday rows
 F25 = (*F23, "hard-test-15", "hard-test-16")  # route17: F23 (v13's) + the two spent splits
+# route27: every file spent since v13 was trained, the splits then the targeted sets
+SPENT_27 = (
+    *(f"hard-test-{i}" for i in range(15, 27)),
+    "people-code-test",
+    "people-code-test-2",
+    "people-code-test-3",
+    "purpose-code-test",
+)
+F39 = (*F23, *SPENT_27)
 
 
 class Arm(NamedTuple):
@@ -98,10 +112,14 @@ class Round(NamedTuple):
     more: tuple[Arm, ...] = ()  # a LoRA arm here learns from ``files`` unless it has ``deltas``
     deltas: str = ""  # the main LoRA arm's fold deltas: this folder under --deltas
     fold_seeds: bool = False  # each fold's model also scores the seed suite (route16 on)
+    # The files every fold's delta of the main arm was fine-tuned on, when not the fold's own
+    # (route27: v13's delta for every fold; the heads still learn from ``files`` minus it).
+    delta_files: tuple[str, ...] = ()
 
 
 V11_SHIPPED = lq.V11._replace(cap=0.20)  # v11 as shipped: the band's cap 0.20
 V12_SHIPPED = V11_SHIPPED._replace(second="minilm-q8-lora")  # v12: the same on LoRA q8
+V15_SHIPPED = V12_SHIPPED._replace(rules=("hazard-floor", "people-floor-wide"))  # v13 + v15's
 FOLDS_13 = ("hard-test-7", "hard-test-8", "hard-test-9", "hard-test-10")
 FOLDS_14 = (*FOLDS_13, "hard-test-11", "hard-test-12", "hard-test-13")
 FOLDS_15 = (*FOLDS_14, "hard-test-14")
@@ -168,6 +186,16 @@ ROUNDS = {
         ),
         "E",
         fold_seeds=True,
+    ),
+    "route27": Round(
+        F39,
+        SPENT_27,
+        V15_SHIPPED,
+        (None, "G: heads on F39, v13's delta"),
+        (Arm("D: v15 as shipped (heads and delta on F23)", F23, V15_SHIPPED, "D"),),
+        "D",
+        fold_seeds=True,
+        delta_files=F23,
     ),
 }
 
@@ -325,7 +353,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             path = args.deltas / folder / f"fold-{held}.npz"
             if held == "final" and not path.exists():
                 continue
-            delta = checked_delta(path, [n for n in files if n != held])
+            tuned_on = rnd.delta_files if files == rnd.files and rnd.delta_files else files
+            delta = checked_delta(path, [n for n in tuned_on if n != held])
             lora[folder, held] = lora_embeddings(delta, args.cache, prompts)
     if args.train_cache and (rnd.deltas, "final") in lora:
         np.savez(

@@ -41,6 +41,7 @@ import loso_router as lr  # noqa: E402
 import train_router as tr  # noqa: E402
 from loomc.policy.models import RiskSettings  # noqa: E402
 from loomc.risk.factory import make_keywords  # noqa: E402
+from loomc.risk.people import people_floor_wide  # noqa: E402
 from loomc.risk.purpose import purpose_floor  # noqa: E402
 from loomc.risk.router import router_features  # noqa: E402
 from loomc.risk.signals import hazard_floor, signal_vector, situation_floor  # noqa: E402
@@ -168,6 +169,8 @@ def fold(
         "situation-floor": np.array([bool(situation_floor(p)) for p in prompts]),
         "purpose-floor": np.array([bool(purpose_floor(p)) for p in prompts]),
     }
+    if any("people-floor-wide" in r.rules for r in recipes.values()):
+        flags["people-floor-wide"] = np.array([bool(people_floor_wide(p)) for p in prompts])
     out: dict[str, lr.Scored] = {}
     for name, r in recipes.items():
         base1, p1 = stage("static", r.signals)
@@ -192,6 +195,7 @@ def fold(
             flags["situation-floor"],
             flags["purpose-floor"],
             r.rules,
+            flags.get("people-floor-wide"),
         )
     return out
 

@@ -176,6 +176,7 @@ class Scored:
     situation: np.ndarray  # a situation-floor rule would escalate
     purpose: np.ndarray  # a purpose-floor rule would escalate
     rules: tuple[str, ...] = ()
+    people: np.ndarray | None = None  # a people-floor-wide rule would escalate (route27 on)
 
     def deferred(self) -> float:
         """The share of the file's prompts the cascade sends to MiniLM (0 for a static stage)."""
@@ -201,6 +202,9 @@ class Scored:
             esc = esc | self.situation
         if "purpose-floor" in self.rules:
             esc = esc | self.purpose
+        if "people-floor-wide" in self.rules:
+            assert self.people is not None, "people-floor-wide needs the people flags"
+            esc = esc | self.people
         if "play-calm" in self.rules:
             esc = esc & ~self.calm
         return esc

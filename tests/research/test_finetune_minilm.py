@@ -214,6 +214,46 @@ def test_route17_round_is_e_on_f25_beside_d_rerun_and_e_capped_over_ten_folds() 
         assert ll.checked_delta(v13, [n for n in ll.F23 if n != held]) == v13
 
 
+def test_route27_round_is_the_heads_on_f39_beside_v15_on_v13s_delta_for_every_fold() -> None:
+    """route27's rule: G = v12's recipe with v15's rules, its heads on F39 (F23 + the spent
+    hard-test-15 ... -26 and the four targeted sets) minus the fold; D = v15 as shipped (heads on
+    F23); both on v13's shipped delta, which the main arm's folds check against F23
+    (``delta_files``), not against F39 minus the fold; the sixteen spent files are the folds."""
+    ll = research_script("loso_lora")
+    rnd = ll.ROUNDS["route27"]
+    spent = (*(f"hard-test-{n}" for n in range(15, 27)),)
+    targeted = ("people-code-test", "people-code-test-2", "people-code-test-3")
+    assert rnd.held_out == (*spent, *targeted, "purpose-code-test")
+    assert rnd.files == ll.F39 == (*ll.F23, *rnd.held_out) and rnd.delta_files == ll.F23
+    assert rnd.fold_seeds
+    groups = dict(ll.passes(rnd))
+    assert list(groups) == [ll.F39, ll.F23]
+    (g,) = groups[ll.F39].values()
+    (d,) = groups[ll.F23].values()
+    assert g == d == ll.V12_SHIPPED._replace(rules=("hazard-floor", "people-floor-wide"))
+    assert [ll.delta_folder(rnd, f) for f in groups] == ["D", "D"]
+    v13 = RELEASES["v13"].with_name("minilm-lora-v13.npz")
+    assert ll.checked_delta(v13, list(ll.F23)) == v13
+    with pytest.raises(SystemExit, match="was trained on"):  # the delta never saw F39
+        ll.checked_delta(v13, [n for n in ll.F39 if n != "hard-test-26"])
+
+
+def test_the_people_floor_escalates_in_the_harness_only_where_its_rule_is_named() -> None:
+    """route27 serves v15's rules: ``people-floor-wide`` adds its flagged rows to what the
+    heads escalate, and a recipe without it is decided as before."""
+    ll = research_script("loso_lora")
+    lr = ll.lr
+    n = 6
+    off = np.zeros(n, dtype=bool)
+    people = np.array([True, False, False, True, False, False])
+    stage = lr.Stage(np.full(n, 0.01), 0.5, 0.3)
+    args = (np.ones(n, dtype=bool), off, off, off, stage, stage, 0.3, 0.7, "static")
+    with_rule = lr.Scored(*args, off, off, off, off, ("hazard-floor", "people-floor-wide"), people)
+    without = lr.Scored(*args, off, off, off, off, ("hazard-floor",), people)
+    assert with_rule.escalate(0.0).tolist() == people.tolist()
+    assert not without.escalate(0.0).any()
+
+
 def test_a_folds_scores_cut_at_the_seed_suite_decide_as_the_whole() -> None:
     """route16's per-fold seed column: one ``loso_q8.fold`` call scores the held-out split and
     the seed suite; ``split`` cuts every per-row array at the split's end, so each part decides
