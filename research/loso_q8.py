@@ -25,6 +25,7 @@ computed once and cached with their prompts: ``static`` and ``minilm`` (float64,
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
 from collections.abc import Iterator, Mapping, Sequence
@@ -142,6 +143,23 @@ def q8_embeddings(prompts: Sequence[str], cache: Path, reuse: Path | None) -> di
     return {"static": static, "minilm": minilm, "minilm-q8": q8}
 
 
+# A stage trained on the same rows, embeddings and columns is the same stage (``tr.train`` is
+# deterministic): an arm that learns from the same files on every fold (route27's D, trained on
+# F23 with no fold in it) is trained once a process, not once a fold. Keyed by the embedding
+# table's identity (kept alive by the caller for the whole run) and the rows' JSON.
+_TRAINED: dict[tuple[str, str | bool, int, str], dict[str, Any]] = {}
+
+
+def _trained_stage(
+    rows: list[dict[str, Any]], table: Mapping[str, np.ndarray], kind: str, signals: str | bool
+) -> dict[str, Any]:
+    digest = hashlib.sha256(json.dumps(rows, sort_keys=True).encode()).hexdigest()
+    key = (kind, signals, id(table), digest)
+    if key not in _TRAINED:
+        _TRAINED[key] = tr.train(rows, lr.Cached(table), verbose=False, signals=signals)  # type: ignore[arg-type]
+    return _TRAINED[key]
+
+
 def fold(
     train_rows: list[dict[str, Any]],
     held_rows: list[dict[str, Any]],
@@ -157,7 +175,7 @@ def fold(
 
     def stage(kind: str, signals: str | bool) -> tuple[Any, np.ndarray]:
         if (kind, signals) not in trained:
-            arrays = tr.train(train_rows, lr.Cached(emb[kind]), verbose=False, signals=signals)  # type: ignore[arg-type]
+            arrays = _trained_stage(train_rows, emb[kind], kind, signals)
             x = np.stack([emb[kind][p] for p in prompts])
             trained[(kind, signals)] = (arrays, lr.served_probability(arrays, x, kw, extra))
         return trained[(kind, signals)]  # type: ignore[no-any-return]
