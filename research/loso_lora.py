@@ -48,6 +48,9 @@ LoRA-q8 embeddings, the static stage shared, scored as served by ``loso_q8.fold`
   the four targeted sets) minus the fold, on v13's shipped delta for every fold
   (``Round.delta_files``: the delta was tuned on F23, which holds no fold); D = v15 as shipped
   (the heads on F23, the same delta). Sixteen folds, the spent files; each fold's seed column.
+- ``route28``: H = G with data28's rows for over-escalation in every fold's training (F40 = F39 +
+  ``hard-train-v28-extra``, never a fold), G and D scored again beside it; the same folds and
+  delta.
 Every arm's embeddings are the numpy reference's, cached by the delta's sha256 (one delta that
 two arms share is encoded once).
 """
@@ -90,6 +93,7 @@ SPENT_27 = (
     "purpose-code-test",
 )
 F39 = (*F23, *SPENT_27)
+F40 = (*F39, "hard-train-v28-extra")  # route28: F39 + data28's rows for over-escalation
 
 
 class Arm(NamedTuple):
@@ -112,8 +116,8 @@ class Round(NamedTuple):
     more: tuple[Arm, ...] = ()  # a LoRA arm here learns from ``files`` unless it has ``deltas``
     deltas: str = ""  # the main LoRA arm's fold deltas: this folder under --deltas
     fold_seeds: bool = False  # each fold's model also scores the seed suite (route16 on)
-    # The files every fold's delta of the main arm was fine-tuned on, when not the fold's own
-    # (route27: v13's delta for every fold; the heads still learn from ``files`` minus it).
+    # The files every fold's delta of every LoRA arm was fine-tuned on, when not the fold's own
+    # (route27 on: v13's delta for every fold; the heads still learn from their files minus it).
     delta_files: tuple[str, ...] = ()
 
 
@@ -193,6 +197,19 @@ ROUNDS = {
         V15_SHIPPED,
         (None, "G: heads on F39, v13's delta"),
         (Arm("D: v15 as shipped (heads and delta on F23)", F23, V15_SHIPPED, "D"),),
+        "D",
+        fold_seeds=True,
+        delta_files=F23,
+    ),
+    "route28": Round(
+        F40,
+        SPENT_27,
+        V15_SHIPPED,
+        (None, "H: heads on F40, v13's delta"),
+        (
+            Arm("G: heads on F39 (route27)", F39, V15_SHIPPED, "D"),
+            Arm("D: v15 as shipped (heads and delta on F23)", F23, V15_SHIPPED, "D"),
+        ),
         "D",
         fold_seeds=True,
         delta_files=F23,
@@ -353,7 +370,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             path = args.deltas / folder / f"fold-{held}.npz"
             if held == "final" and not path.exists():
                 continue
-            tuned_on = rnd.delta_files if files == rnd.files and rnd.delta_files else files
+            tuned_on = rnd.delta_files or files
             delta = checked_delta(path, [n for n in tuned_on if n != held])
             lora[folder, held] = lora_embeddings(delta, args.cache, prompts)
     if args.train_cache and (rnd.deltas, "final") in lora:

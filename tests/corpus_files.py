@@ -1,11 +1,11 @@
 """Which routing files existed when a floor rule was named, in one place.
 
 Why: each floor's corpus test counts its firings over the files that existed when the rule was
-named; the files sealed later judge the rule instead and must stay out of the count. Each test
-used to spell that out as its own filter on file names, and every new sealed file (a targeted
-set under a new name) had to be added to each of them, or a count changed under a test that
-was not about it. Here a new file that is neither a numbered split, a listed targeted set nor a
-training file fails loudly until it is placed.
+named; the files written later judge the rule instead and must stay out of the count. Each test
+used to spell that out as its own filter on file names, and every new file (a targeted set or a
+training file under a new name) had to be added to each of them, or a count changed under a
+test that was not about it. Here every file has the round it was written in, a numbered split
+its own number, and a new file that is not placed fails loudly.
 """
 
 from __future__ import annotations
@@ -14,29 +14,42 @@ import re
 from pathlib import Path
 
 ROUTING = Path(__file__).resolve().parents[1] / "evals" / "routing"
-# The sealed targeted sets, in the order they were sealed (evals/routing/README.md).
-TARGETED = ("people-code-test", "people-code-test-2", "people-code-test-3", "purpose-code-test")
 _SPLIT = re.compile(r"hard-test-(\d+)")
-_TRAINING = ("train", "test", "hard-train", "hard-test")  # the base corpus and training files
+# Every other file, with the round it was written in (the numbered split sealed beside or just
+# before it; evals/routing/README.md). The base corpus and the training files written before the
+# first floor was named (after hard-test-20) count as round 0: every floor's count reads them.
+ROUND_OF: dict[str, int] = {
+    "train": 0,
+    "test": 0,
+    "hard-train": 0,
+    "hard-test": 0,
+    "hard-train-v5-extra": 0,
+    "hard-train-v8-extra": 0,
+    "hard-train-v9-extra": 0,
+    "hard-train-v10-extra": 0,
+    "hard-train-v12-extra": 0,
+    "hard-train-v14-extra": 0,
+    "hard-train-v16-extra": 0,
+    "people-code-test": 23,
+    "people-code-test-2": 24,
+    "people-code-test-3": 25,
+    "purpose-code-test": 26,
+    "hard-train-v28-extra": 27,  # route28's training rows, written after hard-test-26 was run
+}
 
 
-def named_on(hard_tests: int, targeted: int) -> list[Path]:
-    """The routing files that existed when a rule was named after ``hard-test-<hard_tests>`` and
-    the first ``targeted`` targeted sets: the numbered splits up to it, those targeted sets, and
-    every training file."""
+def named_on(hard_tests: int) -> list[Path]:
+    """The routing files that existed when a rule was named after ``hard-test-<hard_tests>``
+    and what was sealed beside it: every file of a round up to it."""
     out: list[Path] = []
     for path in sorted(ROUTING.glob("*.jsonl")):
         split = _SPLIT.fullmatch(path.stem)
         if split is not None:
-            keep = int(split.group(1)) <= hard_tests
-        elif path.stem in TARGETED:
-            keep = TARGETED.index(path.stem) < targeted
-        elif path.stem in _TRAINING or path.stem.startswith("hard-train-"):
-            keep = True
+            written = int(split.group(1))
+        elif path.stem in ROUND_OF:
+            written = ROUND_OF[path.stem]
         else:
-            raise AssertionError(
-                f"{path.name}: a new routing file; name it in tests/corpus_files.py"
-            )
-        if keep:
+            raise AssertionError(f"{path.name}: a new routing file; give its round in ROUND_OF")
+        if written <= hard_tests:
             out.append(path)
     return out

@@ -22,7 +22,7 @@ from loomc.risk.signals import apply_rules
 
 # The files that existed when the rule was named: the rule's precision was measured on them
 # (the sealed files written since, hard-test-21 on and people-code-test, judge it instead).
-NAMED_ON = named_on(20, 0)
+NAMED_ON = named_on(20)
 
 
 def _rows(paths: list[Path]) -> list[dict[str, object]]:
