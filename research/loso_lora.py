@@ -49,8 +49,8 @@ LoRA-q8 embeddings, the static stage shared, scored as served by ``loso_q8.fold`
   (``Round.delta_files``: the delta was tuned on F23, which holds no fold); D = v15 as shipped
   (the heads on F23, the same delta). Sixteen folds, the spent files; each fold's seed column.
 - ``route28``: H = G with data28's rows for over-escalation in every fold's training (F40 = F39 +
-  ``hard-train-v28-extra``, never a fold), G and D scored again beside it; the same folds and
-  delta.
+  ``hard-train-v28-extra``, never a fold), D scored again beside it (G's cells are route27's);
+  the same folds and delta.
 Every arm's embeddings are the numpy reference's, cached by the delta's sha256 (one delta that
 two arms share is encoded once).
 """
@@ -206,10 +206,7 @@ ROUNDS = {
         SPENT_27,
         V15_SHIPPED,
         (None, "H: heads on F40, v13's delta"),
-        (
-            Arm("G: heads on F39 (route27)", F39, V15_SHIPPED, "D"),
-            Arm("D: v15 as shipped (heads and delta on F23)", F23, V15_SHIPPED, "D"),
-        ),
+        (Arm("D: v15 as shipped (heads and delta on F23)", F23, V15_SHIPPED, "D"),),
         "D",
         fold_seeds=True,
         delta_files=F23,
