@@ -28,16 +28,13 @@ from __future__ import annotations
 
 import re
 
-from loomc.risk.cues import LazyPatterns, any_of
+from loomc.risk.cues import PART_END, PART_START, LazyPatterns, any_of
 from loomc.risk.memo import per_prompt
 from loomc.risk.people import SQL
 from loomc.risk.purpose import code_like
 
 _F = re.IGNORECASE | re.UNICODE | re.MULTILINE
-# An identifier's parts end at underscores and dots too (``alert.ack``, ``auto_ack``), which
-# ``\b`` does not see: a letter or digit must not touch a term on either side.
-_L = r"(?<![^\W_])"
-_R = r"(?![^\W_])"
+_L, _R = PART_START, PART_END  # a term only as a whole identifier part (``alert.ack``)
 
 _SOURCES: dict[str, str] = {
     "alarm": _L

@@ -30,6 +30,13 @@ from loomc.risk.prescan import INDEX, Prescanned, fold, may_match_folded, presen
 _F = re.IGNORECASE | re.UNICODE
 
 
+# A term's edges inside an identifier. Its parts end at underscores and dots too
+# (``is_pregnant``, ``alert.ack``), which ``\b`` does not see: a letter or digit must not touch a
+# short term on either side (the people and alarm floors' tables are written with them).
+PART_START = r"(?<![^\W_])"
+PART_END = r"(?![^\W_])"
+
+
 def any_of(*alts: str) -> str:
     """One regex source matching any of ``alts`` (each grouped, so its own ``|`` stays inside);
     the cue, task and code-hazard tables are written with it."""

@@ -35,15 +35,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from loomc.risk.cues import LazyPatterns, any_of
+from loomc.risk.cues import PART_END, PART_START, LazyPatterns, any_of
 from loomc.risk.memo import per_prompt
 from loomc.risk.purpose import code_like
 
 _F = re.IGNORECASE | re.UNICODE | re.MULTILINE
-# An identifier's parts end at underscores and dots too (``is_pregnant``, ``b.alter``), which
-# ``\b`` does not see: a letter or digit must not touch a short term on either side.
-_L = r"(?<![^\W_])"
-_R = r"(?![^\W_])"
+_L, _R = PART_START, PART_END  # a short term only as a whole identifier part (``is_pregnant``)
 
 _SOURCES: dict[str, str] = {
     # Long, distinctive stems: safe inside identifiers (``isPregnant``, ``ethnicity_code``).
@@ -140,7 +137,7 @@ _PRICE = re.compile(
 )
 _LOOKUP = re.compile(
     r"\w\s*\[|\.get\s*\(|[\"']\s*:\s*-?\d*\.\d|[\"']\s*:\s*-?\d+\s*%|=>\s*-?\d*\.\d"
-    r"|(?<![^\W_])(?:by|per|por|par|nach|pro|para)_",
+    r"|" + _L + r"(?:by|per|por|par|nach|pro|para)_",
     _F,
 )
 
