@@ -12,7 +12,8 @@ hard-test-23), v15 (v14 with the rule read wider, ``people-floor-wide``: hard-te
 candidate, the default since hard-test-24), v16 (v15 with more words for where people have been
 and for employees, ``people-floor-tracking``: hard-test-25's candidate), v17 (v15's wide floor
 that also reads a characteristic priced through a lookup, and the alarm floor: hard-test-26's
-candidate), plus
+candidate), v18 (v13's delta with both heads retrained on F40, every file spent since and
+rows against over-escalation, v15's rules: hard-test-27's candidate), plus
 ``keywords`` as the floor.
 v13 was trained on hard-test-10 ... -14: its rows on those files are training figures.
 The decision is the balanced tier's (``loomc.risk.evaluate.escalates``), prompts only (no
@@ -78,6 +79,10 @@ ROUTERS: tuple[tuple[str, dict[str, Any]], ...] = (
     # hard-test-26's candidate: v15's wide people floor reading tables, and the alarm floor
     ("semantic v17 cascade, auto backend", {"release": "v17", "backend": "auto"}),
     ("semantic v17 cascade, numpy", {"release": "v17", "backend": "numpy"}),
+    # hard-test-27's candidate: v13's delta, both heads retrained on F40 (route28's arm H)
+    ("semantic v18 cascade, auto backend", {"release": "v18", "backend": "auto"}),
+    ("semantic v18 cascade, numpy", {"release": "v18", "backend": "numpy"}),
+    ("semantic v18 static stage", {"release": "v18", "cascade": False}),
 )
 
 

@@ -1,6 +1,6 @@
 """Checks every trained release of the semantic profiler must pass, shared by the release tests
-(`tests/risk/test_semantic_v7.py`, `..._v8.py`, `test_release_v9.py` to `..._v13.py`; the LoRA
-releases' own checks, then the floor releases' (v14 to v17: another's files plus rules) at the end): each file states *what*
+(`tests/risk/test_semantic_v7.py`, `..._v8.py`, `test_release_v9.py` to `..._v13.py` and
+`..._v18.py`; the LoRA releases' own checks, then the floor releases' (v14 to v17: another's files plus rules) at the end): each file states *what*
 its release is (its training files, width, rules); these say *how* that is checked, once.
 
 Why shared: a release is a pair of files plus rules, and the properties that make it shippable
@@ -146,19 +146,20 @@ def assert_int8_backends_agree(release: str) -> None:
     assert float(np.abs(probs["numpy"] - probs["onnxruntime"]).max()) < 0.05
 
 
-# --- releases whose MiniLM stage is the int8 MiniLM merged with a LoRA delta (v12, v13) ---------
+# --- releases whose MiniLM stage is the int8 MiniLM merged with a LoRA delta (v12, v13, v18) ----
 
 
-def assert_lora_files_record(prof: Any, release: str) -> None:
+def assert_lora_files_record(prof: Any, release: str, delta_of: str = "") -> None:
     """The MiniLM stage's file names the LoRA encoder and the delta by name and sha256, and both
-    files carry v11's flags (cost 6, delta 0.03, ``decide``, v9's signals, the band cap 0.20)."""
+    files carry v11's flags (cost 6, delta 0.03, ``decide``, v9's signals, the band cap 0.20).
+    ``delta_of``: the release whose delta this one's heads were trained over (v18: v13's)."""
     from loomc.risk.releases import LORA, MINILM_KINDS
 
     second = prof.data_path.with_name(prof.router.cascade)
     assert second.name == f"router-minilm-{release}.npz"
     meta = meta_of(second)
     assert meta["encoder_kind"] == MINILM_KINDS[release] == "minilm-q8-lora"
-    assert meta["lora"] == LORA[release].name == f"minilm-lora-{release}.npz"
+    assert meta["lora"] == LORA[release].name == f"minilm-lora-{delta_of or release}.npz"
     assert meta["lora_sha256"] == hashlib.sha256(LORA[release].read_bytes()).hexdigest()
     for path in (prof.data_path, second):
         meta = meta_of(path)

@@ -41,8 +41,12 @@ selectable, not the default), ``v17`` (v15's wide people floor that also reads a
 characteristic priced through a lookup, ``people-floor-table``, and ``alarm-floor``
 (``loomc.risk.alarms``): code that silences an alarm with stakes named; both named after
 hard-test-25 and people-code-test-3 were spent, each for one high prompt every release missed
-there),
-v4 ... v13 each trained on more splits, and each release chosen by leave-one-split-out rules written before its sealed split
+there), ``v18`` (v13's LoRA delta with both heads retrained on F40: v13's files, every
+file spent since (hard-test-15 ... -26 and the four targeted sets) and hard-train-v28-extra's
+rows against over-escalating harmless code; v15's rules; route28's leave-one-file-out rule
+passed it, 160 against v15's 192 with 5 high misses against 10; judged on hard-test-27 and
+lookalike-code-test),
+v4 ... v13 and v18 each trained on more splits, and each release chosen by leave-one-split-out rules written before its sealed split
 was measured (``evals/routing/README.md``). A classifier whose weights are wider than
 v4's also reads the columns of ``loomc.risk.signals`` (task versus topic, code hazards and, from
 v8, the situations of ``loomc.risk.exposure``; from v9, what the prompt is for,
@@ -73,6 +77,7 @@ RELEASES = {
     "v15": ROUTER_FILE.with_name("router-static-v13.npz"),  # v13's files, the rule read wider
     "v16": ROUTER_FILE.with_name("router-static-v13.npz"),  # v13's files, tracking read too
     "v17": ROUTER_FILE.with_name("router-static-v13.npz"),  # v13's files, tables and alarms
+    "v18": ROUTER_FILE.with_name("router-static-v18.npz"),  # v13's delta, heads on F40
 }
 # The decision rules of ``loomc.risk.signals`` a release applies (chosen by research/loso_router.py).
 RULES: dict[str, tuple[str, ...]] = {
@@ -89,6 +94,7 @@ RULES: dict[str, tuple[str, ...]] = {
     "v15": ("hazard-floor", "people-floor-wide"),
     "v16": ("hazard-floor", "people-floor-tracking"),
     "v17": ("hazard-floor", "people-floor-table", "alarm-floor"),
+    "v18": ("hazard-floor", "people-floor-wide"),
 }
 # The MiniLM a release's second stage was trained on (its file's meta, ``encoder_kind``):
 # ``minilm`` (float, ``loomc.risk.minilm``) unless named here. ``minilm-q8`` is the defined
@@ -104,6 +110,7 @@ MINILM_KINDS: dict[str, str] = {
     "v15": "minilm-q8-lora",
     "v16": "minilm-q8-lora",
     "v17": "minilm-q8-lora",
+    "v18": "minilm-q8-lora",
 }
 INT8_KINDS = ("minilm-q8", "minilm-q8-lora")  # one precision: ``dtype`` does not apply
 LORA: dict[str, Path] = {
@@ -113,6 +120,7 @@ LORA: dict[str, Path] = {
     "v15": ROUTER_FILE.with_name("minilm-lora-v13.npz"),
     "v16": ROUTER_FILE.with_name("minilm-lora-v13.npz"),
     "v17": ROUTER_FILE.with_name("minilm-lora-v13.npz"),
+    "v18": ROUTER_FILE.with_name("minilm-lora-v13.npz"),
 }
 # The default's static router ships its train embeddings widened to float32 too, for cold runs
 # (``loomc.risk.emb32.write_copy``; tests/risk/test_emb32.py fails until a new default has one).

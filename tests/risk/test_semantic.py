@@ -318,7 +318,9 @@ def test_router_files_small() -> None:
     rows: 1.55 MB, the bound raised from 1.5 MB for it; v11's 2,352 rows: 1.72 MB, raised from
     1.6 MB for it; v12's 2,652 rows: 1.94 MB, raised from 1.8 MB for it; v13's 3,660 rows
     (F23): 2.67 and 2.64 MB, raised from 2.0 MB to 3.0 MB for it by route16's rule, written
-    before v13 was trained, since F22's files were 2.4-2.5 MB and F23 adds ~200 rows)."""
+    before v13 was trained, since F22's files were 2.4-2.5 MB and F23 adds ~200 rows; v18's
+    5,580 rows (F40): 4.06 and 4.01 MB, raised to 4.2 MB for it when it was built: route28's
+    rule, written before, did not name a bound)."""
     from loomc.risk.semantic import DATA_FILE, RELEASES
 
     # the default since hard-test-24, v15, serves v13's files (evals/routing/README.md)
@@ -326,7 +328,7 @@ def test_router_files_small() -> None:
     for first in RELEASES.values():
         second = first.with_name(first.name.replace("router-static", "router-minilm"))
         for path in (first, second):
-            assert path.stat().st_size < 3_000_000, path.name
+            assert path.stat().st_size < 4_200_000, path.name
 
 
 def test_without_minilm_semantic_is_its_static_stage(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -134,6 +134,9 @@ def test_eval_routers_prints_every_router(
         "| semantic v16 cascade, numpy",
         "| semantic v17 cascade, auto backend",
         "| semantic v17 cascade, numpy",
+        "| semantic v18 cascade, auto backend",
+        "| semantic v18 cascade, numpy",
+        "| semantic v18 static stage",
     ]
     for ln in table:
         cells = ln.split(" | ")
