@@ -35,6 +35,7 @@ ROUND_OF: dict[str, int] = {
     "people-code-test-3": 25,
     "purpose-code-test": 26,
     "hard-train-v28-extra": 27,  # route28's training rows, written after hard-test-26 was run
+    "lookalike-code-test": 27,  # sealed beside hard-test-27 (round 28)
 }
 
 
