@@ -39,12 +39,19 @@ SIM_BLOCK = 1024
 
 
 def similarities(emb: npt.NDArray[Any], index: npt.NDArray[Any]) -> npt.NDArray[Any]:
-    """``emb @ index.T`` (cosine similarities of unit vectors), in blocks of index rows."""
+    """``emb @ index.T`` (cosine similarities of unit vectors), in blocks of index rows. A
+    float16 index (a MiniLM stage's, ``RouterWeights.from_arrays``) is widened to float32 one
+    block at a time: exact, so each block's product is the one a float32 index gives."""
     import numpy as np
 
+    def block(rows: npt.NDArray[Any]) -> npt.NDArray[Any]:
+        return rows.astype(np.float32) if rows.dtype == np.float16 else rows
+
     if len(index) <= SIM_BLOCK:
-        return np.asarray(emb @ index.T)
-    return np.hstack([emb @ index[i : i + SIM_BLOCK].T for i in range(0, len(index), SIM_BLOCK)])
+        return np.asarray(emb @ block(index).T)
+    return np.hstack(
+        [emb @ block(index[i : i + SIM_BLOCK]).T for i in range(0, len(index), SIM_BLOCK)]
+    )
 
 
 # How far below the k-th nearest (or the nearest of a label) a row's float32 similarity may lie
@@ -185,8 +192,9 @@ class RouterWeights:
     train_labels: tuple[bool, ...]
     train_levels: tuple[str, ...]
     # float32, exact (the file stores float16): the explanation's nearest prompts read it as is,
-    # the features through ``neighbour_similarities`` (float64 where it matters).
-    train_emb: npt.NDArray[np.float32]
+    # the features through ``neighbour_similarities`` (float64 where it matters). A MiniLM
+    # stage keeps the file's float16 (see ``from_arrays``); ``similarities`` widens it.
+    train_emb: npt.NDArray[np.float32] | npt.NDArray[np.float16]
     encoder: str = "minilm"  # which embeddings it was trained on: "minilm" or "static"
     # The cascade: prompts with cascade_low < P < cascade_high go on to the file named (beside
     # this one), whose encoder is MiniLM; None when the file decides every prompt itself.
@@ -221,6 +229,20 @@ class RouterWeights:
         import numpy as np
 
         meta = json.loads(str(z["meta"])) if "meta" in z else {}
+        static = meta.get("encoder_kind") == "static"
+        # Why a MiniLM stage's index stays float16: it is read only for the prompts MiniLM
+        # embeds (the band's, ~20%), each already ~10 ms of encoding, so widening its blocks
+        # per call (~1.7 ms for v18's 5,580 rows) is cheap there, and it keeps half the index
+        # (4.3 MB for v18) out of every process; an eval's peak with MiniLM loaded went from
+        # 145 (v15) to 152 MiB for v18 with both widened, over the issue's 150. The static
+        # stage reads its index for every prompt in ~0.3 ms, so it keeps the float32 copy. An
+        # index given wider than float16 (research's arrays before saving) is never narrowed.
+        stored = np.asarray(z["train_emb"])
+        index: npt.NDArray[np.float32] | npt.NDArray[np.float16] = (
+            np.ascontiguousarray(stored, dtype=np.float16)
+            if not static and stored.dtype == np.float16
+            else np.ascontiguousarray(stored, dtype=np.float32)
+        )
         return cls(
             weights=z["weights"].astype(np.float64),
             bias=float(z["bias"]),
@@ -234,8 +256,8 @@ class RouterWeights:
             train_ids=tuple(str(s) for s in z["train_ids"]),
             train_labels=tuple(bool(b) for b in z["train_labels"]),
             train_levels=tuple(str(s) for s in z["train_levels"]),
-            train_emb=np.ascontiguousarray(z["train_emb"], dtype=np.float32),
-            encoder="static" if meta.get("encoder_kind") == "static" else "minilm",
+            train_emb=index,
+            encoder="static" if static else "minilm",
             cascade=meta.get("cascade") if "cascade_low" in z else None,
             cascade_low=float(z["cascade_low"]) if "cascade_low" in z else 0.0,
             cascade_high=float(z["cascade_high"]) if "cascade_high" in z else 0.0,

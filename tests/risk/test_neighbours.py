@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from loomc.risk.router import knn_features, neighbour_similarities
+from loomc.risk.router import SIM_BLOCK, knn_features, neighbour_similarities, similarities
 
 
 def unit(rows: np.ndarray) -> np.ndarray:
@@ -62,3 +62,46 @@ def test_far_rows_are_not_rescored_but_ranked_below() -> None:
 def test_an_empty_index_gives_an_empty_row() -> None:
     sims = neighbour_similarities(np.ones((1, 3)), np.zeros((0, 3), np.float32), np.zeros(0))
     assert sims.shape == (1, 0)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.sampled_from([1, 7, SIM_BLOCK - 1, SIM_BLOCK, SIM_BLOCK + 1, 2 * SIM_BLOCK + 300]),
+    queries=st.integers(1, 3),
+    k=st.integers(1, 7),
+)
+def test_a_float16_index_gives_exactly_the_float32_evidence(
+    seed: int, n: int, queries: int, k: int
+) -> None:
+    """A MiniLM stage keeps its index as the file's float16 (an eval's memory) and
+    ``similarities`` widens it a block at a time: every similarity and feature is bit for bit
+    what the widened (float32) index gives, whatever the number of blocks."""
+    rng = np.random.default_rng(seed)
+    index16 = unit(rng.standard_normal((n, 384))).astype(np.float16)
+    index32 = index16.astype(np.float32)
+    emb = unit(rng.standard_normal((queries, 384)))
+    labels = rng.integers(0, 2, n).astype(np.float64)
+    e32 = emb.astype(np.float32)
+    assert np.array_equal(similarities(e32, index16), similarities(e32, index32))
+    got = knn_features(neighbour_similarities(emb, index16, labels, k), labels, k)
+    want = knn_features(neighbour_similarities(emb, index32, labels, k), labels, k)
+    assert np.array_equal(got, want)
+
+
+def test_a_minilm_stage_keeps_its_index_as_float16_and_a_static_one_widens_it() -> None:
+    """Which stage keeps which (``RouterWeights.from_arrays``): the MiniLM stage is read only
+    for the band's prompts; the static stage for every prompt, in ~0.3 ms it keeps. An index
+    handed over wider than float16 (research's arrays before a file is written) stays exact."""
+    from loomc.risk.releases import RELEASES
+    from loomc.risk.router import RouterWeights
+
+    static = RouterWeights.load(RELEASES["v18"])
+    second = RouterWeights.load(RELEASES["v18"].with_name("router-minilm-v18.npz"))
+    assert static.encoder == "static" and static.train_emb.dtype == np.float32
+    assert second.encoder == "minilm" and second.train_emb.dtype == np.float16
+    with np.load(RELEASES["v18"].with_name("router-minilm-v18.npz")) as z:
+        arrays = {name: z[name] for name in z.files}
+    wide = arrays["train_emb"].astype(np.float64) + 1e-6  # not representable in float16
+    kept = RouterWeights.from_arrays(arrays | {"train_emb": wide}).train_emb
+    assert kept.dtype == np.float32 and np.array_equal(kept, wide.astype(np.float32))
