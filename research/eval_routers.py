@@ -2,20 +2,21 @@
 
     .venv/bin/python research/eval_routers.py evals/routing/X.jsonl [--seed]
 
-For the lead's one measurement of a sealed split (issue 17): v13 (the default since hard-test-15)
-and the v4, v6, v7, v8, v9, v10, v11 and v12 releases, each as its cascade and as its static
+For the lead's one measurement of a sealed split (issue 17): v18 (the default since
+hard-test-27), v13 (the default from hard-test-15 to -23) and the v4, v6, v7, v8, v9, v10, v11 and v12 releases, each as its cascade and as its static
 stage alone (v10 to v13 on the int8 MiniLM (v12's and v13's fine-tuned with LoRA), on ONNX
 Runtime where it is installed and on numpy: the two must agree), v13 with a narrower band (the
 band its own training rows give at a 0.10 cap, ``research/band_for_cap.py``: hard-test-19's
 candidate), v14 (v13's files with the ``people-floor`` rule: hard-test-21's candidate, the default since
 hard-test-23), v15 (v14 with the rule read wider, ``people-floor-wide``: hard-test-24's
-candidate, the default since hard-test-24), v16 (v15 with more words for where people have been
+candidate, the default from hard-test-24 to -27), v16 (v15 with more words for where people have been
 and for employees, ``people-floor-tracking``: hard-test-25's candidate), v17 (v15's wide floor
 that also reads a characteristic priced through a lookup, and the alarm floor: hard-test-26's
 candidate), v18 (v13's delta with both heads retrained on F40, every file spent since and
-rows against over-escalation, v15's rules: hard-test-27's candidate), plus
+rows against over-escalation, v15's rules: hard-test-27's candidate, the default since), plus
 ``keywords`` as the floor.
-v13 was trained on hard-test-10 ... -14: its rows on those files are training figures.
+v13 was trained on hard-test-10 ... -14 and v18 on hard-test-10 ... -26: their rows on those
+files are training figures.
 The decision is the balanced tier's (``loomc.risk.evaluate.escalates``), prompts only (no
 pipeline hints). ``--seed`` adds the reference seed suite (with and without hints), which must
 stay at 24/24. Reads only the file named; prints one markdown table.
@@ -70,8 +71,8 @@ ROUTERS: tuple[tuple[str, dict[str, Any]], ...] = (
     # the default from hard-test-23 to -24: v13's files with the people-floor rule
     ("semantic v14 cascade, auto backend", {"release": "v14", "backend": "auto"}),
     ("semantic v14 cascade, numpy", {"release": "v14", "backend": "numpy"}),
-    # the default since hard-test-24: v14 with the people floor read wider (people-floor-wide)
-    ("semantic v15 cascade (default), auto backend", {"release": "v15", "backend": "auto"}),
+    # the default from hard-test-24 to -27: v14 with the people floor read wider
+    ("semantic v15 cascade, auto backend", {"release": "v15", "backend": "auto"}),
     ("semantic v15 cascade, numpy", {"release": "v15", "backend": "numpy"}),
     # hard-test-25's candidate: v15 with people-floor-tracking
     ("semantic v16 cascade, auto backend", {"release": "v16", "backend": "auto"}),
@@ -79,8 +80,8 @@ ROUTERS: tuple[tuple[str, dict[str, Any]], ...] = (
     # hard-test-26's candidate: v15's wide people floor reading tables, and the alarm floor
     ("semantic v17 cascade, auto backend", {"release": "v17", "backend": "auto"}),
     ("semantic v17 cascade, numpy", {"release": "v17", "backend": "numpy"}),
-    # hard-test-27's candidate: v13's delta, both heads retrained on F40 (route28's arm H)
-    ("semantic v18 cascade, auto backend", {"release": "v18", "backend": "auto"}),
+    # the default since hard-test-27: v13's delta, both heads retrained on F40 (route28's H)
+    ("semantic v18 cascade (default), auto backend", {"release": "v18", "backend": "auto"}),
     ("semantic v18 cascade, numpy", {"release": "v18", "backend": "numpy"}),
     ("semantic v18 static stage", {"release": "v18", "cascade": False}),
 )

@@ -18,9 +18,9 @@ it reads is hashed, once per process and file (~0.07 s CPU); when a profiler is 
 any prompt, ``loomc.risk.lora_base`` checks the same against the hash pip recorded at install,
 without numpy or the 87 MB read.
 
-Releases v12 and v13 (whose files the default, v15, serves) ship one each, ``data/minilm-lora-v12.npz``
-and ``-v13.npz`` (``releases.LORA``), by route12's and route16's pre-registered rules
-(evals/routing/README.md);
+Releases v12 and v13 ship one each, ``data/minilm-lora-v12.npz`` and ``-v13.npz``
+(``releases.LORA``), by route12's and route16's pre-registered rules (evals/routing/README.md);
+v14 ... v17 serve v13's files and delta, and the default, v18, v13's delta under its own heads;
 ``research/loso_lora.py`` and ``train_router.py --encoder minilm-q8-lora`` use this too.
 """
 

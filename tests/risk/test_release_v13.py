@@ -1,4 +1,4 @@
-"""semantic-v13, the default release since hard-test-15 (branch route16, the third try): v12's recipe (v9's signal
+"""semantic-v13, the default release from hard-test-15 to -23 (its files served the default to -27; branch route16, the third try): v12's recipe (v9's signal
 columns, ``hazard-floor``, cost 6, delta 0.03, the cascade with its band capped at 0.20, the
 MiniLM stage on a MiniLM fine-tuned on the corpus with LoRA, merged at load and quantised by
 ``minilm_q8``: ``loomc.risk.lora``) on F23 = F16 + the spent hard-test-10 ... -14 +
@@ -111,17 +111,19 @@ def test_earlier_releases_files_are_unchanged() -> None:
         assert hashlib.sha256((DATA / name).read_bytes()).hexdigest() == digest, name
 
 
-def test_v13_is_selected_by_name_and_its_files_serve_the_default(v13: Any) -> None:
+def test_v13_is_selected_by_name_and_is_no_longer_the_default(v13: Any) -> None:
     """route16's rule shipped v13 beside v12; the rule written before hard-test-15 was measured
     made it the default (on hard-test-15, which it was not trained on, its routing cost was
     strictly lower than the pool's pick's, v12, with no more high misses, the seed suite 24/24
     with and without hints, within the load and memory gates). Since hard-test-23 the default is
-    v14: v13's files with the people-floor rule added (tests/risk/test_people.py)."""
+    v14: v13's files with the people-floor rule added (tests/risk/test_people.py); from
+    hard-test-24, v15 (the floor read wider); since hard-test-27, v18: v13's delta under heads
+    retrained on F40 (tests/risk/test_release_v18.py)."""
     assert v13.data_path == RELEASES["v13"] and v13.release == "v13"
-    assert release_of({}) == "v15" and release_of({"release": "v13"}) == "v13"
+    assert release_of({}) == "v18" and release_of({"release": "v13"}) == "v13"
     default: Any = make_profiler(RiskSettings(profiler="semantic"))
-    assert default.release == "v15" and default.rules == RULES["v15"]
-    assert default.data_path == RELEASES["v13"] == DATA_FILE != RELEASES["v12"]
+    assert default.release == "v18" and default.rules == RULES["v18"]
+    assert default.data_path == RELEASES["v18"] == DATA_FILE != RELEASES["v13"]
     assert v13.rules == RULES["v13"] == RULES["v12"] == ("hazard-floor",)
 
 

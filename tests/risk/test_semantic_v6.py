@@ -52,7 +52,7 @@ def v6() -> Any:
 def test_v6_is_selected_by_name_and_is_not_the_default(v6: Any) -> None:
     assert v6.data_path.name == "router-static-v6.npz" and v6.release == "v6"
     default: Any = make_profiler(RiskSettings(profiler="semantic"))
-    assert default.data_path.name == "router-static-v13.npz" and default.release == "v15"
+    assert default.data_path.name == "router-static-v18.npz" and default.release == "v18"
     assert v6.router.cascade == "router-minilm-v6.npz" and v6.second is not None
     assert v6.router.cascade_low < v6.router.cascade_high
 
@@ -128,13 +128,13 @@ def test_eval_routers_prints_every_router(
         "| semantic v13 cascade, band (0.12, 0.37), numpy",
         "| semantic v14 cascade, auto backend",
         "| semantic v14 cascade, numpy",
-        "| semantic v15 cascade (default), auto backend",
+        "| semantic v15 cascade, auto backend",
         "| semantic v15 cascade, numpy",
         "| semantic v16 cascade, auto backend",
         "| semantic v16 cascade, numpy",
         "| semantic v17 cascade, auto backend",
         "| semantic v17 cascade, numpy",
-        "| semantic v18 cascade, auto backend",
+        "| semantic v18 cascade (default), auto backend",
         "| semantic v18 cascade, numpy",
         "| semantic v18 static stage",
     ]
