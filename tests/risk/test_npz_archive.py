@@ -26,7 +26,10 @@ def _zipfile_members(path: Path) -> dict[str, bytes]:
 @pytest.mark.parametrize("path", sorted(DATA.glob("*.npz")), ids=lambda p: p.name)
 def test_every_shipped_archive_reads_as_zipfile_reads_it(path: Path) -> None:
     expected = _zipfile_members(path)
-    if path.stat().st_size > 4_000_000:  # the token table: located, not read whole, at run time
+    # The token table's archive (its one member, ``table``, ~12 MB) is located, not read whole,
+    # at run time; every other archive is read member by member. (Told apart by that member,
+    # not by size: v18's routers are over 4 MB.)
+    if "table" in expected:
         names = tuple(n for n in expected if n != "table")
         _descr, shape, offset = locate_member(path, "table")
         table = expected["table"]
