@@ -39,6 +39,36 @@ ROUND_OF: dict[str, int] = {
 }
 
 
+# F23: what v13's heads were trained on and its LoRA delta fine-tuned on (v12's F16, the spent
+# hard-test-10 ... -14, data14's and data16's rows), in the order its files' meta records them;
+# v14 ... v17 serve those files, and v18 that delta (tests/risk/test_release_v13.py, ..._v18.py).
+F23 = (
+    "train",
+    "test",
+    "hard-train",
+    "hard-train-v5-extra",
+    "hard-train-v8-extra",
+    "hard-train-v9-extra",
+    "hard-test",
+    "hard-test-2",
+    "hard-test-3",
+    "hard-test-4",
+    "hard-test-5",
+    "hard-test-6",
+    "hard-test-7",
+    "hard-test-8",
+    "hard-test-9",
+    "hard-train-v12-extra",
+    "hard-test-10",
+    "hard-test-11",
+    "hard-test-12",
+    "hard-test-13",
+    "hard-test-14",
+    "hard-train-v14-extra",
+    "hard-train-v16-extra",
+)
+
+
 def named_on(hard_tests: int) -> list[Path]:
     """The routing files that existed when a rule was named after ``hard-test-<hard_tests>``
     and what was sealed beside it: every file of a round up to it."""

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from corpus_files import F23
 from release_checks import (
     assert_delta_records_its_training,
     assert_deterministic,
@@ -44,31 +45,7 @@ from loomc.risk.signals import SIGNAL_NAMES
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "evals" / "routing"
 DATA = ROOT / "loomc" / "risk" / "data"
-V13_FILES = (  # F23: v12's F16, the spent hard-test-10 ... -14, data14's and data16's rows
-    "train",
-    "test",
-    "hard-train",
-    "hard-train-v5-extra",
-    "hard-train-v8-extra",
-    "hard-train-v9-extra",
-    "hard-test",
-    "hard-test-2",
-    "hard-test-3",
-    "hard-test-4",
-    "hard-test-5",
-    "hard-test-6",
-    "hard-test-7",
-    "hard-test-8",
-    "hard-test-9",
-    "hard-train-v12-extra",
-    "hard-test-10",
-    "hard-test-11",
-    "hard-test-12",
-    "hard-test-13",
-    "hard-test-14",
-    "hard-train-v14-extra",
-    "hard-train-v16-extra",
-)
+V13_FILES = F23  # what v13 was trained on (tests/corpus_files.py)
 WIDTH = {"v9": len(SIGNAL_NAMES)}
 # Every earlier release's files as shipped (v12's delta included): v13 must not touch them.
 EARLIER = {

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from corpus_files import F23
 from release_checks import (
     assert_delta_records_its_training,
     assert_deterministic,
@@ -44,31 +45,7 @@ from loomc.risk.releases import DATA_FILE, LORA, RELEASES, RULES, release_of
 from loomc.risk.signals import SIGNAL_NAMES
 
 DATA = Path(__file__).resolve().parents[2] / "loomc" / "risk" / "data"
-V13_FILES = (  # F23: what v13's delta was fine-tuned on (and v13's heads trained on)
-    "train",
-    "test",
-    "hard-train",
-    "hard-train-v5-extra",
-    "hard-train-v8-extra",
-    "hard-train-v9-extra",
-    "hard-test",
-    "hard-test-2",
-    "hard-test-3",
-    "hard-test-4",
-    "hard-test-5",
-    "hard-test-6",
-    "hard-test-7",
-    "hard-test-8",
-    "hard-test-9",
-    "hard-train-v12-extra",
-    "hard-test-10",
-    "hard-test-11",
-    "hard-test-12",
-    "hard-test-13",
-    "hard-test-14",
-    "hard-train-v14-extra",
-    "hard-train-v16-extra",
-)
+V13_FILES = F23  # what v13 was trained on (tests/corpus_files.py)
 V18_FILES = (  # F40: F23, the files spent since (splits, then targeted sets), data28's rows
     *V13_FILES,
     *(f"hard-test-{i}" for i in range(15, 27)),
