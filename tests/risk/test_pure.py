@@ -77,11 +77,7 @@ def _corpus() -> list[str]:
     return [str(r["prompt"]) for f in files for r in load_rows(f)]
 
 
-# Every corpus prompt twice, once in plain Python (~0.1 s each on a shared core): ~3,100 prompts
-# since hard-train-v12-extra, which took the run past the suite's 300 s on a loaded 2-core box.
-@pytest.mark.timeout(600)
-def test_every_corpus_prompt_decides_as_numpy(static_only: Any) -> None:
-    prompts = _corpus()
+def _decides_as_numpy(static_only: Any, prompts: list[str]) -> None:
     hints = [HINTS[i % len(HINTS)] for i in range(len(prompts))]
     # numpy one prompt at a time, as a cold run profiles: numpy's own batch (a matrix product,
     # not a vector one) can order a near-tie of the float32 explanation differently
@@ -95,6 +91,22 @@ def test_every_corpus_prompt_decides_as_numpy(static_only: Any) -> None:
         w.probability >= router.threshold for w in want
     ]
     assert len({g.level for g in got}) == 3  # the corpus reaches every level
+
+
+# Every corpus prompt twice, once in plain Python: ~5,900 prompts against v18's 5,580 train
+# prompts took 392 s of one core alone (CI's clean clone: its suite 16 -> 19 min), under a 600 s
+# timeout a loaded box could pass. So CI checks every fourth prompt of the corpus (every file,
+# ~1,500 prompts, each hint), and the whole corpus is a soak, run by hand (``pytest -m soak``)
+# whenever the default release or ``loomc.risk.pure`` changes.
+@pytest.mark.timeout(600)
+def test_every_fourth_corpus_prompt_decides_as_numpy(static_only: Any) -> None:
+    _decides_as_numpy(static_only, _corpus()[::4])
+
+
+@pytest.mark.soak
+@pytest.mark.timeout(1800)
+def test_every_corpus_prompt_decides_as_numpy(static_only: Any) -> None:
+    _decides_as_numpy(static_only, _corpus())
 
 
 @settings(max_examples=150, deadline=None)
