@@ -39,10 +39,13 @@ ROUND_OF: dict[str, int] = {
 }
 
 
-# F23: what v13's heads were trained on and its LoRA delta fine-tuned on (v12's F16, the spent
-# hard-test-10 ... -14, data14's and data16's rows), in the order its files' meta records them;
-# v14 ... v17 serve those files, and v18 that delta (tests/risk/test_release_v13.py, ..._v18.py).
-F23 = (
+# The releases' training files, in the order their files' meta records them; each grows the
+# last (evals/routing/README.md). F12: v9's (the base corpus and the first six hard splits);
+# F14: v11's, + the spent hard-test-7 and -8; F16: v12's (its LoRA delta's too), + the spent
+# hard-test-9 and data12's rows; F23: v13's (v14 ... v17 serve those files, and v18 that delta),
+# + the spent hard-test-10 ... -14, data14's and data16's rows; F40: v18's heads, + every file
+# spent since v13 (the splits, then the targeted sets) and data28's rows.
+F12 = (
     "train",
     "test",
     "hard-train",
@@ -50,22 +53,24 @@ F23 = (
     "hard-train-v8-extra",
     "hard-train-v9-extra",
     "hard-test",
-    "hard-test-2",
-    "hard-test-3",
-    "hard-test-4",
-    "hard-test-5",
-    "hard-test-6",
-    "hard-test-7",
-    "hard-test-8",
-    "hard-test-9",
-    "hard-train-v12-extra",
-    "hard-test-10",
-    "hard-test-11",
-    "hard-test-12",
-    "hard-test-13",
-    "hard-test-14",
+    *(f"hard-test-{i}" for i in range(2, 7)),
+)
+F14 = (*F12, "hard-test-7", "hard-test-8")
+F16 = (*F14, "hard-test-9", "hard-train-v12-extra")
+F23 = (
+    *F16,
+    *(f"hard-test-{i}" for i in range(10, 15)),
     "hard-train-v14-extra",
     "hard-train-v16-extra",
+)
+F40 = (
+    *F23,
+    *(f"hard-test-{i}" for i in range(15, 27)),
+    "people-code-test",
+    "people-code-test-2",
+    "people-code-test-3",
+    "purpose-code-test",
+    "hard-train-v28-extra",
 )
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from corpus_files import F14
 from release_checks import (
     assert_deterministic,
     assert_files_record,
@@ -38,22 +39,7 @@ from loomc.risk.signals import SIGNAL_NAMES
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "evals" / "routing"
 DATA = ROOT / "loomc" / "risk" / "data"
-V11_FILES = (  # F14: v9's twelve (its meta's corpus), then the two splits spent since
-    "train",
-    "test",
-    "hard-train",
-    "hard-train-v5-extra",
-    "hard-train-v8-extra",
-    "hard-train-v9-extra",
-    "hard-test",
-    "hard-test-2",
-    "hard-test-3",
-    "hard-test-4",
-    "hard-test-5",
-    "hard-test-6",
-    "hard-test-7",
-    "hard-test-8",
-)
+V11_FILES = F14  # v9's twelve, then the two splits spent since (tests/corpus_files.py)
 WIDTH = {"v9": len(SIGNAL_NAMES)}
 # Every earlier release's files as shipped: training v11 must not touch them.
 EARLIER = {

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from corpus_files import F16
 from release_checks import (
     assert_delta_records_its_training,
     assert_deterministic,
@@ -42,24 +43,7 @@ from loomc.risk.signals import SIGNAL_NAMES
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "evals" / "routing"
 DATA = ROOT / "loomc" / "risk" / "data"
-V12_FILES = (  # F16: v11's fourteen (its meta's corpus), the spent hard-test-9, data12's rows
-    "train",
-    "test",
-    "hard-train",
-    "hard-train-v5-extra",
-    "hard-train-v8-extra",
-    "hard-train-v9-extra",
-    "hard-test",
-    "hard-test-2",
-    "hard-test-3",
-    "hard-test-4",
-    "hard-test-5",
-    "hard-test-6",
-    "hard-test-7",
-    "hard-test-8",
-    "hard-test-9",
-    "hard-train-v12-extra",
-)
+V12_FILES = F16  # v11's fourteen, the spent hard-test-9, data12's rows (tests/corpus_files.py)
 WIDTH = {"v9": len(SIGNAL_NAMES)}
 # Every earlier release's files as shipped: training v12 must not touch them.
 EARLIER = {

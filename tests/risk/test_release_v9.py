@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from corpus_files import F12
 from release_checks import (
     assert_deterministic,
     assert_files_record,
@@ -34,20 +35,7 @@ from loomc.risk.signals import SIGNAL_NAMES, V7_NAMES, V8_NAMES
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "evals" / "routing"
 DATA = ROOT / "loomc" / "risk" / "data"
-V9_FILES = (
-    "train",
-    "test",
-    "hard-train",
-    "hard-train-v5-extra",
-    "hard-train-v8-extra",
-    "hard-train-v9-extra",
-    "hard-test",
-    "hard-test-2",
-    "hard-test-3",
-    "hard-test-4",
-    "hard-test-5",
-    "hard-test-6",
-)
+V9_FILES = F12  # tests/corpus_files.py
 WIDTH = {"none": 0, "v7": len(V7_NAMES), "v8": len(V8_NAMES), "v9": len(SIGNAL_NAMES)}
 # The files of the releases before v9, as shipped: a v9 retrain must never touch them.
 EARLIER = {
