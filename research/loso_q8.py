@@ -41,11 +41,12 @@ sys.path.insert(0, str(ROOT / "research"))
 import loso_router as lr  # noqa: E402
 import train_router as tr  # noqa: E402
 from loomc.policy.models import RiskSettings  # noqa: E402
+from loomc.risk.encoders import static_embedding  # noqa: E402
 from loomc.risk.factory import make_keywords  # noqa: E402
 from loomc.risk.people import people_floor_wide  # noqa: E402
 from loomc.risk.purpose import purpose_floor  # noqa: E402
 from loomc.risk.router import router_features  # noqa: E402
-from loomc.risk.signals import hazard_floor, signal_vector, situation_floor  # noqa: E402
+from loomc.risk.signals import V10_WIDTH, hazard_floor, signal_columns, situation_floor  # noqa: E402
 
 
 class Recipe(NamedTuple):
@@ -170,7 +171,9 @@ def fold(
     keywords = make_keywords(RiskSettings())
     prompts = [str(r["prompt"]) for r in held_rows]
     kw = np.array([router_features(keywords, p) for p in prompts], dtype=np.float64)
-    extra = np.array([signal_vector(p) for p in prompts], dtype=np.float64)
+    extra = np.array(
+        [signal_columns(p, V10_WIDTH, static_embedding) for p in prompts], dtype=np.float64
+    )
     trained: dict[tuple[str, str | bool], Any] = {}
 
     def stage(kind: str, signals: str | bool) -> tuple[Any, np.ndarray]:

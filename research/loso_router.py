@@ -41,12 +41,13 @@ sys.path.insert(0, str(ROOT / "research"))
 
 import train_router as tr  # noqa: E402
 from loomc.policy.models import RiskSettings  # noqa: E402
+from loomc.risk.encoders import static_embedding  # noqa: E402
 from loomc.risk.evaluate import load_rows  # noqa: E402
 from loomc.risk.factory import make_keywords  # noqa: E402
 from loomc.risk.minilm import MiniLM  # noqa: E402
 from loomc.risk.purpose import purpose_floor  # noqa: E402
 from loomc.risk.router import RouterWeights, assemble, knn_features, router_features  # noqa: E402
-from loomc.risk.signals import hazard_floor, play_calm, signal_vector, situation_floor  # noqa: E402
+from loomc.risk.signals import V10_WIDTH, hazard_floor, play_calm, signal_columns, situation_floor  # noqa: E402
 from loomc.risk.static import StaticEncoder  # noqa: E402
 
 CORPUS = ROOT / "evals" / "routing"
@@ -246,7 +247,9 @@ def run_fold(
     keywords = make_keywords(RiskSettings())
     prompts = [str(r["prompt"]) for r in held_rows]
     kw = np.array([router_features(keywords, p) for p in prompts], dtype=np.float64)
-    extra = np.array([signal_vector(p) for p in prompts], dtype=np.float64)
+    extra = np.array(
+        [signal_columns(p, V10_WIDTH, static_embedding) for p in prompts], dtype=np.float64
+    )
     hazard = np.array([bool(hazard_floor(p)) for p in prompts])
     quiet = np.array([play_calm(p) for p in prompts])
     situation = np.array([bool(situation_floor(p)) for p in prompts])

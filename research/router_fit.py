@@ -21,11 +21,12 @@ import numpy as np
 
 from loomc.policy.models import RiskSettings
 from loomc.risk.cues import floors_of
+from loomc.risk.encoders import static_embedding
 from loomc.risk.factory import make_keywords
 from loomc.risk.keywords import KeywordProfiler
 from loomc.risk.minilm import MiniLM
 from loomc.risk.router import assemble, knn_features, router_features
-from loomc.risk.signals import SIGNAL_NAMES, V7_NAMES, V8_NAMES, signal_vector
+from loomc.risk.signals import SIGNAL_NAMES, V7_NAMES, V8_NAMES, V10_WIDTH, signal_columns
 from loomc.risk.static import StaticEncoder
 
 LAMBDAS = (0.3, 1.0, 3.0, 10.0, 30.0, 100.0, 300.0)
@@ -151,7 +152,8 @@ def corpus_features(
     """The classifier's input for ``rows`` and their embeddings; ``signals`` adds the columns of
     ``loomc.risk.signals`` after the neighbour features: ``"v7"`` (or True) the task and
     code-hazard columns, ``"v8"`` those and the exposure columns (``loomc.risk.exposure``),
-    ``"v9"`` those and the purpose columns (``loomc.risk.purpose``)."""
+    ``"v9"`` those and the purpose columns (``loomc.risk.purpose``), ``"v10"`` those and the
+    context block (``loomc.risk.context``: the static embedding of a code prompt's prose)."""
     prompts = [str(r["prompt"]) for r in rows]
     emb = encoder.encode(prompts)
     kw = np.array([router_features(keywords, p) for p in prompts], dtype=np.float64)
@@ -164,9 +166,14 @@ def corpus_features(
     knn = knn_features(sims, y)
     x = assemble(emb, kw, knn, emb.shape[1] + kw.shape[1] + knn.shape[1])
     if signals:
-        widths = {"v7": len(V7_NAMES), "v8": len(V8_NAMES), "v9": len(SIGNAL_NAMES)}
+        widths = {
+            "v7": len(V7_NAMES),
+            "v8": len(V8_NAMES),
+            "v9": len(SIGNAL_NAMES),
+            "v10": V10_WIDTH,
+        }
         width = widths["v7" if signals is True else str(signals)]
-        cols = [signal_vector(p, width) for p in prompts]
+        cols = [signal_columns(p, width, static_embedding) for p in prompts]
         x = np.hstack([x, np.array(cols, dtype=np.float64)])
     return x, emb
 

@@ -219,9 +219,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--signals",
         nargs="?",
         const="v7",
-        choices=("v7", "v8", "v9"),
+        choices=("v7", "v8", "v9", "v10"),
         help="v7: the task and code-hazard columns as features; v8: and the exposure columns; "
-        "v9: and the purpose columns",
+        "v9: and the purpose columns; v10: and the context block (semantic-v19)",
     )
     ap.add_argument(
         "--rules", nargs="*", choices=RULES, default=[], help="v7/v8: decision rules (in the meta)"

@@ -73,16 +73,18 @@ def assert_deterministic(prof: Any, release: str, prompts: Sequence[str]) -> Non
 
 def assert_plain_path_reads_the_signal_columns(prof: Any, prompts: Sequence[str]) -> None:
     """The plain-Python first stage builds the same wider input as numpy (a file wider than
-    v4's reads the signal's columns: were they missing, the probabilities would differ)."""
+    v4's reads the signal's columns, and v19's the context block too, embedded by the plain
+    static encoder: were they missing, the probabilities would differ)."""
     from loomc.risk.features import router_features
-    from loomc.risk.signals import signal_vector
+    from loomc.risk.signals import signal_columns
 
     for prompt in prompts:
         static, router = prof._pure_stage()
         emb = static.embed(prompt)
         base = emb + router_features(prof.keywords, prompt) + router.knn(router.similarities(emb))
         wide = len(router.weights) > len(base)
-        x_plain = base + signal_vector(prompt, len(router.weights) - len(base)) if wide else base
+        extra = signal_columns(prompt, len(router.weights) - len(base), static.embed)
+        x_plain = base + extra if wide else base
         x_numpy, _ = prof.features([prompt])
         assert len(x_plain) == x_numpy.shape[1] == len(router.weights)
         np.testing.assert_allclose(np.array(x_plain), x_numpy[0], rtol=0, atol=1e-6)
@@ -149,10 +151,13 @@ def assert_int8_backends_agree(release: str) -> None:
 # --- releases whose MiniLM stage is the int8 MiniLM merged with a LoRA delta (v12, v13, v18) ----
 
 
-def assert_lora_files_record(prof: Any, release: str, delta_of: str = "") -> None:
+def assert_lora_files_record(
+    prof: Any, release: str, delta_of: str = "", signals: str = "v9"
+) -> None:
     """The MiniLM stage's file names the LoRA encoder and the delta by name and sha256, and both
-    files carry v11's flags (cost 6, delta 0.03, ``decide``, v9's signals, the band cap 0.20).
-    ``delta_of``: the release whose delta this one's heads were trained over (v18: v13's)."""
+    files carry v11's flags (cost 6, delta 0.03, ``decide``, ``signals``' columns, the band cap
+    0.20). ``delta_of``: the release whose delta this one's heads were trained over (v18: v13's);
+    ``signals``: v9's columns, or v10's (v19: and the context block)."""
     from loomc.risk.releases import LORA, MINILM_KINDS
 
     second = prof.data_path.with_name(prof.router.cascade)
@@ -164,7 +169,7 @@ def assert_lora_files_record(prof: Any, release: str, delta_of: str = "") -> Non
     for path in (prof.data_path, second):
         meta = meta_of(path)
         assert (meta["cost_high"], meta["delta"], meta["cascade_mode"]) == (6.0, 0.03, "decide")
-        assert meta["signals"] == "v9"
+        assert meta["signals"] == signals
     assert meta_of(prof.data_path)["max_defer"] == 0.2
 
 

@@ -75,7 +75,7 @@ from loomc.risk.releases import (
     release_of,
 )
 from loomc.risk.semantic_plan import Thresholds, plan_minilm
-from loomc.risk.signals import signal_vector
+from loomc.risk.signals import signal_columns
 
 if TYPE_CHECKING:
     import numpy as np
@@ -282,9 +282,12 @@ class SemanticProfiler:
     ) -> FloatArray:
         from loomc.risk.router import classifier_input
 
-        return classifier_input(
-            router, emb, kw, lambda columns: [signal_vector(p, columns) for p in prompts], sims32
-        )
+        def columns_of(columns: int) -> list[list[float]]:
+            from loomc.risk.encoders import static_embedding
+
+            return [signal_columns(p, columns, static_embedding) for p in prompts]
+
+        return classifier_input(router, emb, kw, columns_of, sims32)
 
     def features(self, prompts: Sequence[str]) -> tuple[FloatArray, npt.NDArray[np.float32]]:
         """(first-stage classifier input, float32 embeddings); see ``assemble``."""
@@ -342,7 +345,7 @@ class SemanticProfiler:
         sims = router.similarities(emb)
         x = emb + router_features(self.keywords, prompt) + router.knn(sims)
         if len(router.weights) > len(x):  # a wider file: the signal columns come last
-            x += signal_vector(prompt, len(router.weights) - len(x))
+            x += signal_columns(prompt, len(router.weights) - len(x), static.embed)
         prob = router.probability(x)
         low, high = self.thresholds.band(router)
         if self.plan.second_path is not None and low < prob < high:

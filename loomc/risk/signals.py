@@ -39,10 +39,11 @@ The rules (a release names which it uses; ``research/loso_router.py`` chose them
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from loomc.risk.alarms import alarm_floor
 from loomc.risk.codehazards import CODE_FEATURE_NAMES, code_vector, hazards_of
+from loomc.risk.context import CONTEXT_DIM, context_vector
 from loomc.risk.cues import cues_of, floors_of
 from loomc.risk.exposure import EXPOSURE_NAMES, exposure_vector, situations_of
 from loomc.risk.people import (
@@ -57,6 +58,7 @@ from loomc.risk.tasks import TASK_FEATURE_NAMES, operation_first, task_vector, t
 V7_NAMES: tuple[str, ...] = TASK_FEATURE_NAMES + CODE_FEATURE_NAMES
 V8_NAMES: tuple[str, ...] = V7_NAMES + EXPOSURE_NAMES  # v8's columns: v7's, then exposure's
 SIGNAL_NAMES: tuple[str, ...] = V8_NAMES + PURPOSE_NAMES  # v9's: v8's, then purpose's
+V10_WIDTH = len(SIGNAL_NAMES) + CONTEXT_DIM  # v10's (semantic-v19): v9's, then the context block
 RULES = (
     "hazard-floor",
     "calm",
@@ -81,6 +83,18 @@ def signal_vector(prompt: str, columns: int = len(SIGNAL_NAMES)) -> list[float]:
     if columns > len(out):
         out += purpose_vector(prompt)
     return out[:columns]
+
+
+def signal_columns(
+    prompt: str, columns: int, embed: Callable[[str], Sequence[float]]
+) -> list[float]:
+    """The first ``columns`` of v10's columns: v9's (``signal_vector``), then the context
+    block (``loomc.risk.context``), whose prose ``embed`` (the static encoder's) embeds. Only a
+    file wider than v9's columns (semantic-v19) reads the block, so no other one embeds prose."""
+    out = signal_vector(prompt, min(columns, len(SIGNAL_NAMES)))
+    if columns > len(SIGNAL_NAMES):
+        out += context_vector(prompt, embed)[: columns - len(SIGNAL_NAMES)]
+    return out
 
 
 def situation_floor(prompt: str) -> tuple[str, ...]:
