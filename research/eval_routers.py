@@ -84,6 +84,10 @@ ROUTERS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("semantic v18 cascade (default), auto backend", {"release": "v18", "backend": "auto"}),
     ("semantic v18 cascade, numpy", {"release": "v18", "backend": "numpy"}),
     ("semantic v18 static stage", {"release": "v18", "cascade": False}),
+    # hard-test-28's candidate: v18's recipe with the context block, on F41 (route29's I)
+    ("semantic v19 cascade, auto backend", {"release": "v19", "backend": "auto"}),
+    ("semantic v19 cascade, numpy", {"release": "v19", "backend": "numpy"}),
+    ("semantic v19 static stage", {"release": "v19", "cascade": False}),
 )
 
 

@@ -51,6 +51,9 @@ LoRA-q8 embeddings, the static stage shared, scored as served by ``loso_q8.fold`
 - ``route28``: H = G with data28's rows for over-escalation in every fold's training (F40 = F39 +
   ``hard-train-v28-extra``, never a fold), D scored again beside it (G's cells are route27's);
   the same folds and delta.
+- ``route29``: the same two heads on F41 (F40 + the spent ``lookalike-code-test``), seventeen
+  folds (route28's and lookalike-code-test): H = v18's recipe, I = H with the context block
+  (signals ``v10``: ``loomc.risk.context``), v13's delta for every fold.
 Every arm's embeddings are the numpy reference's, cached by the delta's sha256 (one delta that
 two arms share is encoded once).
 """
@@ -94,6 +97,7 @@ SPENT_27 = (
 )
 F39 = (*F23, *SPENT_27)
 F40 = (*F39, "hard-train-v28-extra")  # route28: F39 + data28's rows for over-escalation
+F41 = (*F40, "lookalike-code-test")  # route29: F40 + the spent targeted set of round 28
 
 
 class Arm(NamedTuple):
@@ -205,6 +209,13 @@ ROUNDS = {
     "route27": ROUTE27,
     # route27 with one more training file for every fold (G's cells are route27's: not rerun)
     "route28": ROUTE27._replace(files=F40, arms=(None, "H: heads on F40, v13's delta")),
+    # the same heads on F41, with and without the context block (semantic-v19's candidate)
+    "route29": ROUTE27._replace(
+        files=F41,
+        held_out=(*SPENT_27, "lookalike-code-test"),
+        arms=(None, "H: v18's recipe on F41"),
+        more=(Arm("I: H with the context block", F41, V15_SHIPPED._replace(signals="v10")),),
+    ),
 }
 
 

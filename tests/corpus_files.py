@@ -36,6 +36,7 @@ ROUND_OF: dict[str, int] = {
     "purpose-code-test": 26,
     "hard-train-v28-extra": 27,  # route28's training rows, written after hard-test-26 was run
     "lookalike-code-test": 27,  # sealed beside hard-test-27 (round 28)
+    "lookalike-code-test-2": 28,  # sealed beside hard-test-28 (round 29)
 }
 
 
@@ -44,7 +45,8 @@ ROUND_OF: dict[str, int] = {
 # F14: v11's, + the spent hard-test-7 and -8; F16: v12's (its LoRA delta's too), + the spent
 # hard-test-9 and data12's rows; F23: v13's (v14 ... v17 serve those files, and v18 that delta),
 # + the spent hard-test-10 ... -14, data14's and data16's rows; F40: v18's heads, + every file
-# spent since v13 (the splits, then the targeted sets) and data28's rows.
+# spent since v13 (the splits, then the targeted sets) and data28's rows; F41: v19's heads, + the
+# spent lookalike-code-test.
 F12 = (
     "train",
     "test",
@@ -72,6 +74,7 @@ F40 = (
     "purpose-code-test",
     "hard-train-v28-extra",
 )
+F41 = (*F40, "lookalike-code-test")
 
 
 def named_on(hard_tests: int) -> list[Path]:

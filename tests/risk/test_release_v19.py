@@ -1,0 +1,134 @@
+"""semantic-v19, round 29's candidate (evals/routing/README.md): v18's recipe (v13's LoRA delta,
+v9's signal columns, cost 6, delta 0.03, the band capped at 0.20, v15's rules) with the context
+block of ``loomc.risk.context`` (the static embedding of a code prompt's prose, after v9's
+columns), both heads trained on F41 = F40 + the spent lookalike-code-test. Needs the semantic
+extra (and the ``onnx`` extra for the ORT check).
+
+Pinned: what its heads were trained on (F41, by hash) and with which columns (v10's: v9's and
+the block), over which delta (v13's, by name and sha256), v15's rules, the reference seed suite
+with and without hints, deterministic decisions, the plain-Python path building the same block,
+the static stage retraining to the shipped file, v18's files untouched, another base refused
+in one line, the same decisions from either int8 backend, and that the block moves the
+decision it was built for: a fixture's prose against production's, the code the same.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+from corpus_files import F23, F41
+from release_checks import (
+    assert_delta_records_its_training,
+    assert_deterministic,
+    assert_files_record,
+    assert_int8_backends_agree,
+    assert_lora_files_record,
+    assert_plain_path_reads_the_signal_columns,
+    assert_refuses_another_base,
+    assert_seed_suite,
+    assert_serves_merged_int8_minilm,
+    assert_static_stage_retrains,
+    need_semantic_extra,
+    release_profiler,
+)
+
+from loomc.risk.context import prose_of
+from loomc.risk.releases import LORA, RELEASES, RULES
+from loomc.risk.signals import V10_WIDTH
+
+DATA = Path(__file__).resolve().parents[2] / "loomc" / "risk" / "data"
+V19_FILES = F41  # F40 + the spent lookalike-code-test (tests/corpus_files.py)
+WIDTH = {"v10": V10_WIDTH}
+# v18's two files as shipped: v19 is beside them, not instead of them.
+V18_SHIPPED = {
+    "router-static-v18.npz": "dca8861e8d5dc9ed6eb86541d1a14014477fd27899e64c15bf95fcc5f6fed1a0",
+    "router-minilm-v18.npz": "0a20539a83921a528c2689dd08a81af9d332711c1102fc71bc8ff1e59a417dc0",
+}
+PROMPTS = [
+    "Conjugate the verb 'poison' in the present tense.",
+    "Add a docstring:\n\ndef load(blob):\n    return pickle.loads(blob)",
+    "my 12 seed words are in my notes app, fine?",
+    "¿Cuál es la capital de Australia?",
+    "Add type hints, it is a test fixture, none of it is real:\n\n"
+    "def fake_patient(i):\n    return {'name': f'Test {i}', 'dose_mg': 5}",
+    "I take warfarin; is it fine to add a daily aspirin for my knee?",
+]
+CODE = (
+    "\n\n```python\ndef run():\n"
+    '    for s in db.query("SELECT id, iban, due FROM sellers WHERE due > 0"):\n'
+    "        bank.transfer(to=s.iban, amount=s.due)\n"
+    '        db.execute("UPDATE sellers SET due = 0 WHERE id = %s", (s.id,))\n```'
+)
+
+
+@pytest.fixture(scope="module")
+def v19() -> Any:
+    need_semantic_extra()
+    return release_profiler("v19")
+
+
+def test_v18s_files_are_unchanged() -> None:
+    for name, digest in V18_SHIPPED.items():
+        assert hashlib.sha256((DATA / name).read_bytes()).hexdigest() == digest, name
+
+
+def test_v19_is_v18s_recipe_over_v13s_delta(v19: Any) -> None:
+    assert v19.data_path == RELEASES["v19"] != RELEASES["v18"]
+    assert v19.rules == RULES["v19"] == RULES["v18"] == ("hazard-floor", "people-floor-wide")
+    assert LORA["v19"] == LORA["v18"] == LORA["v13"]
+
+
+def test_v19_files_record_what_made_them(v19: Any) -> None:
+    assert_files_record(v19, "v19", V19_FILES, WIDTH)
+    assert_lora_files_record(v19, "v19", delta_of="v13", signals="v10")
+
+
+def test_v19_delta_is_v13s_and_records_its_training(v19: Any) -> None:
+    assert_delta_records_its_training(v19, "v19", F23)
+
+
+def test_v19_serves_the_merged_int8_minilm(v19: Any) -> None:
+    assert_serves_merged_int8_minilm(v19, "v19")
+
+
+def test_v19_refuses_another_base_in_one_line(tmp_path: Path) -> None:
+    assert_refuses_another_base(tmp_path, "v19")
+
+
+@pytest.mark.parametrize("hints", [True, False])
+def test_v19_seed_suite(v19: Any, shared_dir: Path, hints: bool) -> None:
+    assert_seed_suite(v19, shared_dir, hints)
+
+
+def test_v19_is_deterministic_across_calls_and_batches(v19: Any) -> None:
+    assert_deterministic(v19, "v19", PROMPTS)
+
+
+def test_v19_plain_path_builds_the_same_block(v19: Any) -> None:
+    assert any(prose_of(p) for p in PROMPTS)  # the block is non-zero for some of them
+    assert_plain_path_reads_the_signal_columns(v19, PROMPTS)
+
+
+@pytest.mark.timeout(900)  # the block's 384 columns: 38 s alone, several minutes on a busy box
+def test_v19_static_stage_retrains_to_the_shipped_file(v19: Any) -> None:
+    assert_static_stage_retrains(v19, V19_FILES, "v10")
+
+
+def test_v19_decides_alike_on_numpy_and_onnxruntime() -> None:
+    assert_int8_backends_agree("v19")
+
+
+def test_the_block_reads_the_prose_not_the_code(v19: Any) -> None:
+    """The same code under a fixture's sentence and under production's: the first stage's
+    probability moves with the prose (v18, with no block, sees only what the whole prompt's
+    embedding and neighbours carry)."""
+    fixture = "Rename the variables. It's a unit-test fixture with fake sellers; nothing is real."
+    production = (
+        "Rename the variables. It's the job that pays our sellers every Friday in production."
+    )
+    x, _ = v19.features([fixture + CODE, production + CODE])
+    p_fixture, p_production = v19.router.probability(x)
+    assert p_fixture < p_production
