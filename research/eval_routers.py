@@ -2,8 +2,9 @@
 
     .venv/bin/python research/eval_routers.py evals/routing/X.jsonl [--seed]
 
-For the lead's one measurement of a sealed split (issue 17): v18 (the default since
-hard-test-27), v13 (the default from hard-test-15 to -23) and the v4, v6, v7, v8, v9, v10, v11 and v12 releases, each as its cascade and as its static
+For the lead's one measurement of a sealed split (issue 17): v19 (the default since
+hard-test-28: v18's recipe with the context block), v18 (the default from hard-test-27 to -28),
+v13 (the default from hard-test-15 to -23) and the v4, v6, v7, v8, v9, v10, v11 and v12 releases, each as its cascade and as its static
 stage alone (v10 to v13 on the int8 MiniLM (v12's and v13's fine-tuned with LoRA), on ONNX
 Runtime where it is installed and on numpy: the two must agree), v13 with a narrower band (the
 band its own training rows give at a 0.10 cap, ``research/band_for_cap.py``: hard-test-19's
@@ -80,12 +81,12 @@ ROUTERS: tuple[tuple[str, dict[str, Any]], ...] = (
     # hard-test-26's candidate: v15's wide people floor reading tables, and the alarm floor
     ("semantic v17 cascade, auto backend", {"release": "v17", "backend": "auto"}),
     ("semantic v17 cascade, numpy", {"release": "v17", "backend": "numpy"}),
-    # the default since hard-test-27: v13's delta, both heads retrained on F40 (route28's H)
-    ("semantic v18 cascade (default), auto backend", {"release": "v18", "backend": "auto"}),
+    # the default from hard-test-27 to -28: v13's delta, both heads retrained on F40 (route28's H)
+    ("semantic v18 cascade, auto backend", {"release": "v18", "backend": "auto"}),
     ("semantic v18 cascade, numpy", {"release": "v18", "backend": "numpy"}),
     ("semantic v18 static stage", {"release": "v18", "cascade": False}),
-    # hard-test-28's candidate: v18's recipe with the context block, on F41 (route29's I)
-    ("semantic v19 cascade, auto backend", {"release": "v19", "backend": "auto"}),
+    # the default since hard-test-28: v18's recipe with the context block, on F41 (route29's I)
+    ("semantic v19 cascade (default), auto backend", {"release": "v19", "backend": "auto"}),
     ("semantic v19 cascade, numpy", {"release": "v19", "backend": "numpy"}),
     ("semantic v19 static stage", {"release": "v19", "cascade": False}),
 )

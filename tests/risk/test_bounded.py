@@ -134,6 +134,9 @@ HOSTILE = {
     "indented blank lines": "x\n" + "    \n" * 40_000 + "y",
     "select words": "SELECT " * 30_000,
     "open braces": "{{{" + "{" * 200_000,
+    # the context block (v19) takes fences and code lines apart from the prose around them
+    "unclosed fences": "Tidy this:\n" + "```\nx = 1\n" * 25_000,
+    "code and prose lines": "Rename these, it is a demo.\n" + "x = f(y);\nwords here\n" * 10_000,
 }
 
 
@@ -141,7 +144,7 @@ HOSTILE = {
 def test_hostile_prompts_are_profiled_in_seconds_not_hours(profiler: str) -> None:
     """Before: 40,000 spaces took ~40 s of one pattern and 100,000 ``a.`` pairs hours; a
     quadratic pattern on these 200,000 characters cannot finish inside the bound."""
-    opts = {"release": "v18", "backend": "numpy"} if profiler == "semantic" else {}
+    opts = {"release": "v19", "backend": "numpy"} if profiler == "semantic" else {}
     p = make_profiler(RiskSettings(profiler=profiler, options=opts))
     p.profile("warm up")
     for name, prompt in HOSTILE.items():

@@ -52,7 +52,7 @@ def v6() -> Any:
 def test_v6_is_selected_by_name_and_is_not_the_default(v6: Any) -> None:
     assert v6.data_path.name == "router-static-v6.npz" and v6.release == "v6"
     default: Any = make_profiler(RiskSettings(profiler="semantic"))
-    assert default.data_path.name == "router-static-v18.npz" and default.release == "v18"
+    assert default.data_path.name == "router-static-v19.npz" and default.release == "v19"
     assert v6.router.cascade == "router-minilm-v6.npz" and v6.second is not None
     assert v6.router.cascade_low < v6.router.cascade_high
 
@@ -134,9 +134,12 @@ def test_eval_routers_prints_every_router(
         "| semantic v16 cascade, numpy",
         "| semantic v17 cascade, auto backend",
         "| semantic v17 cascade, numpy",
-        "| semantic v18 cascade (default), auto backend",
+        "| semantic v18 cascade, auto backend",
         "| semantic v18 cascade, numpy",
         "| semantic v18 static stage",
+        "| semantic v19 cascade (default), auto backend",
+        "| semantic v19 cascade, numpy",
+        "| semantic v19 static stage",
     ]
     for ln in table:
         cells = ln.split(" | ")
