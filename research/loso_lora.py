@@ -54,6 +54,9 @@ LoRA-q8 embeddings, the static stage shared, scored as served by ``loso_q8.fold`
 - ``route29``: the same two heads on F41 (F40 + the spent ``lookalike-code-test``), seventeen
   folds (route28's and lookalike-code-test): H = v18's recipe, I = H with the context block
   (signals ``v10``: ``loomc.risk.context``), v13's delta for every fold.
+- ``route30``: J = I (v19's recipe) with ``hard-train-v30-extra`` (the same code under fixture
+  and production prose) in every fold's training (F42, never a fold), route29's folds; I is
+  not rerun (its cells are route29's).
 Every arm's embeddings are the numpy reference's, cached by the delta's sha256 (one delta that
 two arms share is encoded once).
 """
@@ -98,6 +101,7 @@ SPENT_27 = (
 F39 = (*F23, *SPENT_27)
 F40 = (*F39, "hard-train-v28-extra")  # route28: F39 + data28's rows for over-escalation
 F41 = (*F40, "lookalike-code-test")  # route29: F40 + the spent targeted set of round 28
+F42 = (*F41, "hard-train-v30-extra")  # route30: F41 + data30's contrast pairs
 
 
 class Arm(NamedTuple):
@@ -128,6 +132,7 @@ class Round(NamedTuple):
 V11_SHIPPED = lq.V11._replace(cap=0.20)  # v11 as shipped: the band's cap 0.20
 V12_SHIPPED = V11_SHIPPED._replace(second="minilm-q8-lora")  # v12: the same on LoRA q8
 V15_SHIPPED = V12_SHIPPED._replace(rules=("hazard-floor", "people-floor-wide"))  # v13 + v15's
+V19_SHIPPED = V15_SHIPPED._replace(signals="v10")  # v18's recipe with the context block
 # route27: the two heads on F39 minus the fold, v13's delta (tuned on F23) for every fold
 ROUTE27 = Round(
     F39,
@@ -214,7 +219,14 @@ ROUNDS = {
         files=F41,
         held_out=(*SPENT_27, "lookalike-code-test"),
         arms=(None, "H: v18's recipe on F41"),
-        more=(Arm("I: H with the context block", F41, V15_SHIPPED._replace(signals="v10")),),
+        more=(Arm("I: H with the context block", F41, V19_SHIPPED),),
+    ),
+    # v19's recipe with one more training file for every fold (I's cells are route29's)
+    "route30": ROUTE27._replace(
+        files=F42,
+        held_out=(*SPENT_27, "lookalike-code-test"),
+        recipe=V19_SHIPPED,
+        arms=(None, "J: v19's recipe on F42"),
     ),
 }
 
