@@ -37,6 +37,7 @@ ROUND_OF: dict[str, int] = {
     "hard-train-v28-extra": 27,  # route28's training rows, written after hard-test-26 was run
     "lookalike-code-test": 27,  # sealed beside hard-test-27 (round 28)
     "lookalike-code-test-2": 28,  # sealed beside hard-test-28 (round 29)
+    "hard-train-v30-extra": 28,  # route30's training rows, written after hard-test-28 was run
 }
 
 
