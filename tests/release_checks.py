@@ -83,8 +83,11 @@ def assert_plain_path_reads_the_signal_columns(prof: Any, prompts: Sequence[str]
         emb = static.embed(prompt)
         base = emb + router_features(prof.keywords, prompt) + router.knn(router.similarities(emb))
         wide = len(router.weights) > len(base)
-        extra = signal_columns(prompt, len(router.weights) - len(base), static.embed)
-        x_plain = base + extra if wide else base
+        x_plain = (
+            base + signal_columns(prompt, len(router.weights) - len(base), static.embed)
+            if wide
+            else base
+        )
         x_numpy, _ = prof.features([prompt])
         assert len(x_plain) == x_numpy.shape[1] == len(router.weights)
         np.testing.assert_allclose(np.array(x_plain), x_numpy[0], rtol=0, atol=1e-6)

@@ -25,7 +25,6 @@ from collections.abc import Callable, Sequence
 from loomc.risk.memo import per_prompt
 
 CONTEXT_DIM = 384  # the static encoder's width: the block is one embedding
-CONTEXT_NAMES: tuple[str, ...] = tuple(f"ctx{i}" for i in range(CONTEXT_DIM))
 
 # A fenced block, closed or running to the end of the prompt (a paste cut short).
 _FENCE = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
