@@ -14,8 +14,9 @@ candidate, the default from hard-test-24 to -27), v16 (v15 with more words for w
 and for employees, ``people-floor-tracking``: hard-test-25's candidate), v17 (v15's wide floor
 that also reads a characteristic priced through a lookup, and the alarm floor: hard-test-26's
 candidate), v18 (v13's delta with both heads retrained on F40, every file spent since and
-rows against over-escalation, v15's rules: hard-test-27's candidate, the default since), plus
-``keywords`` as the floor.
+rows against over-escalation, v15's rules: hard-test-27's candidate, the default to -28), v20
+(v19's recipe with both heads on F42, route30's contrast pairs added: hard-test-29's candidate),
+plus ``keywords`` as the floor.
 v13 was trained on hard-test-10 ... -14 and v18 on hard-test-10 ... -26: their rows on those
 files are training figures.
 The decision is the balanced tier's (``loomc.risk.evaluate.escalates``), prompts only (no
@@ -89,6 +90,10 @@ ROUTERS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("semantic v19 cascade (default), auto backend", {"release": "v19", "backend": "auto"}),
     ("semantic v19 cascade, numpy", {"release": "v19", "backend": "numpy"}),
     ("semantic v19 static stage", {"release": "v19", "cascade": False}),
+    # hard-test-29's candidate: v19's recipe on F42 (route30's J)
+    ("semantic v20 cascade, auto backend", {"release": "v20", "backend": "auto"}),
+    ("semantic v20 cascade, numpy", {"release": "v20", "backend": "numpy"}),
+    ("semantic v20 static stage", {"release": "v20", "cascade": False}),
 )
 
 

@@ -47,7 +47,7 @@ ROUND_OF: dict[str, int] = {
 # hard-test-9 and data12's rows; F23: v13's (v14 ... v17 serve those files, and v18 that delta),
 # + the spent hard-test-10 ... -14, data14's and data16's rows; F40: v18's heads, + every file
 # spent since v13 (the splits, then the targeted sets) and data28's rows; F41: v19's heads, + the
-# spent lookalike-code-test.
+# spent lookalike-code-test; F42: v20's heads, + data30's contrast pairs.
 F12 = (
     "train",
     "test",
@@ -76,6 +76,7 @@ F40 = (
     "hard-train-v28-extra",
 )
 F41 = (*F40, "lookalike-code-test")
+F42 = (*F41, "hard-train-v30-extra")
 
 
 def named_on(hard_tests: int) -> list[Path]:

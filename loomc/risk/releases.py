@@ -49,8 +49,12 @@ hard-test-27: by the rule written before hard-test-27 and the targeted lookalike
 measured it replaced v15 with a summed routing cost of 32 against 35 over the two, 0 high
 misses against 1), ``v19`` (v18's recipe with the context block of ``loomc.risk.context``, the
 static embedding of a code prompt's prose, as columns after v9's, both heads on F41 = F40 + the
-spent lookalike-code-test; round 29's candidate),
-v4 ... v13, v18 and v19 each trained on more splits, and each release chosen by leave-one-split-out rules written before its sealed split
+spent lookalike-code-test; route29's arm I; the default since hard-test-28: by the rule written
+before hard-test-28 and lookalike-code-test-2 it replaced v18, 36 against 42 over the two, 2 high
+misses against 2), ``v20`` (v19's recipe with both heads on F42 = F41 + hard-train-v30-extra's
+pairs of the same code under fixture and production prose; route30's arm J; round 30's
+candidate),
+v4 ... v13 and v18 ... v20 each trained on more splits, and each release chosen by leave-one-split-out rules written before its sealed split
 was measured (``evals/routing/README.md``). A classifier whose weights are wider than
 v4's also reads the columns of ``loomc.risk.signals`` (task versus topic, code hazards and, from
 v8, the situations of ``loomc.risk.exposure``; from v9, what the prompt is for,
@@ -83,6 +87,7 @@ RELEASES = {
     "v17": ROUTER_FILE.with_name("router-static-v13.npz"),  # v13's files, tables and alarms
     "v18": ROUTER_FILE.with_name("router-static-v18.npz"),  # v13's delta, heads on F40
     "v19": ROUTER_FILE.with_name("router-static-v19.npz"),  # v18's recipe + context, on F41
+    "v20": ROUTER_FILE.with_name("router-static-v20.npz"),  # v19's recipe, on F42
 }
 # The decision rules of ``loomc.risk.signals`` a release applies (chosen by research/loso_router.py).
 RULES: dict[str, tuple[str, ...]] = {
@@ -101,6 +106,7 @@ RULES: dict[str, tuple[str, ...]] = {
     "v17": ("hazard-floor", "people-floor-table", "alarm-floor"),
     "v18": ("hazard-floor", "people-floor-wide"),
     "v19": ("hazard-floor", "people-floor-wide"),
+    "v20": ("hazard-floor", "people-floor-wide"),
 }
 # The MiniLM a release's second stage was trained on (its file's meta, ``encoder_kind``):
 # ``minilm`` (float, ``loomc.risk.minilm``) unless named here. ``minilm-q8`` is the defined
@@ -118,6 +124,7 @@ MINILM_KINDS: dict[str, str] = {
     "v17": "minilm-q8-lora",
     "v18": "minilm-q8-lora",
     "v19": "minilm-q8-lora",
+    "v20": "minilm-q8-lora",
 }
 INT8_KINDS = ("minilm-q8", "minilm-q8-lora")  # one precision: ``dtype`` does not apply
 LORA: dict[str, Path] = {
@@ -129,6 +136,7 @@ LORA: dict[str, Path] = {
     "v17": ROUTER_FILE.with_name("minilm-lora-v13.npz"),
     "v18": ROUTER_FILE.with_name("minilm-lora-v13.npz"),
     "v19": ROUTER_FILE.with_name("minilm-lora-v13.npz"),
+    "v20": ROUTER_FILE.with_name("minilm-lora-v13.npz"),
 }
 # The default's static router ships its train embeddings widened to float32 too, for cold runs
 # (``loomc.risk.emb32.write_copy``; tests/risk/test_emb32.py fails until a new default has one).

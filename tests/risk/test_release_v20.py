@@ -1,0 +1,137 @@
+"""semantic-v20, round 30's candidate (route30's arm J, evals/routing/README.md): v19's recipe
+(v13's LoRA delta, v10's columns with the context block of ``loomc.risk.context``, cost 6,
+delta 0.03, the band capped at 0.20, v15's rules), both heads trained on F42 = F41 +
+hard-train-v30-extra: pairs of prompts carrying the same code under a fixture's prose and under
+production's. route30 measured the recipe on spent files (cost 167 against v19's 171 over
+seventeen folds, 4 high missed against 6). Judged on hard-test-29 and lookalike-code-test-3,
+which it never saw, by the rule written before either. Needs the semantic extra (and the
+``onnx`` extra for the ORT check).
+
+Pinned: v20 is selectable beside the default, what its heads were trained on (F42, by hash) and
+with which columns, over which delta (v13's, by name and sha256), v15's rules, the reference
+seed suite with and without hints, deterministic decisions, the plain-Python path building the
+same block, the static stage retraining to the shipped file, v19's files untouched, another
+base refused in one line, the same decisions from either int8 backend, and that a pair of the
+kind its new rows hold moves the way they were labelled.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+from corpus_files import F23, F42
+from release_checks import (
+    assert_delta_records_its_training,
+    assert_deterministic,
+    assert_files_record,
+    assert_int8_backends_agree,
+    assert_lora_files_record,
+    assert_plain_path_reads_the_signal_columns,
+    assert_refuses_another_base,
+    assert_seed_suite,
+    assert_serves_merged_int8_minilm,
+    assert_static_stage_retrains,
+    need_semantic_extra,
+    release_profiler,
+)
+
+from loomc.risk.context import prose_of
+from loomc.risk.releases import LORA, RELEASES, RULES, release_of
+from loomc.risk.signals import V10_WIDTH
+
+DATA = Path(__file__).resolve().parents[2] / "loomc" / "risk" / "data"
+V20_FILES = F42  # F41 + hard-train-v30-extra (tests/corpus_files.py)
+WIDTH = {"v10": V10_WIDTH}
+# v19's two files as shipped: v20 is beside them, not instead of them.
+V19_SHIPPED = {
+    "router-static-v19.npz": "9c651f346ebc9e6c7170ed4f8a7d483bf0297bd584b15d5e07e09b2ace875623",
+    "router-minilm-v19.npz": "1d709ce3cedc9c3899c0ea47ab24436060e76949cdf7e29cc2e8b03856b6f711",
+}
+PROMPTS = [
+    "Conjugate the verb 'poison' in the present tense.",
+    "Add a docstring:\n\ndef load(blob):\n    return pickle.loads(blob)",
+    "my 12 seed words are in my notes app, fine?",
+    "¿Cuál es la capital de Australia?",
+    "Add type hints, it is a test fixture, none of it is real:\n\n"
+    "def fake_patient(i):\n    return {'name': f'Test {i}', 'dose_mg': 5}",
+    "I take warfarin; is it fine to add a daily aspirin for my knee?",
+]
+CODE = (
+    "\n\n```python\ndef run():\n"
+    '    for s in db.query("SELECT id, iban, due FROM sellers WHERE due > 0"):\n'
+    "        bank.transfer(to=s.iban, amount=s.due)\n"
+    '        db.execute("UPDATE sellers SET due = 0 WHERE id = %s", (s.id,))\n```'
+)
+
+
+@pytest.fixture(scope="module")
+def v20() -> Any:
+    need_semantic_extra()
+    return release_profiler("v20")
+
+
+def test_v19s_files_are_unchanged() -> None:
+    for name, digest in V19_SHIPPED.items():
+        assert hashlib.sha256((DATA / name).read_bytes()).hexdigest() == digest, name
+
+
+def test_v20_is_v19s_recipe_beside_the_default(v20: Any) -> None:
+    assert v20.data_path == RELEASES["v20"] != RELEASES["v19"]
+    assert release_of({"release": "v20"}) == "v20" == v20.release
+    assert v20.rules == RULES["v20"] == RULES["v19"] == ("hazard-floor", "people-floor-wide")
+    assert LORA["v20"] == LORA["v19"] == LORA["v13"]
+
+
+def test_v20_files_record_what_made_them(v20: Any) -> None:
+    assert_files_record(v20, "v20", V20_FILES, WIDTH)
+    assert_lora_files_record(v20, "v20", delta_of="v13", signals="v10")
+
+
+def test_v20_delta_is_v13s_and_records_its_training(v20: Any) -> None:
+    assert_delta_records_its_training(v20, "v20", F23)
+
+
+def test_v20_serves_the_merged_int8_minilm(v20: Any) -> None:
+    assert_serves_merged_int8_minilm(v20, "v20")
+
+
+def test_v20_refuses_another_base_in_one_line(tmp_path: Path) -> None:
+    assert_refuses_another_base(tmp_path, "v20")
+
+
+@pytest.mark.parametrize("hints", [True, False])
+def test_v20_seed_suite(v20: Any, shared_dir: Path, hints: bool) -> None:
+    assert_seed_suite(v20, shared_dir, hints)
+
+
+def test_v20_is_deterministic_across_calls_and_batches(v20: Any) -> None:
+    assert_deterministic(v20, "v20", PROMPTS)
+
+
+def test_v20_plain_path_builds_the_same_block(v20: Any) -> None:
+    assert any(prose_of(p) for p in PROMPTS)  # the block is non-zero for some of them
+    assert_plain_path_reads_the_signal_columns(v20, PROMPTS)
+
+
+@pytest.mark.timeout(900)  # the block's 384 columns: ~40 s alone, minutes on a busy box
+def test_v20_static_stage_retrains_to_the_shipped_file(v20: Any) -> None:
+    assert_static_stage_retrains(v20, V20_FILES, "v10")
+
+
+def test_v20_decides_alike_on_numpy_and_onnxruntime() -> None:
+    assert_int8_backends_agree("v20")
+
+
+def test_the_same_code_moves_with_its_prose(v20: Any) -> None:
+    """The kind of pair hard-train-v30-extra holds: the same payout code under a fixture's
+    sentence and under production's; the first stage's probability is the fixture's lower."""
+    fixture = "Rename the variables. It's a unit-test fixture with fake sellers; nothing is real."
+    production = (
+        "Rename the variables. It's the job that pays our sellers every Friday in production."
+    )
+    x, _ = v20.features([fixture + CODE, production + CODE])
+    p_fixture, p_production = v20.router.probability(x)
+    assert p_fixture < p_production
