@@ -87,7 +87,7 @@ def shared_static(table: Path = TABLE_FILE) -> StaticEncoder:
 
 def static_embedding(text: str) -> list[float]:
     """The shipped static encoder's embedding of one text: what the context block of
-    semantic-v19 (``loomc.risk.context``) reads in every stage, whichever encoder the stage
+    semantic-v19 and -v20 (``loomc.risk.context``) reads in every stage, whichever encoder the stage
     itself embeds prompts with, in serving and in training alike."""
     return [float(v) for v in shared_static().encode([text])[0]]
 

@@ -52,8 +52,9 @@ static embedding of a code prompt's prose, as columns after v9's, both heads on 
 spent lookalike-code-test; route29's arm I; the default since hard-test-28: by the rule written
 before hard-test-28 and lookalike-code-test-2 it replaced v18, 36 against 42 over the two, 2 high
 misses against 2), ``v20`` (v19's recipe with both heads on F42 = F41 + hard-train-v30-extra's
-pairs of the same code under fixture and production prose; route30's arm J; round 30's
-candidate),
+pairs of the same code under fixture and production prose; route30's arm J; selectable: by the
+rule written before hard-test-29 and lookalike-code-test-3 it did not replace v19, 29 against 27
+over the two, 1 high miss against 1, though it alone met the goal on hard-test-29),
 v4 ... v13 and v18 ... v20 each trained on more splits, and each release chosen by leave-one-split-out rules written before its sealed split
 was measured (``evals/routing/README.md``). A classifier whose weights are wider than
 v4's also reads the columns of ``loomc.risk.signals`` (task versus topic, code hazards and, from
