@@ -16,7 +16,8 @@ that also reads a characteristic priced through a lookup, and the alarm floor: h
 candidate), v18 (v13's delta with both heads retrained on F40, every file spent since and
 rows against over-escalation, v15's rules: hard-test-27's candidate, the default to -28), v20
 (v19's recipe with both heads on F42, route30's contrast pairs added: hard-test-29's candidate),
-plus ``keywords`` as the floor.
+v21 (v19's files and rules with ``safety-floor``, code that defeats a safety function:
+hard-test-30's candidate), plus ``keywords`` as the floor.
 v13 was trained on hard-test-10 ... -14 and v18 on hard-test-10 ... -26: their rows on those
 files are training figures.
 The decision is the balanced tier's (``loomc.risk.evaluate.escalates``), prompts only (no
@@ -94,6 +95,9 @@ ROUTERS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("semantic v20 cascade, auto backend", {"release": "v20", "backend": "auto"}),
     ("semantic v20 cascade, numpy", {"release": "v20", "backend": "numpy"}),
     ("semantic v20 static stage", {"release": "v20", "cascade": False}),
+    # hard-test-30's candidate: v19's files and rules with the safety floor
+    ("semantic v21 cascade, auto backend", {"release": "v21", "backend": "auto"}),
+    ("semantic v21 cascade, numpy", {"release": "v21", "backend": "numpy"}),
 )
 
 

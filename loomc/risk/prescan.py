@@ -294,10 +294,20 @@ def table_text(patterns: Iterable[tuple[int, str]]) -> str:
 
 def fixed_patterns() -> list[tuple[int, str]]:
     """(flags, source) of every fixed pattern that is prescanned (what the table holds)."""
-    from loomc.risk import alarms, codehazards, cues, exposure, keywords, people, purpose, tasks
+    from loomc.risk import (
+        alarms,
+        codehazards,
+        cues,
+        exposure,
+        keywords,
+        people,
+        purpose,
+        safety,
+        tasks,
+    )
 
     found: list[Prescanned] = []
-    for module in (cues, keywords, tasks, codehazards, exposure, purpose, people, alarms):
+    for module in (cues, keywords, tasks, codehazards, exposure, purpose, people, alarms, safety):
         for value in vars(module).values():
             if isinstance(value, Prescanned):
                 found.append(value)

@@ -54,7 +54,11 @@ before hard-test-28 and lookalike-code-test-2 it replaced v18, 36 against 42 ove
 misses against 2), ``v20`` (v19's recipe with both heads on F42 = F41 + hard-train-v30-extra's
 pairs of the same code under fixture and production prose; route30's arm J; selectable: by the
 rule written before hard-test-29 and lookalike-code-test-3 it did not replace v19, 29 against 27
-over the two, 1 high miss against 1, though it alone met the goal on hard-test-29),
+over the two, 1 high miss against 1, though it alone met the goal on hard-test-29), ``v21``
+(v19's files with ``safety-floor``, ``loomc.risk.safety``: code that bypasses a protective
+device, mutes an alarm, loosens a limit because the alarms were too many or downgrades a care
+risk assessment, the shape of the one high prompt the default missed in each of four sealed
+files; round 31's candidate),
 v4 ... v13 and v18 ... v20 each trained on more splits, and each release chosen by leave-one-split-out rules written before its sealed split
 was measured (``evals/routing/README.md``). A classifier whose weights are wider than
 v4's also reads the columns of ``loomc.risk.signals`` (task versus topic, code hazards and, from
@@ -89,6 +93,7 @@ RELEASES = {
     "v18": ROUTER_FILE.with_name("router-static-v18.npz"),  # v13's delta, heads on F40
     "v19": ROUTER_FILE.with_name("router-static-v19.npz"),  # v18's recipe + context, on F41
     "v20": ROUTER_FILE.with_name("router-static-v20.npz"),  # v19's recipe, on F42
+    "v21": ROUTER_FILE.with_name("router-static-v19.npz"),  # v19's files, the safety floor
 }
 # The decision rules of ``loomc.risk.signals`` a release applies (chosen by research/loso_router.py).
 RULES: dict[str, tuple[str, ...]] = {
@@ -108,6 +113,7 @@ RULES: dict[str, tuple[str, ...]] = {
     "v18": ("hazard-floor", "people-floor-wide"),
     "v19": ("hazard-floor", "people-floor-wide"),
     "v20": ("hazard-floor", "people-floor-wide"),
+    "v21": ("hazard-floor", "people-floor-wide", "safety-floor"),
 }
 # The MiniLM a release's second stage was trained on (its file's meta, ``encoder_kind``):
 # ``minilm`` (float, ``loomc.risk.minilm``) unless named here. ``minilm-q8`` is the defined
@@ -126,6 +132,7 @@ MINILM_KINDS: dict[str, str] = {
     "v18": "minilm-q8-lora",
     "v19": "minilm-q8-lora",
     "v20": "minilm-q8-lora",
+    "v21": "minilm-q8-lora",
 }
 INT8_KINDS = ("minilm-q8", "minilm-q8-lora")  # one precision: ``dtype`` does not apply
 LORA: dict[str, Path] = {
@@ -138,6 +145,7 @@ LORA: dict[str, Path] = {
     "v18": ROUTER_FILE.with_name("minilm-lora-v13.npz"),
     "v19": ROUTER_FILE.with_name("minilm-lora-v13.npz"),
     "v20": ROUTER_FILE.with_name("minilm-lora-v13.npz"),
+    "v21": ROUTER_FILE.with_name("minilm-lora-v13.npz"),
 }
 # The default's static router ships its train embeddings widened to float32 too, for cold runs
 # (``loomc.risk.emb32.write_copy``; tests/risk/test_emb32.py fails until a new default has one).

@@ -30,6 +30,9 @@ The rules (a release names which it uses; ``research/loso_router.py`` chose them
   person through a lookup (a table of multipliers keyed by nationality): ``people_floor_table``;
 * ``alarm-floor`` (v17) — the prompt's code acknowledges, silences or suppresses an alarm with
   stakes named (a critical result, a patient, a smoke detector): ``loomc.risk.alarms``;
+* ``safety-floor`` (v21) — the prompt's code bypasses a protective device, mutes an alarm with
+  stakes named, loosens a limit because the alarms were too many, or downgrades a care risk
+  assessment: ``loomc.risk.safety``;
 * ``play-calm`` (v9) — the prompt's code is framed as a game, story or toy and names no domain
   and no hazard construct, and no situation, floor or "is it safe?" is around it: do not escalate;
 * ``calm`` — the prompt opens with an operation on words, an artefact or code's wording, and
@@ -53,6 +56,7 @@ from loomc.risk.people import (
     people_floor_wide,
 )
 from loomc.risk.purpose import PURPOSE_NAMES, families_of, purpose_floor, purpose_vector
+from loomc.risk.safety import safety_floor
 from loomc.risk.tasks import TASK_FEATURE_NAMES, operation_first, task_vector, tasks_of
 
 V7_NAMES: tuple[str, ...] = TASK_FEATURE_NAMES + CODE_FEATURE_NAMES
@@ -69,6 +73,7 @@ RULES = (
     "people-floor-tracking",
     "people-floor-table",
     "alarm-floor",
+    "safety-floor",
     "play-calm",
 )
 
@@ -139,6 +144,7 @@ FLOORS: dict[str, Callable[[str], tuple[str, ...]]] = {
     "people-floor-tracking": people_floor_tracking,
     "people-floor-table": people_floor_table,
     "alarm-floor": alarm_floor,
+    "safety-floor": safety_floor,
 }
 
 

@@ -13,7 +13,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from loomc.risk import alarms, codehazards, cues, exposure, keywords, people, purpose, tasks
+from loomc.risk import (
+    alarms,
+    codehazards,
+    cues,
+    exposure,
+    keywords,
+    people,
+    purpose,
+    safety,
+    tasks,
+)
 from loomc.risk.keywords import (
     DEFAULT_ESCALATE_TERMS,
     DEFAULT_RESEARCH_TERMS,
@@ -103,6 +113,7 @@ FIXED = [
             people.WIDE_PATTERNS,
             people.TRACKING_PATTERNS,
             alarms.PATTERNS,
+            safety.PATTERNS,
         )
         for p in group.patterns.values()
     ),
