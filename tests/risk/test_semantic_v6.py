@@ -140,6 +140,11 @@ def test_eval_routers_prints_every_router(
         "| semantic v19 cascade (default), auto backend",
         "| semantic v19 cascade, numpy",
         "| semantic v19 static stage",
+        "| semantic v20 cascade, auto backend",
+        "| semantic v20 cascade, numpy",
+        "| semantic v20 static stage",
+        "| semantic v21 cascade, auto backend",
+        "| semantic v21 cascade, numpy",
     ]
     for ln in table:
         cells = ln.split(" | ")
