@@ -58,7 +58,7 @@ over the two, 1 high miss against 1, though it alone met the goal on hard-test-2
 (v19's files with ``safety-floor``, ``loomc.risk.safety``: code that bypasses a protective
 device, mutes an alarm, loosens a limit because the alarms were too many or downgrades a care
 risk assessment, the shape of the one high prompt the default missed in each of four sealed
-files; round 31's candidate),
+files; selectable: it tied v19 on hard-test-30 and safety-code-test, 26 against 26),
 v4 ... v13 and v18 ... v20 each trained on more splits, and each release chosen by leave-one-split-out rules written before its sealed split
 was measured (``evals/routing/README.md``). A classifier whose weights are wider than
 v4's also reads the columns of ``loomc.risk.signals`` (task versus topic, code hazards and, from

@@ -5,7 +5,8 @@ alarms were too many, or downgrades a care risk assessment.
 The examples are written here from the module's sources (safety practice: protective devices,
 alarm management, assessments), not taken from a split. The corpus count reads the files that
 existed when the floor was named (through hard-test-29 and lookalike-code-test-3); the sealed
-files written since judge it instead.
+files written since judge it instead (round 31: it tied v19, 26 against 26 over hard-test-30
+and safety-code-test, firing on three prompts v19 escalated already).
 """
 
 from __future__ import annotations
