@@ -40,6 +40,7 @@ ROUND_OF: dict[str, int] = {
     "hard-train-v30-extra": 28,  # route30's training rows, written after hard-test-28 was run
     "lookalike-code-test-3": 29,  # sealed beside hard-test-29 (round 30)
     "safety-code-test": 30,  # sealed beside hard-test-30 (round 31)
+    "hard-train-v32-extra": 30,  # route32's training rows, written after hard-test-30 was run
 }
 
 
