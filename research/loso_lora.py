@@ -57,6 +57,9 @@ LoRA-q8 embeddings, the static stage shared, scored as served by ``loso_q8.fold`
 - ``route30``: J = I (v19's recipe) with ``hard-train-v30-extra`` (the same code under fixture
   and production prose) in every fold's training (F42, never a fold), route29's folds; I is
   not rerun (its cells are route29's).
+- ``route32``: K = I (v19's recipe) with ``hard-train-v32-extra`` (pairs of code around a safety
+  function, in a real system and in a simulator, class, test or game) in every fold's training
+  (F43, never a fold), route29's folds; I is not rerun.
 Every arm's embeddings are the numpy reference's, cached by the delta's sha256 (one delta that
 two arms share is encoded once).
 """
@@ -102,6 +105,7 @@ F39 = (*F23, *SPENT_27)
 F40 = (*F39, "hard-train-v28-extra")  # route28: F39 + data28's rows for over-escalation
 F41 = (*F40, "lookalike-code-test")  # route29: F40 + the spent targeted set of round 28
 F42 = (*F41, "hard-train-v30-extra")  # route30: F41 + data30's contrast pairs
+F43 = (*F41, "hard-train-v32-extra")  # route32: F41 + data32's safety-function pairs
 
 
 class Arm(NamedTuple):
@@ -227,6 +231,13 @@ ROUNDS = {
         held_out=(*SPENT_27, "lookalike-code-test"),
         recipe=V19_SHIPPED,
         arms=(None, "J: v19's recipe on F42"),
+    ),
+    # v19's recipe with contrast pairs of code around a safety function (I's cells are route29's)
+    "route32": ROUTE27._replace(
+        files=F43,
+        held_out=(*SPENT_27, "lookalike-code-test"),
+        recipe=V19_SHIPPED,
+        arms=(None, "K: v19's recipe on F43"),
     ),
 }
 
