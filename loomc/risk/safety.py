@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import re
 
-from loomc.risk.alarms import _SOURCES as _ALARM_SOURCES
+from loomc.risk import alarms
 from loomc.risk.cues import PART_END, PART_START, LazyPatterns, any_of
 from loomc.risk.memo import per_prompt
 from loomc.risk.people import SQL
@@ -48,6 +48,8 @@ from loomc.risk.purpose import code_like
 _F = re.IGNORECASE | re.UNICODE | re.MULTILINE
 _L, _R = PART_START, PART_END  # a term only as a whole identifier part (``estop_bypass``)
 _S = r"[\s_-]?"  # words of a device name, in prose or in an identifier
+
+_ALARM = alarms.PATTERNS.patterns  # the alarm floor's words, read not copied
 
 _SOURCES: dict[str, str] = {
     # German compounds (``Schutztürverriegelung``) carry the device at their end
@@ -67,13 +69,13 @@ _SOURCES: dict[str, str] = {
     r"|deaktivier\w*|au(?:ss|ß)er{_S}kraft|puente\w*|anular\w*|desactiv\w*|shunt\w*"
     r"|court{_S}circuit\w*|d[ée]sactiv\w*|ponter|pont[ée]e?s?|neutralis\w*)".replace("{_S}", _S)
     + _R,
-    "alarm": any_of(_ALARM_SOURCES["alarm"], r"alarm"),  # also inside ``SoundAlarm``
+    "alarm": any_of(_ALARM["alarm"].source, r"alarm"),  # also inside ``SoundAlarm``
     "muted": _L
     + r"(?:mute[ds]?|muting|muted{_S}until|snooz\w*|silenc\w*|stumm\w*|silenciad\w*"
     r"|silencios\w*|sourdin\w*)".replace("{_S}", _S)
     + _R,
     "stakes": any_of(
-        _ALARM_SOURCES["stakes"],
+        _ALARM["stakes"].source,
         _L + rf"(?:co{_S}(?:monitor|alarm|sensor|melder|warner|detector)\w*"
         rf"|gas{_S}(?:monitor|detector|sensor|warner)\w*|carbon{_S}monoxide|kohlenmonoxid\w*"
         rf"|mon[óo]xido{_S}de{_S}carbono|monoxyde{_S}de{_S}carbone|detector{_S}de{_S}co"
