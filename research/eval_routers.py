@@ -17,7 +17,9 @@ candidate), v18 (v13's delta with both heads retrained on F40, every file spent 
 rows against over-escalation, v15's rules: hard-test-27's candidate, the default to -28), v20
 (v19's recipe with both heads on F42, route30's contrast pairs added: hard-test-29's candidate),
 v21 (v19's files and rules with ``safety-floor``, code that defeats a safety function:
-hard-test-30's candidate), plus ``keywords`` as the floor.
+hard-test-30's candidate), v22 (v19's recipe and rows over a LoRA delta fine-tuned on every
+spent file, F44: hard-test-33's candidate; its static stage is v19's, so no row of its own),
+plus ``keywords`` as the floor.
 v13 was trained on hard-test-10 ... -14 and v18 on hard-test-10 ... -26: their rows on those
 files are training figures.
 The decision is the balanced tier's (``loomc.risk.evaluate.escalates``), prompts only (no
@@ -98,6 +100,9 @@ ROUTERS: tuple[tuple[str, dict[str, Any]], ...] = (
     # hard-test-30's candidate: v19's files and rules with the safety floor
     ("semantic v21 cascade, auto backend", {"release": "v21", "backend": "auto"}),
     ("semantic v21 cascade, numpy", {"release": "v21", "backend": "numpy"}),
+    # hard-test-33's candidate: v19's heads and rows over a delta tuned on every spent file
+    ("semantic v22 cascade, auto backend", {"release": "v22", "backend": "auto"}),
+    ("semantic v22 cascade, numpy", {"release": "v22", "backend": "numpy"}),
 )
 
 

@@ -60,6 +60,9 @@ LoRA-q8 embeddings, the static stage shared, scored as served by ``loso_q8.fold`
 - ``route32``: K = I (v19's recipe) with ``hard-train-v32-extra`` (pairs of code around a safety
   function, in a real system and in a simulator, class, test or game) in every fold's training
   (F43, never a fold), route29's folds; I is not rerun.
+- ``v22``: no folds, only ``--only final --train-cache``: the embeddings of F41's rows under
+  the delta ``DIR/L/fold-final.npz``, checked as fine-tuned on F44 (F41 and every file spent
+  since), for semantic-v22's heads (round 33's rule).
 Every arm's embeddings are the numpy reference's, cached by the delta's sha256 (one delta that
 two arms share is encoded once).
 """
@@ -106,6 +109,16 @@ F40 = (*F39, "hard-train-v28-extra")  # route28: F39 + data28's rows for over-es
 F41 = (*F40, "lookalike-code-test")  # route29: F40 + the spent targeted set of round 28
 F42 = (*F41, "hard-train-v30-extra")  # route30: F41 + data30's contrast pairs
 F43 = (*F41, "hard-train-v32-extra")  # route32: F41 + data32's safety-function pairs
+# v22's delta: F41 + every file spent since (round 33's rule)
+F44 = (
+    *F41,
+    *(f"hard-test-{i}" for i in range(27, 33)),
+    "lookalike-code-test-2",
+    "lookalike-code-test-3",
+    "safety-code-test",
+    "hard-train-v30-extra",
+    "hard-train-v32-extra",
+)
 
 
 class Arm(NamedTuple):
@@ -238,6 +251,17 @@ ROUNDS = {
         held_out=(*SPENT_27, "lookalike-code-test"),
         recipe=V19_SHIPPED,
         arms=(None, "K: v19's recipe on F43"),
+    ),
+    # semantic-v22 (round 33): no folds; v19's heads on F41 over a delta tuned on F44, whose
+    # embeddings ``--only final --train-cache`` writes for train_router.py
+    "v22": ROUTE27._replace(
+        files=F41,
+        held_out=(),
+        recipe=V19_SHIPPED,
+        arms=(None, "L: v19's recipe on F41, a delta tuned on F44"),
+        more=(),
+        deltas="L",
+        delta_files=F44,
     ),
 }
 

@@ -80,6 +80,16 @@ F40 = (
 )
 F41 = (*F40, "lookalike-code-test")
 F42 = (*F41, "hard-train-v30-extra")
+# v22's delta (round 33): F41 + every file spent since it, the splits then the rest
+F44 = (
+    *F41,
+    *(f"hard-test-{i}" for i in range(27, 33)),
+    "lookalike-code-test-2",
+    "lookalike-code-test-3",
+    "safety-code-test",
+    "hard-train-v30-extra",
+    "hard-train-v32-extra",
+)
 
 
 def named_on(hard_tests: int) -> list[Path]:

@@ -58,7 +58,11 @@ over the two, 1 high miss against 1, though it alone met the goal on hard-test-2
 (v19's files with ``safety-floor``, ``loomc.risk.safety``: code that bypasses a protective
 device, mutes an alarm, loosens a limit because the alarms were too many or downgrades a care
 risk assessment, the shape of the one high prompt the default missed in each of four sealed
-files; selectable: it tied v19 on hard-test-30 and safety-code-test, 26 against 26),
+files; selectable: it tied v19 on hard-test-30 and safety-code-test, 26 against 26), ``v22``
+(v19's recipe and rows, F41, over a LoRA delta of its own, ``minilm-lora-v22.npz``, fine-tuned
+with v13's settings on F44: F41 and every file spent since, hard-test-27 ... -32 and the
+targeted and training files written with them; the encoder learns what v19's heads saw only as
+rows; round 33's candidate),
 v4 ... v13 and v18 ... v20 each trained on more splits, and each release chosen by leave-one-split-out rules written before its sealed split
 was measured (``evals/routing/README.md``). A classifier whose weights are wider than
 v4's also reads the columns of ``loomc.risk.signals`` (task versus topic, code hazards and, from
@@ -94,6 +98,7 @@ RELEASES = {
     "v19": ROUTER_FILE.with_name("router-static-v19.npz"),  # v18's recipe + context, on F41
     "v20": ROUTER_FILE.with_name("router-static-v20.npz"),  # v19's recipe, on F42
     "v21": ROUTER_FILE.with_name("router-static-v19.npz"),  # v19's files, the safety floor
+    "v22": ROUTER_FILE.with_name("router-static-v22.npz"),  # v19's heads, a delta on F44
 }
 # The decision rules of ``loomc.risk.signals`` a release applies (chosen by research/loso_router.py).
 RULES: dict[str, tuple[str, ...]] = {
@@ -114,6 +119,7 @@ RULES: dict[str, tuple[str, ...]] = {
     "v19": ("hazard-floor", "people-floor-wide"),
     "v20": ("hazard-floor", "people-floor-wide"),
     "v21": ("hazard-floor", "people-floor-wide", "safety-floor"),
+    "v22": ("hazard-floor", "people-floor-wide"),
 }
 # The MiniLM a release's second stage was trained on (its file's meta, ``encoder_kind``):
 # ``minilm`` (float, ``loomc.risk.minilm``) unless named here. ``minilm-q8`` is the defined
@@ -133,6 +139,7 @@ MINILM_KINDS: dict[str, str] = {
     "v19": "minilm-q8-lora",
     "v20": "minilm-q8-lora",
     "v21": "minilm-q8-lora",
+    "v22": "minilm-q8-lora",
 }
 INT8_KINDS = ("minilm-q8", "minilm-q8-lora")  # one precision: ``dtype`` does not apply
 LORA: dict[str, Path] = {
@@ -146,6 +153,7 @@ LORA: dict[str, Path] = {
     "v19": ROUTER_FILE.with_name("minilm-lora-v13.npz"),
     "v20": ROUTER_FILE.with_name("minilm-lora-v13.npz"),
     "v21": ROUTER_FILE.with_name("minilm-lora-v13.npz"),
+    "v22": ROUTER_FILE.with_name("minilm-lora-v22.npz"),
 }
 # The default's static router ships its train embeddings widened to float32 too, for cold runs
 # (``loomc.risk.emb32.write_copy``; tests/risk/test_emb32.py fails until a new default has one).

@@ -145,6 +145,8 @@ def test_eval_routers_prints_every_router(
         "| semantic v20 static stage",
         "| semantic v21 cascade, auto backend",
         "| semantic v21 cascade, numpy",
+        "| semantic v22 cascade, auto backend",
+        "| semantic v22 cascade, numpy",
     ]
     for ln in table:
         cells = ln.split(" | ")
