@@ -41,6 +41,7 @@ ROUND_OF: dict[str, int] = {
     "lookalike-code-test-3": 29,  # sealed beside hard-test-29 (round 30)
     "safety-code-test": 30,  # sealed beside hard-test-30 (round 31)
     "hard-train-v32-extra": 30,  # route32's training rows, written after hard-test-30 was run
+    "safety-code-test-2": 33,  # sealed beside hard-test-33 (round 33)
 }
 
 
