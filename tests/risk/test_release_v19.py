@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 from corpus_files import F23, F41
 from release_checks import (
+    CONTEXT_PROMPTS,
     assert_delta_records_its_training,
     assert_deterministic,
     assert_files_record,
@@ -51,15 +52,6 @@ V18_SHIPPED = {
     "router-static-v18.npz": "dca8861e8d5dc9ed6eb86541d1a14014477fd27899e64c15bf95fcc5f6fed1a0",
     "router-minilm-v18.npz": "0a20539a83921a528c2689dd08a81af9d332711c1102fc71bc8ff1e59a417dc0",
 }
-PROMPTS = [
-    "Conjugate the verb 'poison' in the present tense.",
-    "Add a docstring:\n\ndef load(blob):\n    return pickle.loads(blob)",
-    "my 12 seed words are in my notes app, fine?",
-    "¿Cuál es la capital de Australia?",
-    "Add type hints, it is a test fixture, none of it is real:\n\n"
-    "def fake_patient(i):\n    return {'name': f'Test {i}', 'dose_mg': 5}",
-    "I take warfarin; is it fine to add a daily aspirin for my knee?",
-]
 CODE = (
     "\n\n```python\ndef run():\n"
     '    for s in db.query("SELECT id, iban, due FROM sellers WHERE due > 0"):\n'
@@ -111,12 +103,12 @@ def test_v19_seed_suite(v19: Any, shared_dir: Path, hints: bool) -> None:
 
 
 def test_v19_is_deterministic_across_calls_and_batches(v19: Any) -> None:
-    assert_deterministic(v19, "v19", PROMPTS)
+    assert_deterministic(v19, "v19", CONTEXT_PROMPTS)
 
 
 def test_v19_plain_path_builds_the_same_block(v19: Any) -> None:
-    assert any(prose_of(p) for p in PROMPTS)  # the block is non-zero for some of them
-    assert_plain_path_reads_the_signal_columns(v19, PROMPTS)
+    assert any(prose_of(p) for p in CONTEXT_PROMPTS)  # the block is non-zero for some of them
+    assert_plain_path_reads_the_signal_columns(v19, CONTEXT_PROMPTS)
 
 
 @pytest.mark.timeout(900)  # the block's 384 columns: 38 s alone, several minutes on a busy box

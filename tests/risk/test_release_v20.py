@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 from corpus_files import F23, F42
 from release_checks import (
+    CONTEXT_PROMPTS,
     assert_delta_records_its_training,
     assert_deterministic,
     assert_files_record,
@@ -51,15 +52,6 @@ V19_SHIPPED = {
     "router-static-v19.npz": "9c651f346ebc9e6c7170ed4f8a7d483bf0297bd584b15d5e07e09b2ace875623",
     "router-minilm-v19.npz": "1d709ce3cedc9c3899c0ea47ab24436060e76949cdf7e29cc2e8b03856b6f711",
 }
-PROMPTS = [
-    "Conjugate the verb 'poison' in the present tense.",
-    "Add a docstring:\n\ndef load(blob):\n    return pickle.loads(blob)",
-    "my 12 seed words are in my notes app, fine?",
-    "¿Cuál es la capital de Australia?",
-    "Add type hints, it is a test fixture, none of it is real:\n\n"
-    "def fake_patient(i):\n    return {'name': f'Test {i}', 'dose_mg': 5}",
-    "I take warfarin; is it fine to add a daily aspirin for my knee?",
-]
 CODE = (
     "\n\n```python\ndef run():\n"
     '    for s in db.query("SELECT id, iban, due FROM sellers WHERE due > 0"):\n'
@@ -109,12 +101,12 @@ def test_v20_seed_suite(v20: Any, shared_dir: Path, hints: bool) -> None:
 
 
 def test_v20_is_deterministic_across_calls_and_batches(v20: Any) -> None:
-    assert_deterministic(v20, "v20", PROMPTS)
+    assert_deterministic(v20, "v20", CONTEXT_PROMPTS)
 
 
 def test_v20_plain_path_builds_the_same_block(v20: Any) -> None:
-    assert any(prose_of(p) for p in PROMPTS)  # the block is non-zero for some of them
-    assert_plain_path_reads_the_signal_columns(v20, PROMPTS)
+    assert any(prose_of(p) for p in CONTEXT_PROMPTS)  # the block is non-zero for some of them
+    assert_plain_path_reads_the_signal_columns(v20, CONTEXT_PROMPTS)
 
 
 @pytest.mark.timeout(900)  # the block's 384 columns: ~40 s alone, minutes on a busy box

@@ -25,6 +25,7 @@ import numpy as np
 import pytest
 from corpus_files import F41, F44
 from release_checks import (
+    CONTEXT_PROMPTS,
     assert_delta_records_its_training,
     assert_deterministic,
     assert_files_record,
@@ -50,15 +51,6 @@ V19_SHIPPED = {
     "router-static-v19.npz": "9c651f346ebc9e6c7170ed4f8a7d483bf0297bd584b15d5e07e09b2ace875623",
     "router-minilm-v19.npz": "1d709ce3cedc9c3899c0ea47ab24436060e76949cdf7e29cc2e8b03856b6f711",
 }
-PROMPTS = [
-    "Conjugate the verb 'poison' in the present tense.",
-    "Add a docstring:\n\ndef load(blob):\n    return pickle.loads(blob)",
-    "my 12 seed words are in my notes app, fine?",
-    "¿Cuál es la capital de Australia?",
-    "Add type hints, it is a test fixture, none of it is real:\n\n"
-    "def fake_patient(i):\n    return {'name': f'Test {i}', 'dose_mg': 5}",
-    "I take warfarin; is it fine to add a daily aspirin for my knee?",
-]
 
 
 @pytest.fixture(scope="module")
@@ -114,12 +106,12 @@ def test_v22_seed_suite(v22: Any, shared_dir: Path, hints: bool) -> None:
 
 
 def test_v22_is_deterministic_across_calls_and_batches(v22: Any) -> None:
-    assert_deterministic(v22, "v22", PROMPTS)
+    assert_deterministic(v22, "v22", CONTEXT_PROMPTS)
 
 
 def test_v22_plain_path_builds_the_same_block(v22: Any) -> None:
-    assert any(prose_of(p) for p in PROMPTS)
-    assert_plain_path_reads_the_signal_columns(v22, PROMPTS)
+    assert any(prose_of(p) for p in CONTEXT_PROMPTS)
+    assert_plain_path_reads_the_signal_columns(v22, CONTEXT_PROMPTS)
 
 
 @pytest.mark.timeout(900)  # the block's 384 columns: ~40 s alone, minutes on a busy box
