@@ -42,6 +42,7 @@ ROUND_OF: dict[str, int] = {
     "safety-code-test": 30,  # sealed beside hard-test-30 (round 31)
     "hard-train-v32-extra": 30,  # route32's training rows, written after hard-test-30 was run
     "safety-code-test-2": 33,  # sealed beside hard-test-33 (round 33)
+    "safety-code-test-3": 34,  # sealed beside hard-test-34 (round 34)
 }
 
 
