@@ -43,6 +43,7 @@ ROUND_OF: dict[str, int] = {
     "hard-train-v32-extra": 30,  # route32's training rows, written after hard-test-30 was run
     "safety-code-test-2": 33,  # sealed beside hard-test-33 (round 33)
     "safety-code-test-3": 34,  # sealed beside hard-test-34 (round 34)
+    "safety-code-test-4": 35,  # sealed beside hard-test-35 (round 35)
 }
 
 
