@@ -63,8 +63,8 @@ files; selectable: it tied v19 on hard-test-30 and safety-code-test, 26 against 
 with v13's settings on F44: F41 and every file spent since, hard-test-27 ... -32 and the
 targeted and training files written with them; the encoder learns what v19's heads saw only as
 rows; selectable: it met the goal on hard-test-33 and -34, where v19 missed one high prompt
-each, but pooled with two safety sets its gain over v19, -11 over 360 prompts, has a paired
-interval of [-34, +10], and from round 32 a candidate must clear zero),
+each, but pooled over three fresh splits and three safety sets its gain over v19, -16 over 540
+prompts, has a paired interval of [-39, +5], and from round 32 a candidate must clear zero),
 v4 ... v13 and v18 ... v20 each trained on more splits, and each release chosen by leave-one-split-out rules written before its sealed split
 was measured (``evals/routing/README.md``). A classifier whose weights are wider than
 v4's also reads the columns of ``loomc.risk.signals`` (task versus topic, code hazards and, from
