@@ -197,6 +197,15 @@ def cells_of(
     return {split: cell(decisions[split], split_rows[split]) for split in split_rows}
 
 
+def read_splits(names: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
+    """Each named split's rows (``evals/routing/<name>.jsonl``); a split that cannot be read
+    ends the run with load_rows' one line, not a traceback."""
+    try:
+        return {name: load_rows(ROOT / "evals" / "routing" / f"{name}.jsonl") for name in names}
+    except ValueError as exc:
+        raise SystemExit(str(exc)) from None
+
+
 def total(cells: Mapping[str, Cell], splits: Sequence[str]) -> Cell:
     return sum((cells[split] for split in splits), Cell())
 
@@ -235,7 +244,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.incumbent not in args.pool:
         ap.error("--incumbent must be one of --pool")
     names = list(dict.fromkeys([*args.splits, *args.unseen]))
-    split_rows = {s: load_rows(ROOT / "evals" / "routing" / f"{s}.jsonl") for s in names}
+    split_rows = read_splits(names)
     releases = [*args.pool, *([args.default] if args.default else [])]
     cells = {
         r: cells_of(
@@ -284,7 +293,7 @@ def print_comparison(
 ) -> int:
     """``--compare A B``: each release's cells and high-miss bound on every split and pooled,
     then B's cost against A's with its paired interval (``compare``)."""
-    split_rows = {s: load_rows(ROOT / "evals" / "routing" / f"{s}.jsonl") for s in splits}
+    split_rows = read_splits(splits)
     rows = [row for s in splits for row in split_rows[s]]
     decisions = {r: decisions_of(r, split_rows, **extra) for r in releases}
     print("Cells: correct, high missed, medium missed, over-escalated, cost.\n")
@@ -294,7 +303,11 @@ def print_comparison(
         cells = [cell(decisions[r][s], split_rows[s]) for s in splits]
         pooled = sum(cells, Cell())
         bound = high_miss_bound(pooled)
-        shown = f"{100 * bound:.1f} % ({pooled.high_missed} of {pooled.high_n})" if bound else "-"
+        shown = (
+            f"{100 * bound:.1f} % ({pooled.high_missed} of {pooled.high_n})"
+            if bound is not None
+            else "-"
+        )
         print(f"| {r} | {' | '.join(c.row() for c in cells)} | {pooled.row()} | {shown} |")
     a, b = releases
     flat = {r: [d for s in splits for d in decisions[r][s]] for r in releases}

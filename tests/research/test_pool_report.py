@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from research_script import research_script
@@ -187,3 +188,15 @@ def test_round_thirtys_comparison_is_its_one_time_run_with_an_interval_across_ze
     c = pr.compare(got["v19"], got["v20"])
     assert (c.n, c.cost_a, c.cost_b) == (180, 27, 29)
     assert c.interval is not None and c.interval[0] < 0 < c.interval[1]
+
+
+def test_a_split_that_cannot_be_read_ends_the_run_in_one_line() -> None:
+    for argv in (
+        ["--compare", "v19", "v22", "--on", "no-such-split"],
+        ["--pool", "v12", "--incumbent", "v12", "--splits", "no-such-split"],
+    ):
+        with pytest.raises(SystemExit) as exc:
+            pr.main(argv)
+        message = str(exc.value.code)
+        assert message.endswith("no-such-split.jsonl: cannot read: No such file or directory")
+        assert "\n" not in message
