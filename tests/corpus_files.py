@@ -53,7 +53,8 @@ ROUND_OF: dict[str, int] = {
 # hard-test-9 and data12's rows; F23: v13's (v14 ... v17 serve those files, and v18 that delta),
 # + the spent hard-test-10 ... -14, data14's and data16's rows; F40: v18's heads, + every file
 # spent since v13 (the splits, then the targeted sets) and data28's rows; F41: v19's heads, + the
-# spent lookalike-code-test; F42: v20's heads, + data30's contrast pairs.
+# spent lookalike-code-test; F42: v20's heads, + data30's contrast pairs; F44: v22's LoRA delta
+# (its heads are F41), + every file spent since F41.
 F12 = (
     "train",
     "test",
@@ -83,7 +84,6 @@ F40 = (
 )
 F41 = (*F40, "lookalike-code-test")
 F42 = (*F41, "hard-train-v30-extra")
-# v22's delta (round 33): F41 + every file spent since it, the splits then the rest
 F44 = (
     *F41,
     *(f"hard-test-{i}" for i in range(27, 33)),
