@@ -44,6 +44,8 @@ ROUND_OF: dict[str, int] = {
     "safety-code-test-2": 33,  # sealed beside hard-test-33 (round 33)
     "safety-code-test-3": 34,  # sealed beside hard-test-34 (round 34)
     "safety-code-test-4": 35,  # sealed beside hard-test-35 (round 35)
+    "safety-code-test-5": 36,  # sealed beside hard-test-36 ... -41 (round 36)
+    "safety-code-test-6": 36,  # sealed beside hard-test-36 ... -41 (round 36)
 }
 
 
