@@ -2,8 +2,9 @@
 
     .venv/bin/python research/eval_routers.py evals/routing/X.jsonl [--seed]
 
-For the lead's one measurement of a sealed split (issue 17): v19 (the default since
-hard-test-28: v18's recipe with the context block), v18 (the default from hard-test-27 to -28),
+For the lead's one measurement of a sealed split (issue 17): v22 (the default since round 36:
+v19's recipe and rows over a LoRA delta tuned on F44), v19 (the default from hard-test-28 to -35:
+v18's recipe with the context block), v18 (the default from hard-test-27 to -28),
 v13 (the default from hard-test-15 to -23) and the v4, v6, v7, v8, v9, v10, v11 and v12 releases, each as its cascade and as its static
 stage alone (v10 to v13 on the int8 MiniLM (v12's and v13's fine-tuned with LoRA), on ONNX
 Runtime where it is installed and on numpy: the two must agree), v13 with a narrower band (the
@@ -18,7 +19,7 @@ rows against over-escalation, v15's rules: hard-test-27's candidate, the default
 (v19's recipe with both heads on F42, route30's contrast pairs added: hard-test-29's candidate),
 v21 (v19's files and rules with ``safety-floor``, code that defeats a safety function:
 hard-test-30's candidate), v22 (v19's recipe and rows over a LoRA delta fine-tuned on every
-spent file, F44: hard-test-33's candidate; its static stage is v19's, so no row of its own),
+spent file, F44: hard-test-33's candidate, the default since round 36; its static stage is v19's, so no row of its own),
 plus ``keywords`` as the floor.
 v13 was trained on hard-test-10 ... -14 and v18 on hard-test-10 ... -26: their rows on those
 files are training figures.
@@ -89,8 +90,8 @@ ROUTERS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("semantic v18 cascade, auto backend", {"release": "v18", "backend": "auto"}),
     ("semantic v18 cascade, numpy", {"release": "v18", "backend": "numpy"}),
     ("semantic v18 static stage", {"release": "v18", "cascade": False}),
-    # the default since hard-test-28: v18's recipe with the context block, on F41 (route29's I)
-    ("semantic v19 cascade (default), auto backend", {"release": "v19", "backend": "auto"}),
+    # the default from hard-test-28 to -35: v18's recipe with the context block, on F41 (route29's I)
+    ("semantic v19 cascade, auto backend", {"release": "v19", "backend": "auto"}),
     ("semantic v19 cascade, numpy", {"release": "v19", "backend": "numpy"}),
     ("semantic v19 static stage", {"release": "v19", "cascade": False}),
     # hard-test-29's candidate: v19's recipe on F42 (route30's J)
@@ -100,8 +101,8 @@ ROUTERS: tuple[tuple[str, dict[str, Any]], ...] = (
     # hard-test-30's candidate: v19's files and rules with the safety floor
     ("semantic v21 cascade, auto backend", {"release": "v21", "backend": "auto"}),
     ("semantic v21 cascade, numpy", {"release": "v21", "backend": "numpy"}),
-    # hard-test-33's candidate: v19's heads and rows over a delta tuned on every spent file
-    ("semantic v22 cascade, auto backend", {"release": "v22", "backend": "auto"}),
+    # the default since round 36: v19's heads and rows over a delta tuned on every spent file
+    ("semantic v22 cascade (default), auto backend", {"release": "v22", "backend": "auto"}),
     ("semantic v22 cascade, numpy", {"release": "v22", "backend": "numpy"}),
 )
 

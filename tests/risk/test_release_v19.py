@@ -1,12 +1,13 @@
-"""semantic-v19, the default since hard-test-28 (route29's arm I, evals/routing/README.md): v18's recipe (v13's LoRA delta,
+"""semantic-v19, the default from hard-test-28 to -35 (route29's arm I, evals/routing/README.md): v18's recipe (v13's LoRA delta,
 v9's signal columns, cost 6, delta 0.03, the band capped at 0.20, v15's rules) with the context
 block of ``loomc.risk.context`` (the static embedding of a code prompt's prose, after v9's
 columns), both heads trained on F41 = F40 + the spent lookalike-code-test. Judged on
 hard-test-28 and lookalike-code-test-2, which it never saw, by the rule written before either
 (round 29), it replaced v18 as the default: 36 against 42 over the two files, 2 high misses
-against 2. Needs the semantic extra (and the ``onnx`` extra for the ORT check).
+against 2. By round 36's rule v22 (its heads and rows over a delta of its own) replaced it;
+it stays selectable. Needs the semantic extra (and the ``onnx`` extra for the ORT check).
 
-Pinned: the default (v18 stays selectable), what its heads were trained on (F41, by hash) and with which columns (v10's: v9's and
+Pinned: that it is selectable beside the default (v18 too), what its heads were trained on (F41, by hash) and with which columns (v10's: v9's and
 the block), over which delta (v13's, by name and sha256), v15's rules, the reference seed suite
 with and without hints, deterministic decisions, the plain-Python path building the same block,
 the static stage retraining to the shipped file, v18's files untouched, another base refused
@@ -71,11 +72,11 @@ def test_v18s_files_are_unchanged() -> None:
         assert hashlib.sha256((DATA / name).read_bytes()).hexdigest() == digest, name
 
 
-def test_v19_is_the_default_v18s_recipe_over_v13s_delta(v19: Any) -> None:
-    assert v19.data_path == RELEASES["v19"] == DATA_FILE != RELEASES["v18"]
-    assert release_of({}) == "v19" == v19.release and release_of({"release": "v18"}) == "v18"
+def test_v19_is_v18s_recipe_over_v13s_delta_beside_the_default(v19: Any) -> None:
+    assert v19.data_path == RELEASES["v19"] != DATA_FILE and RELEASES["v19"] != RELEASES["v18"]
+    assert release_of({"release": "v19"}) == "v19" == v19.release and release_of({}) == "v22"
     default: Any = make_profiler(RiskSettings(profiler="semantic"))
-    assert default.release == "v19" and default.data_path == RELEASES["v19"]
+    assert default.release == "v22" and default.data_path == RELEASES["v22"] == DATA_FILE
     assert v19.rules == RULES["v19"] == RULES["v18"] == ("hazard-floor", "people-floor-wide")
     assert LORA["v19"] == LORA["v18"] == LORA["v13"]
 
