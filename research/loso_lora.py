@@ -63,6 +63,8 @@ LoRA-q8 embeddings, the static stage shared, scored as served by ``loso_q8.fold`
 - ``v22``: no folds, only ``--only final --train-cache``: the embeddings of F41's rows under
   the delta ``DIR/L/fold-final.npz``, checked as fine-tuned on F44 (F41 and every file spent
   since), for semantic-v22's heads (round 33's rule).
+- ``v23``: the same for semantic-v23, the delta ``DIR/M/fold-final.npz`` checked as fine-tuned
+  on F45 (F44 and every file spent in rounds 33-36; the plan before round 37's rule).
 Every arm's embeddings are the numpy reference's, cached by the delta's sha256 (one delta that
 two arms share is encoded once).
 """
@@ -118,6 +120,12 @@ F44 = (
     "safety-code-test",
     "hard-train-v30-extra",
     "hard-train-v32-extra",
+)
+# v23's delta: F44 + every file spent in rounds 33-36 (the plan before round 37's rule)
+F45 = (
+    *F44,
+    *(f"hard-test-{i}" for i in range(33, 42)),
+    *(f"safety-code-test-{i}" for i in range(2, 7)),
 )
 
 
@@ -262,6 +270,16 @@ ROUNDS = {
         more=(),
         deltas="L",
         delta_files=F44,
+    ),
+    # semantic-v23: the same over a delta tuned on F45
+    "v23": ROUTE27._replace(
+        files=F41,
+        held_out=(),
+        recipe=V19_SHIPPED,
+        arms=(None, "M: v19's recipe on F41, a delta tuned on F45"),
+        more=(),
+        deltas="M",
+        delta_files=F45,
     ),
 }
 

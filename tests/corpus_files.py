@@ -56,7 +56,7 @@ ROUND_OF: dict[str, int] = {
 # + the spent hard-test-10 ... -14, data14's and data16's rows; F40: v18's heads, + every file
 # spent since v13 (the splits, then the targeted sets) and data28's rows; F41: v19's heads, + the
 # spent lookalike-code-test; F42: v20's heads, + data30's contrast pairs; F44: v22's LoRA delta
-# (its heads are F41), + every file spent since F41.
+# (its heads are F41), + every file spent since F41; F45: v23's delta, + rounds 33-36's files.
 F12 = (
     "train",
     "test",
@@ -94,6 +94,12 @@ F44 = (
     "safety-code-test",
     "hard-train-v30-extra",
     "hard-train-v32-extra",
+)
+# v23's delta: F44 + every file spent in rounds 33-36, the splits then the safety sets
+F45 = (
+    *F44,
+    *(f"hard-test-{i}" for i in range(33, 42)),
+    *(f"safety-code-test-{i}" for i in range(2, 7)),
 )
 
 

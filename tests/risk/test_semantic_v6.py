@@ -147,6 +147,8 @@ def test_eval_routers_prints_every_router(
         "| semantic v21 cascade, numpy",
         "| semantic v22 cascade (default), auto backend",
         "| semantic v22 cascade, numpy",
+        "| semantic v23 cascade, auto backend",
+        "| semantic v23 cascade, numpy",
     ]
     for ln in table:
         cells = ln.split(" | ")

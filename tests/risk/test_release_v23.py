@@ -1,0 +1,130 @@
+"""semantic-v23, round 37's candidate (evals/routing/README.md, "v23, a delta refreshed on
+every spent file"): v22's recipe and rows (v19's heads on F41: v10's columns with the context
+block, cost 6, delta 0.03, the band capped at 0.20, v15's rules) over a LoRA delta fine-tuned
+with v13's settings on F45 = F44 + every file spent in rounds 33-36 (hard-test-33 ... -41 and
+safety-code-test-2 ... -6, as run). Why: v22 became the default by one change, a delta tuned on
+every file spent when it was built; those fourteen files hold 300 rows of the shape v22 still
+misses and still over-escalates (a safety function under a cosmetic request, half of the last
+four sets in Spanish, German or French). Selectable, not the default, until round 37's rule
+judges it. Needs the semantic extra (and the ``onnx`` extra for the ORT check).
+
+Pinned: v23 is selectable beside the default, what its heads were trained on (F41, by hash)
+over which delta (its own, by name and sha256, tuned on F45 as the files are now), v15's rules,
+the rows (v19's, so the index is v19's size), the reference seed suite with and without hints,
+deterministic decisions, the plain-Python path building the same block, the static stage
+retraining to the shipped thresholds, v22's files untouched, another base refused in one line,
+the same decisions from either int8 backend.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from corpus_files import F41, F45
+from release_checks import (
+    CONTEXT_PROMPTS,
+    assert_delta_records_its_training,
+    assert_deterministic,
+    assert_files_record,
+    assert_int8_backends_agree,
+    assert_lora_files_record,
+    assert_plain_path_reads_the_signal_columns,
+    assert_refuses_another_base,
+    assert_seed_suite,
+    assert_serves_merged_int8_minilm,
+    assert_static_stage_retrains,
+    need_semantic_extra,
+    release_profiler,
+)
+
+from loomc.policy.models import RiskSettings
+from loomc.risk.context import prose_of
+from loomc.risk.factory import make_profiler
+from loomc.risk.releases import DATA_FILE, LORA, RELEASES, RULES, release_of
+from loomc.risk.signals import V10_WIDTH
+
+DATA = Path(__file__).resolve().parents[2] / "loomc" / "risk" / "data"
+WIDTH = {"v10": V10_WIDTH}
+# v22's three files as shipped: v23 is beside them, not instead of them.
+V22_SHIPPED = {
+    "router-static-v22.npz": "c2d6f34c30aeceb469253acc85160965b68b38c4ce889950776aa92151ff5ccc",
+    "router-minilm-v22.npz": "c849048537115a3707326aa5215af4947c06c22480ce90745b29b1afb5fff10e",
+    "minilm-lora-v22.npz": "ababb674a11a1b0c9a83fed81bda6dd9baa354bd5bf1c421018863241933778b",
+}
+
+
+@pytest.fixture(scope="module")
+def v23() -> Any:
+    need_semantic_extra()
+    return release_profiler("v23")
+
+
+def test_v22s_files_are_unchanged() -> None:
+    for name, digest in V22_SHIPPED.items():
+        assert hashlib.sha256((DATA / name).read_bytes()).hexdigest() == digest, name
+
+
+def test_v23_is_v22s_recipe_over_a_newer_delta_beside_the_default(v23: Any) -> None:
+    assert v23.data_path == RELEASES["v23"] != DATA_FILE and RELEASES["v23"] != RELEASES["v22"]
+    assert release_of({"release": "v23"}) == "v23" == v23.release and release_of({}) == "v22"
+    default: Any = make_profiler(RiskSettings(profiler="semantic"))
+    assert default.release == "v22" and default.data_path == RELEASES["v22"]
+    assert v23.rules == RULES["v23"] == RULES["v22"] == ("hazard-floor", "people-floor-wide")
+    assert LORA["v23"].name == "minilm-lora-v23.npz" and LORA["v23"] != LORA["v22"]
+
+
+def test_v23_files_record_what_made_them(v23: Any) -> None:
+    assert_files_record(v23, "v23", F41, WIDTH)
+    assert_lora_files_record(v23, "v23", signals="v10")
+
+
+def test_v23_delta_records_its_training_on_every_spent_file(v23: Any) -> None:
+    assert_delta_records_its_training(v23, "v23", F45)
+
+
+def test_v23_keeps_v19s_rows_so_its_index_is_v19s_size(v23: Any) -> None:
+    """The memory gate's margin (150 MiB at 100,000 runs) is why the rows stay F41's: the
+    static stage's train embeddings are v22's (and v19's) exactly; the MiniLM stage holds as
+    many rows, embedded by another delta."""
+    with np.load(RELEASES["v22"]) as v22, np.load(RELEASES["v23"]) as mine:
+        assert np.array_equal(v22["train_emb"], mine["train_emb"])
+        assert list(v22["train_ids"]) == list(mine["train_ids"])
+    second = v23.data_path.with_name(v23.router.cascade)
+    with np.load(second) as z, np.load(DATA / "router-minilm-v22.npz") as v22_second:
+        assert z["train_emb"].shape == v22_second["train_emb"].shape
+        assert not np.array_equal(z["train_emb"], v22_second["train_emb"])  # another delta
+
+
+def test_v23_serves_the_merged_int8_minilm(v23: Any) -> None:
+    assert_serves_merged_int8_minilm(v23, "v23")
+
+
+def test_v23_refuses_another_base_in_one_line(tmp_path: Path) -> None:
+    assert_refuses_another_base(tmp_path, "v23")
+
+
+@pytest.mark.parametrize("hints", [True, False])
+def test_v23_seed_suite(v23: Any, shared_dir: Path, hints: bool) -> None:
+    assert_seed_suite(v23, shared_dir, hints)
+
+
+def test_v23_is_deterministic_across_calls_and_batches(v23: Any) -> None:
+    assert_deterministic(v23, "v23", CONTEXT_PROMPTS)
+
+
+def test_v23_plain_path_builds_the_same_block(v23: Any) -> None:
+    assert any(prose_of(p) for p in CONTEXT_PROMPTS)
+    assert_plain_path_reads_the_signal_columns(v23, CONTEXT_PROMPTS)
+
+
+@pytest.mark.timeout(900)  # the block's 384 columns: ~40 s alone, minutes on a busy box
+def test_v23_static_stage_retrains_to_the_shipped_file(v23: Any) -> None:
+    assert_static_stage_retrains(v23, F41, "v10")
+
+
+def test_v23_decides_alike_on_numpy_and_onnxruntime() -> None:
+    assert_int8_backends_agree("v23")
