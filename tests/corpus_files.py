@@ -46,6 +46,8 @@ ROUND_OF: dict[str, int] = {
     "safety-code-test-4": 35,  # sealed beside hard-test-35 (round 35)
     "safety-code-test-5": 36,  # sealed beside hard-test-36 ... -41 (round 36)
     "safety-code-test-6": 36,  # sealed beside hard-test-36 ... -41 (round 36)
+    "safety-code-test-7": 42,  # sealed beside hard-test-42 ... -47 (round 37)
+    "safety-code-test-8": 42,  # sealed beside hard-test-42 ... -47 (round 37)
 }
 
 
