@@ -20,7 +20,7 @@ rows against over-escalation, v15's rules: hard-test-27's candidate, the default
 v21 (v19's files and rules with ``safety-floor``, code that defeats a safety function:
 hard-test-30's candidate), v22 (v19's recipe and rows over a LoRA delta fine-tuned on every
 spent file, F44: hard-test-33's candidate, the default since round 36; its static stage is v19's, so no row of its own),
-v23 (v22's recipe over a delta tuned on F45, every file spent to round 36: round 37's candidate),
+v23 (v22's recipe over a delta tuned on F45, every file spent to round 36: round 37's candidate, held),
 plus ``keywords`` as the floor.
 v13 was trained on hard-test-10 ... -14 and v18 on hard-test-10 ... -26: their rows on those
 files are training figures.

@@ -67,7 +67,8 @@ fourth and last look, pooled over rounds 33-36's fourteen fresh files, 1,360 pro
 replaced v19, 190 against 233, paired interval [-74, -16], 13 high misses against 16, and
 -27 [-49, -10] on the eight new files alone), ``v23`` (v22's recipe and rows over a delta
 fine-tuned on F45, F44 and every file spent in rounds 33-36, among them five safety sets of
-the shape v22 still misses; round 37's candidate, selectable),
+the shape v22 still misses; round 37's candidate, selectable: on eight fresh files it cost
+128 against v22's 132, interval [-20, +17], with 13 high misses against 11),
 v4 ... v13 and v18 ... v20 each trained on more splits, and each release chosen by leave-one-split-out rules written before its sealed split
 was measured (``evals/routing/README.md``). A classifier whose weights are wider than
 v4's also reads the columns of ``loomc.risk.signals`` (task versus topic, code hazards and, from
