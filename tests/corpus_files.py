@@ -105,6 +105,13 @@ F45 = (
 )
 
 
+def bounded_stride(items: list[str], size: int, every: int) -> list[str]:
+    """Every ``every``-th item, or every k-th with k = ceil(len / size) once that is wider: a
+    check over the corpus whose cost must not grow with it (each round adds hundreds of rows)
+    keeps at most ``size`` items, at least half of ``size``, spread over every file."""
+    return items[:: max(every, -(-len(items) // size))]
+
+
 def named_on(hard_tests: int) -> list[Path]:
     """The routing files that existed when a rule was named after ``hard-test-<hard_tests>``
     and what was sealed beside it: every file of a round up to it."""

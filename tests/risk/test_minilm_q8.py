@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from corpus_files import bounded_stride
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -168,7 +169,9 @@ def corpus_prompts() -> list[str]:
 
 
 def test_ort_q8_matches_the_reference_on_corpus_prompts(q8_ref: Any, ort_q8: Any) -> None:
-    prompts = corpus_prompts()[::10]  # ~225 prompts of every file (all 2,256: the benchmark)
+    # every 10th (225 of the 2,256 prompts it was written for), the stride widening as the
+    # corpus grows so the check's cost stays put (all of them: the benchmark)
+    prompts = bounded_stride(corpus_prompts(), 230, 10)
     a, b = q8_ref.encode(prompts), ort_q8.encode(prompts)
     gap = np.abs(a - b).max(axis=1)
     assert float(gap.max()) <= TOL, np.sort(gap)[-10:]

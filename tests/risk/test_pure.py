@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from corpus_files import bounded_stride
 from fresh_process import run_fresh
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -104,8 +105,8 @@ SAMPLE = 1_500
 
 
 def _stride(prompts: list[str], size: int = SAMPLE) -> list[str]:
-    """Every k-th prompt, k the smallest stride of at least 4 that keeps ``size`` or fewer."""
-    return prompts[:: max(4, -(-len(prompts) // size))]
+    """Every fourth prompt, or a wider stride that keeps ``size`` or fewer."""
+    return bounded_stride(prompts, size, 4)
 
 
 def test_the_stride_keeps_the_sample_bounded_and_reaches_every_file() -> None:
