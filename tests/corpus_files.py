@@ -11,7 +11,11 @@ its own number, and a new file that is not placed fails loudly.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TypeVar
+
+T = TypeVar("T")
 
 ROUTING = Path(__file__).resolve().parents[1] / "evals" / "routing"
 _SPLIT = re.compile(r"hard-test-(\d+)")
@@ -105,11 +109,11 @@ F45 = (
 )
 
 
-def bounded_stride(items: list[str], size: int, every: int) -> list[str]:
+def bounded_stride(items: Sequence[T], size: int, every: int) -> list[T]:
     """Every ``every``-th item, or every k-th with k = ceil(len / size) once that is wider: a
     check over the corpus whose cost must not grow with it (each round adds hundreds of rows)
     keeps at most ``size`` items, at least half of ``size``, spread over every file."""
-    return items[:: max(every, -(-len(items) // size))]
+    return list(items[:: max(every, -(-len(items) // size))])
 
 
 def named_on(hard_tests: int) -> list[Path]:

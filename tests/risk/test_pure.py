@@ -116,7 +116,7 @@ def test_the_stride_keeps_the_sample_bounded_and_reaches_every_file() -> None:
     assert min(SAMPLE // 2, len(prompts) // 4) <= len(sample) <= SAMPLE
     assert _stride(["p"] * 100) == ["p"] * 25  # a small corpus keeps every fourth
     files = sorted(CORPUS.glob("*.jsonl"))
-    picked = set(range(0, len(prompts), max(4, -(-len(prompts) // SAMPLE))))
+    picked = set(bounded_stride(range(len(prompts)), SAMPLE, 4))  # the same stride, as indices
     start = 0
     for f in files:
         n = len(load_rows(f))
