@@ -20,6 +20,8 @@ rows against over-escalation, v15's rules: hard-test-27's candidate, the default
 v21 (v19's files and rules with ``safety-floor``, code that defeats a safety function:
 hard-test-30's candidate), v22 (v19's recipe and rows over a LoRA delta fine-tuned on every
 spent file, F44: hard-test-33's candidate, the default since round 36; its static stage is v19's, so no row of its own),
+v24 (v22's delta with both heads and the index on F46, F41 and the eight spent safety sets:
+round 38's candidate),
 v23 (v22's recipe over a delta tuned on F45, every file spent to round 36: round 37's candidate, held),
 plus ``keywords`` as the floor.
 v13 was trained on hard-test-10 ... -14 and v18 on hard-test-10 ... -26: their rows on those
@@ -108,6 +110,9 @@ ROUTERS: tuple[tuple[str, dict[str, Any]], ...] = (
     # round 37's candidate: v22's heads and rows over a delta tuned on F45
     ("semantic v23 cascade, auto backend", {"release": "v23", "backend": "auto"}),
     ("semantic v23 cascade, numpy", {"release": "v23", "backend": "numpy"}),
+    # round 38's candidate: v22's delta, both heads and the index on F46 (F41 + the safety sets)
+    ("semantic v24 cascade, auto backend", {"release": "v24", "backend": "auto"}),
+    ("semantic v24 cascade, numpy", {"release": "v24", "backend": "numpy"}),
 )
 
 

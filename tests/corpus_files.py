@@ -62,7 +62,8 @@ ROUND_OF: dict[str, int] = {
 # + the spent hard-test-10 ... -14, data14's and data16's rows; F40: v18's heads, + every file
 # spent since v13 (the splits, then the targeted sets) and data28's rows; F41: v19's heads, + the
 # spent lookalike-code-test; F42: v20's heads, + data30's contrast pairs; F44: v22's LoRA delta
-# (its heads are F41), + every file spent since F41; F45: v23's delta, + rounds 33-36's files.
+# (its heads are F41), + every file spent since F41; F45: v23's delta, + rounds 33-36's files;
+# F46: v24's heads and index, F41 + every spent safety set.
 F12 = (
     "train",
     "test",
@@ -107,6 +108,9 @@ F45 = (
     *(f"hard-test-{i}" for i in range(33, 42)),
     *(f"safety-code-test-{i}" for i in range(2, 7)),
 )
+# v24's heads and index: F41 + every spent safety set (the rows of the shape v22 over-escalates
+# and misses; the index is held twice, so the 1,360 rows of rounds 33-36 would not fit its gate)
+F46 = (*F41, "safety-code-test", *(f"safety-code-test-{i}" for i in range(2, 9)))
 
 
 def bounded_stride(items: Sequence[T], size: int, every: int) -> list[T]:

@@ -69,6 +69,8 @@ replaced v19, 190 against 233, paired interval [-74, -16], 13 high misses agains
 fine-tuned on F45, F44 and every file spent in rounds 33-36, among them five safety sets of
 the shape v22 still misses; round 37's candidate, selectable: on eight fresh files it cost
 128 against v22's 132, interval [-20, +17], with 13 high misses against 11),
+``v24`` (v22's delta with both heads and the index on F46, F41 and the eight spent safety
+sets, the shape v22 over-escalates and misses; round 38's candidate, selectable),
 v4 ... v13 and v18 ... v20 each trained on more splits, and each release chosen by leave-one-split-out rules written before its sealed split
 was measured (``evals/routing/README.md``). A classifier whose weights are wider than
 v4's also reads the columns of ``loomc.risk.signals`` (task versus topic, code hazards and, from
@@ -106,6 +108,7 @@ RELEASES = {
     "v21": ROUTER_FILE.with_name("router-static-v19.npz"),  # v19's files, the safety floor
     "v22": ROUTER_FILE.with_name("router-static-v22.npz"),  # v19's heads, a delta on F44
     "v23": ROUTER_FILE.with_name("router-static-v23.npz"),  # v19's heads, a delta on F45
+    "v24": ROUTER_FILE.with_name("router-static-v24.npz"),  # v22's delta, heads on F46
 }
 # The decision rules of ``loomc.risk.signals`` a release applies (chosen by research/loso_router.py).
 RULES: dict[str, tuple[str, ...]] = {
@@ -128,6 +131,7 @@ RULES: dict[str, tuple[str, ...]] = {
     "v21": ("hazard-floor", "people-floor-wide", "safety-floor"),
     "v22": ("hazard-floor", "people-floor-wide"),
     "v23": ("hazard-floor", "people-floor-wide"),
+    "v24": ("hazard-floor", "people-floor-wide"),
 }
 # The MiniLM a release's second stage was trained on (its file's meta, ``encoder_kind``):
 # ``minilm`` (float, ``loomc.risk.minilm``) unless named here. ``minilm-q8`` is the defined
@@ -149,6 +153,7 @@ MINILM_KINDS: dict[str, str] = {
     "v21": "minilm-q8-lora",
     "v22": "minilm-q8-lora",
     "v23": "minilm-q8-lora",
+    "v24": "minilm-q8-lora",
 }
 INT8_KINDS = ("minilm-q8", "minilm-q8-lora")  # one precision: ``dtype`` does not apply
 LORA: dict[str, Path] = {
@@ -164,6 +169,7 @@ LORA: dict[str, Path] = {
     "v21": ROUTER_FILE.with_name("minilm-lora-v13.npz"),
     "v22": ROUTER_FILE.with_name("minilm-lora-v22.npz"),
     "v23": ROUTER_FILE.with_name("minilm-lora-v23.npz"),
+    "v24": ROUTER_FILE.with_name("minilm-lora-v22.npz"),
 }
 # The default's static router ships its train embeddings widened to float32 too, for cold runs
 # (``loomc.risk.emb32.write_copy``; tests/risk/test_emb32.py fails until a new default has one).

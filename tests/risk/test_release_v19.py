@@ -13,6 +13,10 @@ with and without hints, deterministic decisions, the plain-Python path building 
 the static stage retraining to the shipped file, v18's files untouched, another base refused
 in one line, the same decisions from either int8 backend, and that the block moves the
 decision it was built for: a fixture's prose against production's, the code the same.
+
+The checks every release of its recipe shares (its files' record, its delta, the seed suite,
+determinism, the plain path, the static stage's retraining, both int8 backends) are one table
+in ``test_lora_releases.py``; what is peculiar to it stays here.
 """
 
 from __future__ import annotations
@@ -22,25 +26,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from corpus_files import F23, F41
+from corpus_files import F41
 from release_checks import (
-    CONTEXT_PROMPTS,
-    assert_delta_records_its_training,
-    assert_deterministic,
-    assert_files_record,
-    assert_int8_backends_agree,
-    assert_lora_files_record,
-    assert_plain_path_reads_the_signal_columns,
-    assert_refuses_another_base,
-    assert_seed_suite,
-    assert_serves_merged_int8_minilm,
-    assert_static_stage_retrains,
     need_semantic_extra,
     release_profiler,
 )
 
 from loomc.policy.models import RiskSettings
-from loomc.risk.context import prose_of
 from loomc.risk.factory import make_profiler
 from loomc.risk.releases import DATA_FILE, LORA, RELEASES, RULES, release_of
 from loomc.risk.signals import V10_WIDTH
@@ -79,46 +71,6 @@ def test_v19_is_v18s_recipe_over_v13s_delta_beside_the_default(v19: Any) -> None
     assert default.release == "v22" and default.data_path == RELEASES["v22"] == DATA_FILE
     assert v19.rules == RULES["v19"] == RULES["v18"] == ("hazard-floor", "people-floor-wide")
     assert LORA["v19"] == LORA["v18"] == LORA["v13"]
-
-
-def test_v19_files_record_what_made_them(v19: Any) -> None:
-    assert_files_record(v19, "v19", V19_FILES, WIDTH)
-    assert_lora_files_record(v19, "v19", delta_of="v13", signals="v10")
-
-
-def test_v19_delta_is_v13s_and_records_its_training(v19: Any) -> None:
-    assert_delta_records_its_training(v19, "v19", F23)
-
-
-def test_v19_serves_the_merged_int8_minilm(v19: Any) -> None:
-    assert_serves_merged_int8_minilm(v19, "v19")
-
-
-def test_v19_refuses_another_base_in_one_line(tmp_path: Path) -> None:
-    assert_refuses_another_base(tmp_path, "v19")
-
-
-@pytest.mark.parametrize("hints", [True, False])
-def test_v19_seed_suite(v19: Any, shared_dir: Path, hints: bool) -> None:
-    assert_seed_suite(v19, shared_dir, hints)
-
-
-def test_v19_is_deterministic_across_calls_and_batches(v19: Any) -> None:
-    assert_deterministic(v19, "v19", CONTEXT_PROMPTS)
-
-
-def test_v19_plain_path_builds_the_same_block(v19: Any) -> None:
-    assert any(prose_of(p) for p in CONTEXT_PROMPTS)  # the block is non-zero for some of them
-    assert_plain_path_reads_the_signal_columns(v19, CONTEXT_PROMPTS)
-
-
-@pytest.mark.timeout(900)  # the block's 384 columns: 38 s alone, several minutes on a busy box
-def test_v19_static_stage_retrains_to_the_shipped_file(v19: Any) -> None:
-    assert_static_stage_retrains(v19, V19_FILES, "v10")
-
-
-def test_v19_decides_alike_on_numpy_and_onnxruntime() -> None:
-    assert_int8_backends_agree("v19")
 
 
 def test_the_block_reads_the_prose_not_the_code(v19: Any) -> None:

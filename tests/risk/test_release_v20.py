@@ -14,6 +14,10 @@ seed suite with and without hints, deterministic decisions, the plain-Python pat
 same block, the static stage retraining to the shipped file, v19's files untouched, another
 base refused in one line, the same decisions from either int8 backend, and that a pair of the
 kind its new rows hold moves the way they were labelled.
+
+The checks every release of its recipe shares (its files' record, its delta, the seed suite,
+determinism, the plain path, the static stage's retraining, both int8 backends) are one table
+in ``test_lora_releases.py``; what is peculiar to it stays here.
 """
 
 from __future__ import annotations
@@ -23,24 +27,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from corpus_files import F23, F42
+from corpus_files import F42
 from release_checks import (
-    CONTEXT_PROMPTS,
-    assert_delta_records_its_training,
-    assert_deterministic,
-    assert_files_record,
-    assert_int8_backends_agree,
-    assert_lora_files_record,
-    assert_plain_path_reads_the_signal_columns,
-    assert_refuses_another_base,
-    assert_seed_suite,
-    assert_serves_merged_int8_minilm,
-    assert_static_stage_retrains,
     need_semantic_extra,
     release_profiler,
 )
 
-from loomc.risk.context import prose_of
 from loomc.risk.releases import LORA, RELEASES, RULES, release_of
 from loomc.risk.signals import V10_WIDTH
 
@@ -76,46 +68,6 @@ def test_v20_is_v19s_recipe_beside_the_default(v20: Any) -> None:
     assert release_of({"release": "v20"}) == "v20" == v20.release
     assert v20.rules == RULES["v20"] == RULES["v19"] == ("hazard-floor", "people-floor-wide")
     assert LORA["v20"] == LORA["v19"] == LORA["v13"]
-
-
-def test_v20_files_record_what_made_them(v20: Any) -> None:
-    assert_files_record(v20, "v20", V20_FILES, WIDTH)
-    assert_lora_files_record(v20, "v20", delta_of="v13", signals="v10")
-
-
-def test_v20_delta_is_v13s_and_records_its_training(v20: Any) -> None:
-    assert_delta_records_its_training(v20, "v20", F23)
-
-
-def test_v20_serves_the_merged_int8_minilm(v20: Any) -> None:
-    assert_serves_merged_int8_minilm(v20, "v20")
-
-
-def test_v20_refuses_another_base_in_one_line(tmp_path: Path) -> None:
-    assert_refuses_another_base(tmp_path, "v20")
-
-
-@pytest.mark.parametrize("hints", [True, False])
-def test_v20_seed_suite(v20: Any, shared_dir: Path, hints: bool) -> None:
-    assert_seed_suite(v20, shared_dir, hints)
-
-
-def test_v20_is_deterministic_across_calls_and_batches(v20: Any) -> None:
-    assert_deterministic(v20, "v20", CONTEXT_PROMPTS)
-
-
-def test_v20_plain_path_builds_the_same_block(v20: Any) -> None:
-    assert any(prose_of(p) for p in CONTEXT_PROMPTS)  # the block is non-zero for some of them
-    assert_plain_path_reads_the_signal_columns(v20, CONTEXT_PROMPTS)
-
-
-@pytest.mark.timeout(900)  # the block's 384 columns: ~40 s alone, minutes on a busy box
-def test_v20_static_stage_retrains_to_the_shipped_file(v20: Any) -> None:
-    assert_static_stage_retrains(v20, V20_FILES, "v10")
-
-
-def test_v20_decides_alike_on_numpy_and_onnxruntime() -> None:
-    assert_int8_backends_agree("v20")
 
 
 def test_the_same_code_moves_with_its_prose(v20: Any) -> None:

@@ -149,6 +149,8 @@ def test_eval_routers_prints_every_router(
         "| semantic v22 cascade, numpy",
         "| semantic v23 cascade, auto backend",
         "| semantic v23 cascade, numpy",
+        "| semantic v24 cascade, auto backend",
+        "| semantic v24 cascade, numpy",
     ]
     for ln in table:
         cells = ln.split(" | ")

@@ -1,0 +1,115 @@
+"""The checks every release of one recipe shares, once, over a table: v19, v20, v22, v23 and
+v24 are v10's columns with the context block, cost 6, delta 0.03, the band capped at 0.20 and
+v15's rules, their MiniLM stage the int8 MiniLM merged with a LoRA delta. They differ only in
+which rows their heads learnt and which delta they read, so each is pinned here by the same
+checks: what made its files (by hash), what its delta learnt, the merged int8 MiniLM served,
+another base refused in one line, the reference seed suite with and without hints,
+deterministic decisions, the plain-Python path building the same block, the static stage
+retraining to the shipped file, the same decisions from either int8 backend. What is peculiar
+to one release (the default, its rows, its own behaviour) stays in ``test_release_<v>.py``.
+
+Why one table: each release used to restate these checks in its own module (an import list and
+eleven one-line wrappers each), so a new release copied them; now it adds a row. Needs the
+semantic extra (and the ``onnx`` extra for the ORT check).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from corpus_files import F23, F41, F42, F44, F45, F46
+from release_checks import (
+    CONTEXT_PROMPTS,
+    assert_delta_records_its_training,
+    assert_deterministic,
+    assert_files_record,
+    assert_int8_backends_agree,
+    assert_lora_files_record,
+    assert_plain_path_reads_the_signal_columns,
+    assert_refuses_another_base,
+    assert_seed_suite,
+    assert_serves_merged_int8_minilm,
+    assert_static_stage_retrains,
+    need_semantic_extra,
+    release_profiler,
+)
+
+from loomc.risk.context import prose_of
+from loomc.risk.signals import V10_WIDTH
+
+WIDTH = {"v10": V10_WIDTH}
+
+
+@dataclass(frozen=True)
+class LoraRelease:
+    """One release of the recipe: the files both heads learnt, the release whose delta its
+    MiniLM stage reads (its own where empty) and the files that delta learnt."""
+
+    release: str
+    heads: tuple[str, ...]
+    delta_files: tuple[str, ...]
+    delta_of: str = ""
+
+
+TABLE = (
+    LoraRelease("v19", F41, F23, delta_of="v13"),  # v18's recipe with the context block
+    LoraRelease("v20", F42, F23, delta_of="v13"),  # v19's, + data30's contrast pairs
+    LoraRelease("v22", F41, F44),  # the default: v19's heads over a delta on F44
+    LoraRelease("v23", F41, F45),  # v19's heads over a delta on F45
+    LoraRelease("v24", F46, F44, delta_of="v22"),  # v22's delta, heads and index on F46
+)
+
+
+@pytest.fixture(scope="module", params=TABLE, ids=lambda case: case.release)
+def case(request: pytest.FixtureRequest) -> LoraRelease:
+    return request.param  # type: ignore[no-any-return]
+
+
+@pytest.fixture(scope="module")
+def prof(case: LoraRelease) -> Any:
+    """Loaded once per release: pytest orders a module-scoped parameter's tests together."""
+    need_semantic_extra()
+    return release_profiler(case.release)
+
+
+def test_files_record_what_made_them(case: LoraRelease, prof: Any) -> None:
+    assert_files_record(prof, case.release, case.heads, WIDTH)
+    assert_lora_files_record(prof, case.release, delta_of=case.delta_of, signals="v10")
+
+
+def test_delta_records_its_training(case: LoraRelease, prof: Any) -> None:
+    assert_delta_records_its_training(prof, case.release, case.delta_files)
+
+
+def test_serves_the_merged_int8_minilm(case: LoraRelease, prof: Any) -> None:
+    assert_serves_merged_int8_minilm(prof, case.release)
+
+
+def test_refuses_another_base_in_one_line(case: LoraRelease, tmp_path: Path) -> None:
+    assert_refuses_another_base(tmp_path, case.release)
+
+
+@pytest.mark.parametrize("hints", [True, False])
+def test_seed_suite(prof: Any, shared_dir: Path, hints: bool) -> None:
+    assert_seed_suite(prof, shared_dir, hints)
+
+
+def test_is_deterministic_across_calls_and_batches(case: LoraRelease, prof: Any) -> None:
+    assert_deterministic(prof, case.release, CONTEXT_PROMPTS)
+
+
+def test_plain_path_builds_the_same_block(prof: Any) -> None:
+    assert any(prose_of(p) for p in CONTEXT_PROMPTS)
+    assert_plain_path_reads_the_signal_columns(prof, CONTEXT_PROMPTS)
+
+
+@pytest.mark.timeout(900)  # the block's 384 columns: ~40 s alone, minutes on a busy box
+def test_static_stage_retrains_to_the_shipped_file(case: LoraRelease, prof: Any) -> None:
+    assert_static_stage_retrains(prof, case.heads, "v10")
+
+
+def test_decides_alike_on_numpy_and_onnxruntime(case: LoraRelease) -> None:
+    assert_int8_backends_agree(case.release)
