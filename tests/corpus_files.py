@@ -52,6 +52,9 @@ ROUND_OF: dict[str, int] = {
     "safety-code-test-6": 36,  # sealed beside hard-test-36 ... -41 (round 36)
     "safety-code-test-7": 42,  # sealed beside hard-test-42 ... -47 (round 37)
     "safety-code-test-8": 42,  # sealed beside hard-test-42 ... -47 (round 37)
+    "safety-code-test-9": 48,  # sealed beside hard-test-48 ... -53 (round 38)
+    "safety-code-test-10": 48,  # sealed beside hard-test-48 ... -53 (round 38)
+    "short-health-test": 48,  # round 38's diagnostic set, sealed beside hard-test-48 ... -53
 }
 
 
