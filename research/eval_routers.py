@@ -21,7 +21,7 @@ v21 (v19's files and rules with ``safety-floor``, code that defeats a safety fun
 hard-test-30's candidate), v22 (v19's recipe and rows over a LoRA delta fine-tuned on every
 spent file, F44: hard-test-33's candidate, the default since round 36; its static stage is v19's, so no row of its own),
 v24 (v22's delta with both heads and the index on F46, F41 and the eight spent safety sets:
-round 38's candidate),
+round 38's candidate, held),
 v23 (v22's recipe over a delta tuned on F45, every file spent to round 36: round 37's candidate, held),
 plus ``keywords`` as the floor.
 v13 was trained on hard-test-10 ... -14 and v18 on hard-test-10 ... -26: their rows on those

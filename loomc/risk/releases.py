@@ -70,7 +70,8 @@ fine-tuned on F45, F44 and every file spent in rounds 33-36, among them five saf
 the shape v22 still misses; round 37's candidate, selectable: on eight fresh files it cost
 128 against v22's 132, interval [-20, +17], with 13 high misses against 11),
 ``v24`` (v22's delta with both heads and the index on F46, F41 and the eight spent safety
-sets, the shape v22 over-escalates and misses; round 38's candidate, selectable),
+sets, the shape v22 over-escalates and misses; round 38's candidate, selectable: on eight fresh
+files it cost 126 against v22's 117, interval [-25, +44], with 10 high misses against 8),
 v4 ... v13 and v18 ... v20 each trained on more splits, and each release chosen by leave-one-split-out rules written before its sealed split
 was measured (``evals/routing/README.md``). A classifier whose weights are wider than
 v4's also reads the columns of ``loomc.risk.signals`` (task versus topic, code hazards and, from

@@ -6,7 +6,9 @@ function under a cosmetic request, half of the last six in Spanish, German or Fr
 v22 escalates 14 to 18 of each safety set's 40 harmless rows and nine of its eleven round-37
 misses are that shape; its heads and neighbour features hold F41's rows, which contain no
 safety set. v23 moved the delta instead and lost high prompts on both sides of the band.
-Selectable, not the default, until round 38's one look says otherwise. Needs the semantic extra.
+Selectable, not the default: judged once by round 38's rule on eight fresh files it cost 126
+against v22's 117, interval [-25, +44], with 10 high misses against 8 (fewer harmless safety
+rows escalated, more of everything else). Needs the semantic extra.
 
 Pinned here: v24 is selectable beside the default, reads v22's delta file itself, and its index
 is F46's rows in order in both stages, F41's among them embedded exactly as v22 embeds them (one
