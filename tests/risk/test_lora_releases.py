@@ -1,8 +1,8 @@
-"""The checks every release of one recipe shares, once, over a table: v19, v20, v22, v23 and
-v24 are v10's columns with the context block, cost 6, delta 0.03, the band capped at 0.20 and
-v15's rules, their MiniLM stage the int8 MiniLM merged with a LoRA delta. They differ only in
-which rows their heads learnt and which delta they read, so each is pinned here by the same
-checks: what made its files (by hash), what its delta learnt, the merged int8 MiniLM served,
+"""The checks every release of one recipe shares, once, over a table: v12, v13 and v18 (v9's
+columns) and v19, v20, v22, v23 and v24 (v10's: v9's and the context block) are cost 6, delta
+0.03, the band capped at 0.20, their MiniLM stage the int8 MiniLM merged with a LoRA delta.
+They differ in which rows their heads learnt, which columns they read and which delta they
+serve, so each is pinned here by the same checks: what made its files (by hash), what its delta learnt, the merged int8 MiniLM served,
 another base refused in one line, the reference seed suite with and without hints,
 deterministic decisions, the plain-Python path building the same block, the static stage
 retraining to the shipped file, the same decisions from either int8 backend. What is peculiar
@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from corpus_files import F23, F41, F42, F44, F45, F46
+from corpus_files import F16, F23, F40, F41, F42, F44, F45, F46
 from release_checks import (
     CONTEXT_PROMPTS,
     assert_delta_records_its_training,
@@ -38,23 +38,43 @@ from release_checks import (
 )
 
 from loomc.risk.context import prose_of
-from loomc.risk.signals import V10_WIDTH
+from loomc.risk.signals import SIGNAL_NAMES, V10_WIDTH
 
-WIDTH = {"v10": V10_WIDTH}
+WIDTH = {"v9": len(SIGNAL_NAMES), "v10": V10_WIDTH}
+# What the determinism and plain-path checks run for a release without the context block.
+V9_PROMPTS = (
+    "Conjugate the verb 'poison' in the present tense.",
+    "Add a docstring:\n\ndef load(blob):\n    return pickle.loads(blob)",
+    "my 12 seed words are in my notes app, fine?",
+    "¿Cuál es la capital de Australia?",
+    "Le radiateur est branché sur une rallonge enroulée. Quelle couleur pour les rideaux ?",
+    "I take warfarin; is it fine to add a daily aspirin for my knee?",
+)
+V18_PROMPTS = (
+    *V9_PROMPTS[:4],
+    "Add type hints:\n\ndef fake_patient(i):\n    return {'name': f'Test {i}', 'dose_mg': 5}",
+    V9_PROMPTS[5],
+)
 
 
 @dataclass(frozen=True)
 class LoraRelease:
-    """One release of the recipe: the files both heads learnt, the release whose delta its
-    MiniLM stage reads (its own where empty) and the files that delta learnt."""
+    """One release of the recipe: the files both heads learnt, the files its delta learnt, the
+    release whose delta its MiniLM stage reads (its own where empty), its signal columns and
+    the prompts its determinism and plain-path checks run."""
 
     release: str
     heads: tuple[str, ...]
     delta_files: tuple[str, ...]
     delta_of: str = ""
+    signals: str = "v10"
+    prompts: tuple[str, ...] = tuple(CONTEXT_PROMPTS)
 
 
 TABLE = (
+    LoraRelease("v12", F16, F16, signals="v9", prompts=V9_PROMPTS),  # the first LoRA release
+    LoraRelease("v13", F23, F23, signals="v9", prompts=V9_PROMPTS),  # more files, both
+    LoraRelease("v18", F40, F23, delta_of="v13", signals="v9", prompts=V18_PROMPTS),
     LoraRelease("v19", F41, F23, delta_of="v13"),  # v18's recipe with the context block
     LoraRelease("v20", F42, F23, delta_of="v13"),  # v19's, + data30's contrast pairs
     LoraRelease("v22", F41, F44),  # the default: v19's heads over a delta on F44
@@ -77,7 +97,7 @@ def prof(case: LoraRelease) -> Any:
 
 def test_files_record_what_made_them(case: LoraRelease, prof: Any) -> None:
     assert_files_record(prof, case.release, case.heads, WIDTH)
-    assert_lora_files_record(prof, case.release, delta_of=case.delta_of, signals="v10")
+    assert_lora_files_record(prof, case.release, delta_of=case.delta_of, signals=case.signals)
 
 
 def test_delta_records_its_training(case: LoraRelease, prof: Any) -> None:
@@ -98,17 +118,20 @@ def test_seed_suite(prof: Any, shared_dir: Path, hints: bool) -> None:
 
 
 def test_is_deterministic_across_calls_and_batches(case: LoraRelease, prof: Any) -> None:
-    assert_deterministic(prof, case.release, CONTEXT_PROMPTS)
+    assert_deterministic(prof, case.release, case.prompts)
 
 
-def test_plain_path_builds_the_same_block(prof: Any) -> None:
-    assert any(prose_of(p) for p in CONTEXT_PROMPTS)
-    assert_plain_path_reads_the_signal_columns(prof, CONTEXT_PROMPTS)
+def test_plain_path_reads_the_same_columns(case: LoraRelease, prof: Any) -> None:
+    """The plain-Python path builds the numpy path's row, the context block included (v10:
+    some of its prompts have prose beside code, so the block is not all zeros)."""
+    if case.signals == "v10":
+        assert any(prose_of(p) for p in case.prompts)
+    assert_plain_path_reads_the_signal_columns(prof, case.prompts)
 
 
 @pytest.mark.timeout(900)  # the block's 384 columns: ~40 s alone, minutes on a busy box
 def test_static_stage_retrains_to_the_shipped_file(case: LoraRelease, prof: Any) -> None:
-    assert_static_stage_retrains(prof, case.heads, "v10")
+    assert_static_stage_retrains(prof, case.heads, case.signals)
 
 
 def test_decides_alike_on_numpy_and_onnxruntime(case: LoraRelease) -> None:

@@ -10,6 +10,10 @@ Pinned: selectable by name without touching the default (v11), what its files we
 and without hints, deterministic decisions, the plain-Python path's columns, the static stage
 retraining to the shipped file, the earlier releases' files untouched (v4-v11), another base
 refused in one line, and the same decisions from either int8 backend.
+
+The checks every release of its recipe shares (its files' record, its delta, the seed suite,
+determinism, the plain path, the static stage's retraining, both int8 backends) are one table
+in ``test_lora_releases.py``; what is peculiar to it stays here.
 """
 
 from __future__ import annotations
@@ -19,18 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from corpus_files import F16
 from release_checks import (
-    assert_delta_records_its_training,
-    assert_deterministic,
-    assert_files_record,
-    assert_int8_backends_agree,
-    assert_lora_files_record,
-    assert_plain_path_reads_the_signal_columns,
-    assert_refuses_another_base,
-    assert_seed_suite,
-    assert_serves_merged_int8_minilm,
-    assert_static_stage_retrains,
     need_semantic_extra,
     release_profiler,
 )
@@ -38,13 +31,9 @@ from release_checks import (
 from loomc.policy.models import RiskSettings
 from loomc.risk.factory import make_profiler
 from loomc.risk.releases import DATA_FILE, RELEASES, RULES, release_of
-from loomc.risk.signals import SIGNAL_NAMES
 
 ROOT = Path(__file__).resolve().parents[2]
-CORPUS = ROOT / "evals" / "routing"
 DATA = ROOT / "loomc" / "risk" / "data"
-V12_FILES = F16  # v11's fourteen, the spent hard-test-9, data12's rows (tests/corpus_files.py)
-WIDTH = {"v9": len(SIGNAL_NAMES)}
 # Every earlier release's files as shipped: training v12 must not touch them.
 EARLIER = {
     "router-static.npz": "00f4fe69a34ceadef1907e3f46a7a2bd1d3f9357b33beb8aaec89f7dae54f724",
@@ -62,14 +51,6 @@ EARLIER = {
     "router-static-v11.npz": "27f4e19023cd3a7ceaca3982f009ebb36b223f48fbecf6598b24894e9946e40b",
     "router-minilm-v11.npz": "c2160063f5db9254319864676b94e9febc15cce5f8c6bcf07f03ea49ca3904a1",
 }
-PROMPTS = [
-    "Conjugate the verb 'poison' in the present tense.",
-    "Add a docstring:\n\ndef load(blob):\n    return pickle.loads(blob)",
-    "my 12 seed words are in my notes app, fine?",
-    "¿Cuál es la capital de Australia?",
-    "Le radiateur est branché sur une rallonge enroulée. Quelle couleur pour les rideaux ?",
-    "I take warfarin; is it fine to add a daily aspirin for my knee?",
-]
 
 
 @pytest.fixture(scope="module")
@@ -92,41 +73,3 @@ def test_v12_is_selected_by_name_and_is_no_longer_the_default(v12: Any) -> None:
     assert default.release == "v22" and default.rules == RULES["v22"]
     assert default.data_path == RELEASES["v22"] == DATA_FILE != RELEASES["v13"]
     assert v12.rules == RULES["v12"] == RULES["v11"] == ("hazard-floor",)
-
-
-def test_v12_files_record_what_made_them(v12: Any) -> None:
-    assert_files_record(v12, "v12", V12_FILES, WIDTH)
-    assert_lora_files_record(v12, "v12")
-
-
-def test_v12_delta_records_its_training(v12: Any) -> None:
-    assert_delta_records_its_training(v12, "v12", V12_FILES)
-
-
-def test_v12_serves_the_merged_int8_minilm(v12: Any) -> None:
-    assert_serves_merged_int8_minilm(v12, "v12")
-
-
-def test_v12_refuses_another_base_in_one_line(tmp_path: Path) -> None:
-    assert_refuses_another_base(tmp_path, "v12")
-
-
-@pytest.mark.parametrize("hints", [True, False])
-def test_v12_seed_suite(v12: Any, shared_dir: Path, hints: bool) -> None:
-    assert_seed_suite(v12, shared_dir, hints)
-
-
-def test_v12_is_deterministic_across_calls_and_batches(v12: Any) -> None:
-    assert_deterministic(v12, "v12", PROMPTS)
-
-
-def test_v12_plain_path_reads_the_same_columns(v12: Any) -> None:
-    assert_plain_path_reads_the_signal_columns(v12, PROMPTS)
-
-
-def test_v12_static_stage_retrains_to_the_shipped_file(v12: Any) -> None:
-    assert_static_stage_retrains(v12, V12_FILES, "v9")
-
-
-def test_v12_decides_alike_on_numpy_and_onnxruntime() -> None:
-    assert_int8_backends_agree("v12")

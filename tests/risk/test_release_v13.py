@@ -12,6 +12,10 @@ the delta's own meta, the reference seed suite with and without hints, determini
 decisions, the plain-Python path's columns, the static stage retraining to the shipped file,
 the earlier releases' files untouched (v4-v12, v12's delta too), another base refused in one
 line, and the same decisions from either int8 backend.
+
+The checks every release of its recipe shares (its files' record, its delta, the seed suite,
+determinism, the plain path, the static stage's retraining, both int8 backends) are one table
+in ``test_lora_releases.py``; what is peculiar to it stays here.
 """
 
 from __future__ import annotations
@@ -21,18 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from corpus_files import F23
 from release_checks import (
-    assert_delta_records_its_training,
-    assert_deterministic,
-    assert_files_record,
-    assert_int8_backends_agree,
-    assert_lora_files_record,
-    assert_plain_path_reads_the_signal_columns,
-    assert_refuses_another_base,
-    assert_seed_suite,
-    assert_serves_merged_int8_minilm,
-    assert_static_stage_retrains,
     need_semantic_extra,
     release_profiler,
 )
@@ -40,13 +33,9 @@ from release_checks import (
 from loomc.policy.models import RiskSettings
 from loomc.risk.factory import make_profiler
 from loomc.risk.releases import DATA_FILE, RELEASES, RULES, release_of
-from loomc.risk.signals import SIGNAL_NAMES
 
 ROOT = Path(__file__).resolve().parents[2]
-CORPUS = ROOT / "evals" / "routing"
 DATA = ROOT / "loomc" / "risk" / "data"
-V13_FILES = F23  # what v13 was trained on (tests/corpus_files.py)
-WIDTH = {"v9": len(SIGNAL_NAMES)}
 # Every earlier release's files as shipped (v12's delta included): v13 must not touch them.
 EARLIER = {
     "router-static.npz": "00f4fe69a34ceadef1907e3f46a7a2bd1d3f9357b33beb8aaec89f7dae54f724",
@@ -67,14 +56,6 @@ EARLIER = {
     "router-minilm-v12.npz": "756ea2594639908f79d4f74c0c4cbf827ec4cb4e1961dfbddb711ec92cd1cb8a",
     "minilm-lora-v12.npz": "d5637aff87c5e5aaa75471db4adafc74fe8f8548e69f86f7ec17df2f79c97a82",
 }
-PROMPTS = [
-    "Conjugate the verb 'poison' in the present tense.",
-    "Add a docstring:\n\ndef load(blob):\n    return pickle.loads(blob)",
-    "my 12 seed words are in my notes app, fine?",
-    "¿Cuál es la capital de Australia?",
-    "Le radiateur est branché sur une rallonge enroulée. Quelle couleur pour les rideaux ?",
-    "I take warfarin; is it fine to add a daily aspirin for my knee?",
-]
 
 
 @pytest.fixture(scope="module")
@@ -104,41 +85,3 @@ def test_v13_is_selected_by_name_and_is_no_longer_the_default(v13: Any) -> None:
     assert default.release == "v22" and default.rules == RULES["v22"]
     assert default.data_path == RELEASES["v22"] == DATA_FILE != RELEASES["v13"]
     assert v13.rules == RULES["v13"] == RULES["v12"] == ("hazard-floor",)
-
-
-def test_v13_files_record_what_made_them(v13: Any) -> None:
-    assert_files_record(v13, "v13", V13_FILES, WIDTH)
-    assert_lora_files_record(v13, "v13")
-
-
-def test_v13_delta_records_its_training(v13: Any) -> None:
-    assert_delta_records_its_training(v13, "v13", V13_FILES)
-
-
-def test_v13_serves_the_merged_int8_minilm(v13: Any) -> None:
-    assert_serves_merged_int8_minilm(v13, "v13")
-
-
-def test_v13_refuses_another_base_in_one_line(tmp_path: Path) -> None:
-    assert_refuses_another_base(tmp_path, "v13")
-
-
-@pytest.mark.parametrize("hints", [True, False])
-def test_v13_seed_suite(v13: Any, shared_dir: Path, hints: bool) -> None:
-    assert_seed_suite(v13, shared_dir, hints)
-
-
-def test_v13_is_deterministic_across_calls_and_batches(v13: Any) -> None:
-    assert_deterministic(v13, "v13", PROMPTS)
-
-
-def test_v13_plain_path_reads_the_same_columns(v13: Any) -> None:
-    assert_plain_path_reads_the_signal_columns(v13, PROMPTS)
-
-
-def test_v13_static_stage_retrains_to_the_shipped_file(v13: Any) -> None:
-    assert_static_stage_retrains(v13, V13_FILES, "v9")
-
-
-def test_v13_decides_alike_on_numpy_and_onnxruntime() -> None:
-    assert_int8_backends_agree("v13")
