@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from release_checks import (
+    V9_PROMPTS,
     assert_deterministic,
     assert_files_record,
     assert_int8_backends_agree,
@@ -60,14 +61,6 @@ EARLIER = {
     "router-static-v8.npz": "3882daf157471f3dc88051aa04bba8cfa98a9d5a0fca350502c637e39602c5d3",
     "router-minilm-v8.npz": "5faa55b91bbb644f6ef27cd36fd4ea42cdaafbd2f1477dd8053b20188f603b5e",
 }
-PROMPTS = [
-    "Conjugate the verb 'poison' in the present tense.",
-    "Add a docstring:\n\ndef load(blob):\n    return pickle.loads(blob)",
-    "my 12 seed words are in my notes app, fine?",
-    "¿Cuál es la capital de Australia?",
-    "Le radiateur est branché sur une rallonge enroulée. Quelle couleur pour les rideaux ?",
-    "I take warfarin; is it fine to add a daily aspirin for my knee?",
-]
 
 
 @pytest.fixture(scope="module")
@@ -123,11 +116,11 @@ def test_v10_seed_suite(v10: Any, shared_dir: Path, hints: bool) -> None:
 
 
 def test_v10_is_deterministic_across_calls_and_batches(v10: Any) -> None:
-    assert_deterministic(v10, "v10", PROMPTS)
+    assert_deterministic(v10, "v10", V9_PROMPTS)
 
 
 def test_v10_plain_path_reads_the_same_columns(v10: Any) -> None:
-    assert_plain_path_reads_the_signal_columns(v10, PROMPTS)
+    assert_plain_path_reads_the_signal_columns(v10, V9_PROMPTS)
 
 
 def test_v10_static_stage_retrains_to_the_shipped_file(v10: Any) -> None:

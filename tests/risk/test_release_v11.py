@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from corpus_files import F14
 from release_checks import (
+    V9_PROMPTS,
     assert_deterministic,
     assert_files_record,
     assert_int8_backends_agree,
@@ -56,14 +57,6 @@ EARLIER = {
     "router-static-v10.npz": "5c6859ff9c77baba4fa07422f858c5cc5a6be56d077968891beb60317163e10b",
     "router-minilm-v10.npz": "1be6c59e9c007fe419d1c4e1fcfa5bc30b8a358fbded30de4764bbdfd7521c87",
 }
-PROMPTS = [
-    "Conjugate the verb 'poison' in the present tense.",
-    "Add a docstring:\n\ndef load(blob):\n    return pickle.loads(blob)",
-    "my 12 seed words are in my notes app, fine?",
-    "¿Cuál es la capital de Australia?",
-    "Le radiateur est branché sur une rallonge enroulée. Quelle couleur pour les rideaux ?",
-    "I take warfarin; is it fine to add a daily aspirin for my knee?",
-]
 
 
 @pytest.fixture(scope="module")
@@ -117,11 +110,11 @@ def test_v11_seed_suite(v11: Any, shared_dir: Path, hints: bool) -> None:
 
 
 def test_v11_is_deterministic_across_calls_and_batches(v11: Any) -> None:
-    assert_deterministic(v11, "v11", PROMPTS)
+    assert_deterministic(v11, "v11", V9_PROMPTS)
 
 
 def test_v11_plain_path_reads_the_signal_columns(v11: Any) -> None:
-    assert_plain_path_reads_the_signal_columns(v11, PROMPTS)
+    assert_plain_path_reads_the_signal_columns(v11, V9_PROMPTS)
 
 
 def test_v11_static_stage_retrains_to_the_shipped_file(v11: Any) -> None:
