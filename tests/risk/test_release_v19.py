@@ -10,7 +10,7 @@ it stays selectable. Needs the semantic extra (and the ``onnx`` extra for the OR
 Pinned: that it is selectable beside the default (v18 too), what its heads were trained on (F41, by hash) and with which columns (v10's: v9's and
 the block), over which delta (v13's, by name and sha256), v15's rules, the reference seed suite
 with and without hints, deterministic decisions, the plain-Python path building the same block,
-the static stage retraining to the shipped file, v18's files untouched, another base refused
+the static stage retraining to the shipped file, v18's files untouched (``test_shipped_data.py``), another base refused
 in one line, the same decisions from either int8 backend, and that the block moves the
 decision it was built for: a fixture's prose against production's, the code the same.
 
@@ -21,8 +21,6 @@ in ``test_lora_releases.py``; what is peculiar to it stays here.
 
 from __future__ import annotations
 
-import hashlib
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -37,14 +35,8 @@ from loomc.risk.factory import make_profiler
 from loomc.risk.releases import DATA_FILE, LORA, RELEASES, RULES, release_of
 from loomc.risk.signals import V10_WIDTH
 
-DATA = Path(__file__).resolve().parents[2] / "loomc" / "risk" / "data"
 V19_FILES = F41  # F40 + the spent lookalike-code-test (tests/corpus_files.py)
 WIDTH = {"v10": V10_WIDTH}
-# v18's two files as shipped: v19 is beside them, not instead of them.
-V18_SHIPPED = {
-    "router-static-v18.npz": "dca8861e8d5dc9ed6eb86541d1a14014477fd27899e64c15bf95fcc5f6fed1a0",
-    "router-minilm-v18.npz": "0a20539a83921a528c2689dd08a81af9d332711c1102fc71bc8ff1e59a417dc0",
-}
 CODE = (
     "\n\n```python\ndef run():\n"
     '    for s in db.query("SELECT id, iban, due FROM sellers WHERE due > 0"):\n'
@@ -57,11 +49,6 @@ CODE = (
 def v19() -> Any:
     need_semantic_extra()
     return release_profiler("v19")
-
-
-def test_v18s_files_are_unchanged() -> None:
-    for name, digest in V18_SHIPPED.items():
-        assert hashlib.sha256((DATA / name).read_bytes()).hexdigest() == digest, name
 
 
 def test_v19_is_v18s_recipe_over_v13s_delta_beside_the_default(v19: Any) -> None:

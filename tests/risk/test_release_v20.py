@@ -11,7 +11,7 @@ Needs the semantic extra (and the ``onnx`` extra for the ORT check).
 Pinned: v20 is selectable beside the default, what its heads were trained on (F42, by hash) and
 with which columns, over which delta (v13's, by name and sha256), v15's rules, the reference
 seed suite with and without hints, deterministic decisions, the plain-Python path building the
-same block, the static stage retraining to the shipped file, v19's files untouched, another
+same block, the static stage retraining to the shipped file, v19's files untouched (``test_shipped_data.py``), another
 base refused in one line, the same decisions from either int8 backend, and that a pair of the
 kind its new rows hold moves the way they were labelled.
 
@@ -22,8 +22,6 @@ in ``test_lora_releases.py``; what is peculiar to it stays here.
 
 from __future__ import annotations
 
-import hashlib
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -36,14 +34,8 @@ from release_checks import (
 from loomc.risk.releases import LORA, RELEASES, RULES, release_of
 from loomc.risk.signals import V10_WIDTH
 
-DATA = Path(__file__).resolve().parents[2] / "loomc" / "risk" / "data"
 V20_FILES = F42  # F41 + hard-train-v30-extra (tests/corpus_files.py)
 WIDTH = {"v10": V10_WIDTH}
-# v19's two files as shipped: v20 is beside them, not instead of them.
-V19_SHIPPED = {
-    "router-static-v19.npz": "9c651f346ebc9e6c7170ed4f8a7d483bf0297bd584b15d5e07e09b2ace875623",
-    "router-minilm-v19.npz": "1d709ce3cedc9c3899c0ea47ab24436060e76949cdf7e29cc2e8b03856b6f711",
-}
 CODE = (
     "\n\n```python\ndef run():\n"
     '    for s in db.query("SELECT id, iban, due FROM sellers WHERE due > 0"):\n'
@@ -56,11 +48,6 @@ CODE = (
 def v20() -> Any:
     need_semantic_extra()
     return release_profiler("v20")
-
-
-def test_v19s_files_are_unchanged() -> None:
-    for name, digest in V19_SHIPPED.items():
-        assert hashlib.sha256((DATA / name).read_bytes()).hexdigest() == digest, name
 
 
 def test_v20_is_v19s_recipe_beside_the_default(v20: Any) -> None:

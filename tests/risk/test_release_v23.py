@@ -13,7 +13,7 @@ Pinned: v23 is selectable beside the default, what its heads were trained on (F4
 over which delta (its own, by name and sha256, tuned on F45 as the files are now), v15's rules,
 the rows (v19's, so the index is v19's size), the reference seed suite with and without hints,
 deterministic decisions, the plain-Python path building the same block, the static stage
-retraining to the shipped thresholds, v22's files untouched, another base refused in one line,
+retraining to the shipped thresholds, v22's files untouched (``test_shipped_data.py``), another base refused in one line,
 the same decisions from either int8 backend.
 
 The checks every release of its recipe shares (its files' record, its delta, the seed suite,
@@ -23,7 +23,6 @@ in ``test_lora_releases.py``; what is peculiar to it stays here.
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import Any
 
@@ -41,23 +40,12 @@ from loomc.risk.signals import V10_WIDTH
 
 DATA = Path(__file__).resolve().parents[2] / "loomc" / "risk" / "data"
 WIDTH = {"v10": V10_WIDTH}
-# v22's three files as shipped: v23 is beside them, not instead of them.
-V22_SHIPPED = {
-    "router-static-v22.npz": "c2d6f34c30aeceb469253acc85160965b68b38c4ce889950776aa92151ff5ccc",
-    "router-minilm-v22.npz": "c849048537115a3707326aa5215af4947c06c22480ce90745b29b1afb5fff10e",
-    "minilm-lora-v22.npz": "ababb674a11a1b0c9a83fed81bda6dd9baa354bd5bf1c421018863241933778b",
-}
 
 
 @pytest.fixture(scope="module")
 def v23() -> Any:
     need_semantic_extra()
     return release_profiler("v23")
-
-
-def test_v22s_files_are_unchanged() -> None:
-    for name, digest in V22_SHIPPED.items():
-        assert hashlib.sha256((DATA / name).read_bytes()).hexdigest() == digest, name
 
 
 def test_v23_is_v22s_recipe_over_a_newer_delta_beside_the_default(v23: Any) -> None:

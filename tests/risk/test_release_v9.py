@@ -1,6 +1,6 @@
 """semantic-v9, the candidate release (route10): named in a policy, deterministic, its files'
 provenance and signal columns (v8's and ``loomc.risk.purpose``'s), the rules it carries, its
-trainer, and the earlier releases' files untouched. Needs the semantic extra.
+trainer, and the earlier releases' files untouched (``test_shipped_data.py``). Needs the semantic extra.
 
 v9 is trained on every spent routing file (the sealed ``hard-test-7.jsonl`` is never read
 here), so no held-out gate applies to it: what is pinned is that it is selectable without
@@ -10,7 +10,6 @@ that its decisions do not depend on the path (numpy or plain Python) or on the c
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import Any
 
@@ -34,20 +33,8 @@ from loomc.risk.signals import SIGNAL_NAMES, V7_NAMES, V8_NAMES
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "evals" / "routing"
-DATA = ROOT / "loomc" / "risk" / "data"
 V9_FILES = F12  # tests/corpus_files.py
 WIDTH = {"none": 0, "v7": len(V7_NAMES), "v8": len(V8_NAMES), "v9": len(SIGNAL_NAMES)}
-# The files of the releases before v9, as shipped: a v9 retrain must never touch them.
-EARLIER = {
-    "router-static.npz": "00f4fe69a34ceadef1907e3f46a7a2bd1d3f9357b33beb8aaec89f7dae54f724",
-    "router-minilm.npz": "b21a584773a35d5e72c051807140535f3b31e972a09e4d3f33a010888118fef4",
-    "router-static-v6.npz": "66d5c61e3b4802bb0f483d826a33433a3a8f22a275e4f3c4943f9df2866d08ef",
-    "router-minilm-v6.npz": "e7187b0ded915ec967d7e4f98808642b83f68e948de8c7361441eed17832afc5",
-    "router-static-v7.npz": "25a1e86a5d9474ef9f9a83c59a89775d17763abadc8f1c41211544d64c581840",
-    "router-minilm-v7.npz": "bbac305fc7af007734c7e5a1771e1e830caae55bab15f93d41f0985d81627945",
-    "router-static-v8.npz": "3882daf157471f3dc88051aa04bba8cfa98a9d5a0fca350502c637e39602c5d3",
-    "router-minilm-v8.npz": "5faa55b91bbb644f6ef27cd36fd4ea42cdaafbd2f1477dd8053b20188f603b5e",
-}
 PROMPTS = [
     "Conjugate the verb 'poison' in the present tense.",
     "Add a docstring:\n\ndef load(blob):\n    return pickle.loads(blob)",
@@ -68,11 +55,6 @@ def v9() -> Any:
 def _signals_of(prof: Any) -> Any:
     kind = meta_of(prof.data_path).get("signals", "none")
     return False if kind == "none" else kind
-
-
-def test_earlier_releases_files_are_unchanged() -> None:
-    for name, digest in EARLIER.items():
-        assert hashlib.sha256((DATA / name).read_bytes()).hexdigest() == digest, name
 
 
 def test_v9_is_selected_by_name_and_is_not_the_default(v9: Any) -> None:
