@@ -2,11 +2,12 @@
 columns) and v19, v20, v22, v23 and v24 (v10's: v9's and the context block) are cost 6, delta
 0.03, the band capped at 0.20, their MiniLM stage the int8 MiniLM merged with a LoRA delta.
 They differ in which rows their heads learnt, which columns they read and which delta they
-serve, so each is pinned here by the same checks: what made its files (by hash), what its delta learnt, the merged int8 MiniLM served,
-another base refused in one line, the reference seed suite with and without hints,
-deterministic decisions, the plain-Python path building the same block, the static stage
-retraining to the shipped file, the same decisions from either int8 backend. What is peculiar
-to one release (the default, its rows, its own behaviour) stays in ``test_release_<v>.py``.
+serve, so each is pinned here by the same checks: what made its files (by hash), what its
+delta learnt, the merged int8 MiniLM served, another base refused in one line, the reference
+seed suite with and without hints, deterministic decisions, the plain-Python path building the
+same columns, the static stage retraining to the shipped file, the same decisions from either
+int8 backend. What is peculiar to one release (the default, its rows, its own behaviour) stays
+in ``test_release_<v>.py``; its files are pinned by ``test_shipped_data.py``.
 
 Why one table: each release used to restate these checks in its own module (an import list and
 eleven one-line wrappers each), so a new release copied them; now it adds a row. Needs the
