@@ -40,7 +40,7 @@ V9_PROMPTS = (
 )
 # Prompts for the checks of releases that read the context block (v19 on): one per kind of
 # column, and a code prompt whose prose says it is a fixture (the block is non-zero for it).
-CONTEXT_PROMPTS = [
+CONTEXT_PROMPTS = (
     "Conjugate the verb 'poison' in the present tense.",
     "Add a docstring:\n\ndef load(blob):\n    return pickle.loads(blob)",
     "my 12 seed words are in my notes app, fine?",
@@ -48,7 +48,7 @@ CONTEXT_PROMPTS = [
     "Add type hints, it is a test fixture, none of it is real:\n\n"
     "def fake_patient(i):\n    return {'name': f'Test {i}', 'dose_mg': 5}",
     "I take warfarin; is it fine to add a daily aspirin for my knee?",
-]
+)
 
 
 def need_semantic_extra() -> None:

@@ -62,7 +62,7 @@ class LoraRelease:
     delta_files: tuple[str, ...]
     delta_of: str = ""
     signals: str = "v10"
-    prompts: tuple[str, ...] = tuple(CONTEXT_PROMPTS)
+    prompts: tuple[str, ...] = CONTEXT_PROMPTS
 
 
 TABLE = (

@@ -18,7 +18,6 @@ in ``test_lora_releases.py``.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -29,9 +28,8 @@ from release_checks import CORPUS, need_semantic_extra, release_profiler
 from loomc.policy.models import RiskSettings
 from loomc.risk.evaluate import load_rows
 from loomc.risk.factory import make_profiler
+from loomc.risk.files import DATA
 from loomc.risk.releases import LORA, RELEASES, RULES, release_of
-
-DATA = Path(__file__).resolve().parents[2] / "loomc" / "risk" / "data"
 
 
 @pytest.fixture(scope="module")
@@ -53,8 +51,9 @@ def test_v24s_index_is_f46s_rows_with_f41s_embedded_as_v22_embeds_them(v24: Any)
     """Both stages hold F46's rows in file order; the first len(F41) are v22's rows, embedded
     bit for bit as in v22's files (the same static table, the same delta), so what v24 changes
     is the 479 safety rows its heads and neighbour features also see."""
-    ids = [str(row["id"]) for name in F46 for row in load_rows(CORPUS / f"{name}.jsonl")]
-    n41 = sum(len(load_rows(CORPUS / f"{name}.jsonl")) for name in F41)
+    rows = {name: load_rows(CORPUS / f"{name}.jsonl") for name in F46}
+    ids = [str(row["id"]) for name in F46 for row in rows[name]]
+    n41 = sum(len(rows[name]) for name in F41)
     assert len(ids) - n41 == 479
     second = v24.data_path.with_name(v24.router.cascade)
     for mine_path, v22_name in (

@@ -11,13 +11,11 @@ changed old one fails. The entries pinned before this file existed were carried 
 from __future__ import annotations
 
 import hashlib
-from pathlib import Path
 
 import pytest
 
+from loomc.risk.files import DATA
 from loomc.risk.releases import LORA, RELEASES
-
-DATA = Path(__file__).resolve().parents[2] / "loomc" / "risk" / "data"
 
 MANIFEST = {
     "minilm-lora-v12.npz": "d5637aff87c5e5aaa75471db4adafc74fe8f8548e69f86f7ec17df2f79c97a82",
