@@ -23,6 +23,8 @@ spent file, F44: hard-test-33's candidate, the default since round 36; its stati
 v24 (v22's delta with both heads and the index on F46, F41 and the eight spent safety sets:
 round 38's candidate, held),
 v23 (v22's recipe over a delta tuned on F45, every file spent to round 36: round 37's candidate, held),
+v25 (v22's files and rules with ``lexical-floor``, a character n-gram model of the prompt:
+round 39's candidate),
 plus ``keywords`` as the floor.
 v13 was trained on hard-test-10 ... -14 and v18 on hard-test-10 ... -26: their rows on those
 files are training figures.
@@ -113,6 +115,9 @@ ROUTERS: tuple[tuple[str, dict[str, Any]], ...] = (
     # round 38's candidate: v22's delta, both heads and the index on F46 (F41 + the safety sets)
     ("semantic v24 cascade, auto backend", {"release": "v24", "backend": "auto"}),
     ("semantic v24 cascade, numpy", {"release": "v24", "backend": "numpy"}),
+    # round 39's candidate: v22's files and rules with the lexical floor (loomc.risk.lexical)
+    ("semantic v25 cascade, auto backend", {"release": "v25", "backend": "auto"}),
+    ("semantic v25 cascade, numpy", {"release": "v25", "backend": "numpy"}),
 )
 
 

@@ -72,6 +72,10 @@ the shape v22 still misses; round 37's candidate, selectable: on eight fresh fil
 ``v24`` (v22's delta with both heads and the index on F46, F41 and the eight spent safety
 sets, the shape v22 over-escalates and misses; round 38's candidate, selectable: on eight fresh
 files it cost 126 against v22's 117, interval [-25, +44], with 10 high misses against 8),
+``v25`` (v22's files and rules with ``lexical-floor``, ``loomc.risk.lexical``: a logistic
+regression over the prompt's character n-grams, trained on every routing file committed at round
+39's rule, escalates what the heads let through when it gives P >= 0.5; it reads the spelling
+of any language, where both encoders are English MiniLM's; round 39's candidate),
 v4 ... v13 and v18 ... v20 each trained on more splits, and each release chosen by leave-one-split-out rules written before its sealed split
 was measured (``evals/routing/README.md``). A classifier whose weights are wider than
 v4's also reads the columns of ``loomc.risk.signals`` (task versus topic, code hazards and, from
@@ -110,6 +114,7 @@ RELEASES = {
     "v22": ROUTER_FILE.with_name("router-static-v22.npz"),  # v19's heads, a delta on F44
     "v23": ROUTER_FILE.with_name("router-static-v23.npz"),  # v19's heads, a delta on F45
     "v24": ROUTER_FILE.with_name("router-static-v24.npz"),  # v22's delta, heads on F46
+    "v25": ROUTER_FILE.with_name("router-static-v22.npz"),  # v22's files, the lexical floor
 }
 # The decision rules of ``loomc.risk.signals`` a release applies (chosen by research/loso_router.py).
 RULES: dict[str, tuple[str, ...]] = {
@@ -133,6 +138,7 @@ RULES: dict[str, tuple[str, ...]] = {
     "v22": ("hazard-floor", "people-floor-wide"),
     "v23": ("hazard-floor", "people-floor-wide"),
     "v24": ("hazard-floor", "people-floor-wide"),
+    "v25": ("hazard-floor", "people-floor-wide", "lexical-floor"),
 }
 # The MiniLM a release's second stage was trained on (its file's meta, ``encoder_kind``):
 # ``minilm`` (float, ``loomc.risk.minilm``) unless named here. ``minilm-q8`` is the defined
@@ -155,6 +161,7 @@ MINILM_KINDS: dict[str, str] = {
     "v22": "minilm-q8-lora",
     "v23": "minilm-q8-lora",
     "v24": "minilm-q8-lora",
+    "v25": "minilm-q8-lora",
 }
 INT8_KINDS = ("minilm-q8", "minilm-q8-lora")  # one precision: ``dtype`` does not apply
 LORA: dict[str, Path] = {
@@ -171,6 +178,7 @@ LORA: dict[str, Path] = {
     "v22": ROUTER_FILE.with_name("minilm-lora-v22.npz"),
     "v23": ROUTER_FILE.with_name("minilm-lora-v23.npz"),
     "v24": ROUTER_FILE.with_name("minilm-lora-v22.npz"),
+    "v25": ROUTER_FILE.with_name("minilm-lora-v22.npz"),
 }
 # The default's static router ships its train embeddings widened to float32 too, for cold runs
 # (``loomc.risk.emb32.write_copy``; tests/risk/test_emb32.py fails until a new default has one).

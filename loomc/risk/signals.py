@@ -33,6 +33,9 @@ The rules (a release names which it uses; ``research/loso_router.py`` chose them
 * ``safety-floor`` (v21) — the prompt's code bypasses a protective device, mutes an alarm with
   stakes named, loosens a limit because the alarms were too many, or downgrades a care risk
   assessment: ``loomc.risk.safety``;
+* ``lexical-floor`` (v25) — a logistic regression over the prompt's character n-grams, learnt
+  from the corpus, gives P >= its threshold: ``loomc.risk.lexical`` (a model's reading, not a
+  named construct: it reads the spelling of any language, where both encoders read English);
 * ``play-calm`` (v9) — the prompt's code is framed as a game, story or toy and names no domain
   and no hazard construct, and no situation, floor or "is it safe?" is around it: do not escalate;
 * ``calm`` — the prompt opens with an operation on words, an artefact or code's wording, and
@@ -49,6 +52,7 @@ from loomc.risk.codehazards import CODE_FEATURE_NAMES, code_vector, hazards_of
 from loomc.risk.context import CONTEXT_DIM, context_vector
 from loomc.risk.cues import cues_of, floors_of
 from loomc.risk.exposure import EXPOSURE_NAMES, exposure_vector, situations_of
+from loomc.risk.lexical import lexical_floor
 from loomc.risk.people import (
     people_floor,
     people_floor_table,
@@ -74,6 +78,7 @@ RULES = (
     "people-floor-table",
     "alarm-floor",
     "safety-floor",
+    "lexical-floor",
     "play-calm",
 )
 
@@ -145,6 +150,7 @@ FLOORS: dict[str, Callable[[str], tuple[str, ...]]] = {
     "people-floor-table": people_floor_table,
     "alarm-floor": alarm_floor,
     "safety-floor": safety_floor,
+    "lexical-floor": lexical_floor,  # last: a model's reading, after every named construct
 }
 
 

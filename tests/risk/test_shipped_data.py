@@ -18,6 +18,7 @@ from loomc.risk.files import DATA
 from loomc.risk.releases import LORA, RELEASES
 
 MANIFEST = {
+    "lexical-v25.npz": "4b790ca3c17a1fe2e9d7df10f4b77310ffb688630229abf08611593b4c7a1b73",
     "minilm-lora-v12.npz": "d5637aff87c5e5aaa75471db4adafc74fe8f8548e69f86f7ec17df2f79c97a82",
     "minilm-lora-v13.npz": "a3db1fb9f5232110832d656af8eae9239804a75c3bac6f8ff356bbcc1e0178a4",
     "minilm-lora-v22.npz": "ababb674a11a1b0c9a83fed81bda6dd9baa354bd5bf1c421018863241933778b",

@@ -1,0 +1,151 @@
+"""A character n-gram model of the prompt's words (the ``lexical-floor`` rule of v25).
+
+Why a model that reads spelling: both of the semantic profiler's encoders are all-MiniLM-L6-v2's,
+trained on English. A German, Spanish or French prompt reaches them as English word pieces
+(``vorher`` as ``vo ##rh ##er``), so the heads read such a prompt through whatever English its
+identifiers hold. Rounds 37 and 38 missed the same shape again and again: code or configuration
+that defeats a protective function, under a cosmetic request, in German, Spanish or French
+("``QuittungTimeout = 10 * time.Minute // vorher 90 * time.Second``" in a dispatch centre's
+alerting bridge). No multilingual encoder ships as weights on PyPI, and glossing the prompt into
+English did not help (session 35). What does read any language is the spelling itself: a
+logistic regression over the prompt's character n-grams (two to five characters inside each
+word, the words padded with a space at each end, as scikit-learn's ``char_wb`` analyser), with
+sublinear TF-IDF weights and unit length, trained on the labelled corpus
+(``research/train_lexical.py``). It learns ``vorher``, ``alarma``, ``sirène`` from the rows that
+hold them, in whichever language the corpus has them.
+
+How it is used: as a floor. A release that names ``lexical-floor`` escalates a prompt the heads
+did not when this model's probability reaches the file's threshold (0.5, the model's own
+decision). Trained on every file written before each later batch of sealed files and scored on
+that batch (3,094 prompts from hard-test-33 to round 38), v22 with this floor missed 9 high-risk
+prompts against v22's 33 and escalated 298 harmless ones against 254 (routing cost 352 against
+452; ``evals/routing/README.md``, round 39's rule, and ``research/lexical_rolling.py``).
+
+The features are hashed, not looked up: each n-gram's CRC-32 (zlib's, the same on every
+machine) modulo ``BUCKETS`` picks its weight, so the file holds two float32 arrays and no
+vocabulary. Plain Python, no numpy: the one-prompt path (``loomc.risk.pure``) reads the file
+with ``loomc.risk.npz`` and sums in a fixed order (bucket by bucket, ascending), so the
+probability is the same float on every CPU. A prompt is read up to ``MAX_CHARS`` characters, so
+a hostile one costs a bounded time.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+import zlib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from loomc.risk.files import DATA
+from loomc.risk.memo import per_prompt
+
+LEXICAL_FILE = DATA / "lexical-v25.npz"
+BUCKETS = 1 << 18  # 262,144 weights: about twice the distinct n-grams of 8,000 prompts
+MIN_N, MAX_N = 2, 5
+MAX_CHARS = 20_000  # a longer prompt is read up to here: the cost stays linear and bounded
+_MASK = BUCKETS - 1
+
+
+def ngrams(text: str) -> list[str]:
+    """The character n-grams of ``text``'s words, lower-cased, each word padded with a space at
+    both ends (scikit-learn's ``char_wb``: an n-gram never spans two words; a word shorter than
+    ``n`` counts once, whole)."""
+    out: list[str] = []
+    for word in text[:MAX_CHARS].lower().split():
+        w = f" {word} "
+        size = len(w)
+        for n in range(MIN_N, MAX_N + 1):
+            if size <= n:
+                out.append(w)
+                break
+            out.extend(w[i : i + n] for i in range(size - n + 1))
+    return out
+
+
+def bucket_of(gram: str) -> int:
+    return zlib.crc32(gram.encode("utf-8", "surrogatepass")) & _MASK
+
+
+def counts(text: str) -> dict[int, int]:
+    """How often each bucket occurs in ``text`` (the term frequencies, hashed)."""
+    found: dict[int, int] = {}
+    for gram in ngrams(text):
+        b = bucket_of(gram)
+        found[b] = found.get(b, 0) + 1
+    return found
+
+
+def tfidf(found: dict[int, int], idf: Sequence[float]) -> list[tuple[int, float]]:
+    """The unit-length sublinear TF-IDF vector of ``found``, as (bucket, value) by bucket."""
+    items = [(b, (1.0 + math.log(c)) * idf[b]) for b, c in sorted(found.items())]
+    norm = math.sqrt(math.fsum(v * v for _, v in items))
+    if norm == 0.0:
+        return []
+    return [(b, v / norm) for b, v in items if v != 0.0]
+
+
+class LexicalModel:
+    """The shipped model: a weight and an inverse document frequency per bucket, an intercept
+    and the threshold at which the floor escalates."""
+
+    def __init__(self, path: Path = LEXICAL_FILE) -> None:
+        from loomc.risk.npz import read_members
+
+        members = read_members(path, ("weights", "idf", "intercept", "threshold", "meta"))
+        self.path = path
+        self.weights: Sequence[float] = members["weights"].floats()
+        self.idf: Sequence[float] = members["idf"].floats()
+        self.intercept = members["intercept"].scalar()
+        self.threshold = members["threshold"].scalar()
+        self.meta: dict[str, Any] = json.loads(members["meta"].texts()[0])
+        if len(self.weights) != BUCKETS or len(self.idf) != BUCKETS:
+            raise ValueError(f"{path}: expected {BUCKETS} buckets, found {len(self.weights)}")
+
+    def terms(self, text: str) -> list[tuple[int, float]]:
+        """Each bucket's contribution to the logit, by bucket."""
+        return [(b, v * self.weights[b]) for b, v in tfidf(counts(text), self.idf)]
+
+    def probability(self, text: str) -> float:
+        z = self.intercept + math.fsum(c for _, c in self.terms(text))
+        return 1.0 / (1.0 + math.exp(-z)) if z >= -700 else 0.0
+
+    def strongest(self, text: str, k: int = 3) -> list[str]:
+        """The ``k`` words of ``text`` whose n-grams push hardest towards escalating (the
+        reason): a word's share is the sum of its distinct buckets' contributions. Words, not
+        n-grams, because "vorher" explains a decision and "rhe" does not."""
+        share = dict(self.terms(text))
+        scored: dict[str, float] = {}
+        for word in text[:MAX_CHARS].lower().split():
+            if word not in scored:
+                scored[word] = math.fsum(
+                    share.get(b, 0.0) for b in set(map(bucket_of, ngrams(word)))
+                )
+        top = sorted(((s, w) for w, s in scored.items() if s > 0), reverse=True)[:k]
+        return [w for _, w in top if w.isprintable()]
+
+
+_lock = threading.Lock()
+_model: LexicalModel | None = None
+
+
+def shared_model() -> LexicalModel:
+    """The shipped model, loaded once per process (about 2 MB read, a few milliseconds)."""
+    global _model
+    with _lock:
+        if _model is None:
+            _model = LexicalModel()
+        return _model
+
+
+@per_prompt
+def lexical_floor(prompt: str) -> tuple[str, ...]:
+    """``lexical:high`` when the shipped model's probability reaches its threshold."""
+    model = shared_model()
+    p = model.probability(prompt)
+    if p < model.threshold:
+        return ()
+    words = ", ".join(repr(g) for g in model.strongest(prompt))
+    return (f"lexical:high (P={p:.2f} >= {model.threshold:.2f}; {words})",)
