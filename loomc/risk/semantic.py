@@ -53,6 +53,7 @@ from loomc.risk.embeddings import EmbeddingCache
 from loomc.risk.features import router_features
 from loomc.risk.files import TABLE_FILE, VOCAB_FILE, installed_dir
 from loomc.risk.keywords import KeywordProfiler
+from loomc.risk.lexical import shared_model
 from loomc.risk.memo import one_pass
 from loomc.risk.npz import NpzFormatError
 from loomc.risk.pure import (
@@ -143,6 +144,8 @@ class SemanticProfiler:
         self.release = release = release_of(opts)
         self.data_path = Path(str(opts.get("data") or RELEASES[release]))
         self.rules = () if opts.get("data") else RULES[release]
+        if "lexical-floor" in self.rules:
+            shared_model()  # a missing or damaged model fails here, before any prompt
         # The decision's fields, from numpy's reader where numpy is loaded, else from ours.
         self._router: RouterWeights | None = None
         self._head: RouterHead

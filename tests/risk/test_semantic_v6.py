@@ -151,6 +151,8 @@ def test_eval_routers_prints_every_router(
         "| semantic v23 cascade, numpy",
         "| semantic v24 cascade, auto backend",
         "| semantic v24 cascade, numpy",
+        "| semantic v25 cascade, auto backend",
+        "| semantic v25 cascade, numpy",
     ]
     for ln in table:
         cells = ln.split(" | ")
