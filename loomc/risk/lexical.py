@@ -96,8 +96,10 @@ class LexicalModel:
 
         members = read_members(path, ("weights", "idf", "intercept", "threshold", "meta"))
         self.path = path
-        self.weights: Sequence[float] = members["weights"].floats()
-        self.idf: Sequence[float] = members["idf"].floats()
+        # float32 memoryviews: a Python float is made only for the buckets a prompt touches
+        # (as lists, the two arrays' 524,288 floats cost ~20 MiB, over the memory gate)
+        self.weights: Sequence[float] = members["weights"].view()
+        self.idf: Sequence[float] = members["idf"].view()
         self.intercept = members["intercept"].scalar()
         self.threshold = members["threshold"].scalar()
         self.meta: dict[str, Any] = json.loads(members["meta"].texts()[0])
