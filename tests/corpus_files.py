@@ -55,6 +55,8 @@ ROUND_OF: dict[str, int] = {
     "safety-code-test-9": 48,  # sealed beside hard-test-48 ... -53 (round 38)
     "safety-code-test-10": 48,  # sealed beside hard-test-48 ... -53 (round 38)
     "short-health-test": 48,  # round 38's diagnostic set, sealed beside hard-test-48 ... -53
+    "safety-code-test-11": 54,  # sealed beside hard-test-54 ... -59 (round 39)
+    "safety-code-test-12": 54,  # sealed beside hard-test-54 ... -59 (round 39)
 }
 
 
