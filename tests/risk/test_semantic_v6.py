@@ -52,7 +52,7 @@ def v6() -> Any:
 def test_v6_is_selected_by_name_and_is_not_the_default(v6: Any) -> None:
     assert v6.data_path.name == "router-static-v6.npz" and v6.release == "v6"
     default: Any = make_profiler(RiskSettings(profiler="semantic"))
-    assert default.data_path.name == "router-static-v22.npz" and default.release == "v22"
+    assert default.data_path.name == "router-static-v22.npz" and default.release == "v25"
     assert v6.router.cascade == "router-minilm-v6.npz" and v6.second is not None
     assert v6.router.cascade_low < v6.router.cascade_high
 
@@ -145,13 +145,13 @@ def test_eval_routers_prints_every_router(
         "| semantic v20 static stage",
         "| semantic v21 cascade, auto backend",
         "| semantic v21 cascade, numpy",
-        "| semantic v22 cascade (default), auto backend",
+        "| semantic v22 cascade, auto backend",
         "| semantic v22 cascade, numpy",
         "| semantic v23 cascade, auto backend",
         "| semantic v23 cascade, numpy",
         "| semantic v24 cascade, auto backend",
         "| semantic v24 cascade, numpy",
-        "| semantic v25 cascade, auto backend",
+        "| semantic v25 cascade (default), auto backend",
         "| semantic v25 cascade, numpy",
     ]
     for ln in table:
