@@ -2,8 +2,9 @@
 
     .venv/bin/python research/eval_routers.py evals/routing/X.jsonl [--seed]
 
-For the lead's one measurement of a sealed split (issue 17): v22 (the default since round 36:
-v19's recipe and rows over a LoRA delta tuned on F44), v19 (the default from hard-test-28 to -35:
+For the lead's one measurement of a sealed split (issue 17): v25 (the default since round 39:
+v22's files and rules with ``lexical-floor``, a character n-gram model of the prompt), v22 (the
+default from round 36 to 38: v19's recipe and rows over a LoRA delta tuned on F44), v19 (the default from hard-test-28 to -35:
 v18's recipe with the context block), v18 (the default from hard-test-27 to -28),
 v13 (the default from hard-test-15 to -23) and the v4, v6, v7, v8, v9, v10, v11 and v12 releases, each as its cascade and as its static
 stage alone (v10 to v13 on the int8 MiniLM (v12's and v13's fine-tuned with LoRA), on ONNX
@@ -19,12 +20,10 @@ rows against over-escalation, v15's rules: hard-test-27's candidate, the default
 (v19's recipe with both heads on F42, route30's contrast pairs added: hard-test-29's candidate),
 v21 (v19's files and rules with ``safety-floor``, code that defeats a safety function:
 hard-test-30's candidate), v22 (v19's recipe and rows over a LoRA delta fine-tuned on every
-spent file, F44: hard-test-33's candidate, the default since round 36; its static stage is v19's, so no row of its own),
+spent file, F44: hard-test-33's candidate, the default from round 36 to 38; its static stage is v19's, so no row of its own),
 v24 (v22's delta with both heads and the index on F46, F41 and the eight spent safety sets:
 round 38's candidate, held),
 v23 (v22's recipe over a delta tuned on F45, every file spent to round 36: round 37's candidate, held),
-v25 (v22's files and rules with ``lexical-floor``, a character n-gram model of the prompt:
-round 39's candidate),
 plus ``keywords`` as the floor.
 v13 was trained on hard-test-10 ... -14 and v18 on hard-test-10 ... -26: their rows on those
 files are training figures.
