@@ -23,10 +23,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench_releases import SUITES  # noqa: E402  (the release benchmark's reference suites)
+
 from loomc.risk.evaluate import load_rows  # noqa: E402
 from loomc.risk.lexical import LexicalModel  # noqa: E402
 
-SUITES = ("hard-test", "hard-test-2", "hard-test-3", "test")
 LOAD = (
     "import time; t = time.process_time()\n"
     "from loomc.risk.lexical import shared_model\n"
