@@ -57,6 +57,7 @@ ROUND_OF: dict[str, int] = {
     "short-health-test": 48,  # round 38's diagnostic set, sealed beside hard-test-48 ... -53
     "safety-code-test-11": 54,  # sealed beside hard-test-54 ... -59 (round 39)
     "safety-code-test-12": 54,  # sealed beside hard-test-54 ... -59 (round 39)
+    "everyday-test": 54,  # round 39's diagnostic of ordinary traffic, sealed after its run
 }
 
 
