@@ -58,6 +58,10 @@ ROUND_OF: dict[str, int] = {
     "safety-code-test-11": 54,  # sealed beside hard-test-54 ... -59 (round 39)
     "safety-code-test-12": 54,  # sealed beside hard-test-54 ... -59 (round 39)
     "everyday-test": 54,  # round 39's diagnostic of ordinary traffic, sealed after its run
+    "everyday-train-1": 54,  # training rows of ordinary traffic, written after everyday-test
+    "everyday-train-2": 54,  # training rows of ordinary traffic, written after everyday-test
+    "everyday-train-3": 54,  # training rows of ordinary traffic, written after everyday-test
+    "everyday-train-4": 54,  # training rows of ordinary traffic, written after everyday-test
 }
 
 
