@@ -414,9 +414,10 @@ def test_auto_is_semantic_with_both_stages_when_installed() -> None:
     from loomc.risk.semantic import DATA_FILE
 
     assert ok and line.startswith(f"semantic (auto; {DATA_FILE.name}, static stage, MiniLM")
-    assert "for its uncertain band (0.09, 0.65)" in line  # v22's, as trained
-    # the default release applies v15's two rules: the doctor names the release and both
-    assert line.endswith("; release v22, rules: hazard-floor, people-floor-wide)")
+    assert "for its uncertain band (0.09, 0.65)" in line  # v22's files, as trained
+    # the default release (v25) applies v15's two rules and the lexical floor: the doctor
+    # names the release and all three
+    assert line.endswith("; release v25, rules: hazard-floor, people-floor-wide, lexical-floor)")
     v13 = RiskSettings(options={"release": "v13"})
     assert describe(v13)[1].endswith("; release v13, rules: hazard-floor)")
     from loomc.risk.releases import RELEASES
