@@ -43,7 +43,7 @@ from loomc.risk.files import DATA
 from loomc.risk.memo import per_prompt
 
 LEXICAL_FILE = DATA / "lexical-v25.npz"
-BUCKETS = 1 << 18  # 262,144 weights: about twice the distinct n-grams of 8,000 prompts
+BUCKETS = 1 << 18  # 262,144 weights: twice the ~131,000 n-grams seen twice or more in 8,225 prompts
 MIN_N, MAX_N = 2, 5
 MAX_CHARS = 20_000  # a longer prompt is read up to here: the cost stays linear and bounded
 _MASK = BUCKETS - 1
