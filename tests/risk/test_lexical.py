@@ -95,24 +95,34 @@ def test_the_shipped_model_is_round_39_s_and_reads_its_corpus_as_it_is() -> None
 
 
 def test_retraining_on_its_corpus_gives_the_same_decisions() -> None:
-    """``research/train_lexical.py`` on the meta's files gives the shipped weights to float32
-    rounding on this CPU, and the same decision on a bounded stride of the corpus (the sums'
-    order is fixed; only numpy's log and exp may round differently on another CPU)."""
+    """``research/train_lexical.py`` on the meta's files gives the shipped model again, and the
+    same decision on a bounded stride of the corpus. Why tolerances, not bits: the sums run in
+    a fixed order, but numpy's log and exp may round differently on another CPU, and L-BFGS then
+    takes a slightly different path to the same optimum. Its size, measured: the rows fitted in
+    reverse order (another summation order throughout) move no weight by more than 6.6e-5, so
+    1e-3 holds with room; a prompt whose shipped logit is within 1e-3 of the threshold is not
+    compared, since such a move may flip it."""
     tl = research_script("train_lexical")
     shipped = shared_model()
     rows = [r for n in shipped.meta["corpus"] for r in load_rows(ROUTING / n)]
     fresh = tl.fit(rows, shipped.meta["c"], shipped.meta["min_df"])
     with np.load(LEXICAL_FILE) as z:
-        assert np.array_equal(fresh["idf"], z["idf"])
+        assert np.allclose(fresh["idf"], z["idf"], rtol=1e-6, atol=0)
         assert np.abs(fresh["weights"] - z["weights"]).max() < 1e-3
         assert abs(float(fresh["intercept"]) - float(z["intercept"])) < 1e-3
     w = [float(v) for v in fresh["weights"]]
+    compared = 0
     for row in bounded_stride(rows, 400, 6):
         prompt = str(row["prompt"])
+        p = shipped.probability(prompt)
+        if 0.0 < p < 1.0 and abs(math.log(p / (1.0 - p))) < 1e-3:
+            continue
         z_ = float(fresh["intercept"]) + math.fsum(
             v * w[b] for b, v in lexical.tfidf(lexical.counts(prompt), shipped.idf)
         )
-        assert (z_ >= 0) == (shipped.probability(prompt) >= 0.5), row["id"]
+        assert (z_ >= 0) == (p >= 0.5), row["id"]
+        compared += 1
+    assert compared >= 200
 
 
 def test_the_floor_names_its_probability_and_the_words_behind_it() -> None:
