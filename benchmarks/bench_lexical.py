@@ -59,7 +59,7 @@ def main() -> None:
         )
         for _ in range(args.loads)
     ]
-    model = LexicalModel()
+    model = LexicalModel.load()
     means, medians, longest = [], [], []
     for _ in range(args.rounds):
         times = []

@@ -3,7 +3,7 @@
     PYTHONPATH=$PWD .venv/bin/python research/lexical_rolling.py [--from 33] [--release v22]
 
 For each batch of sealed files written after hard-test-``--from`` (a batch starts at every
-written index a targeted set shares with a split: ``tests/corpus_files.ROUND_OF``), the lexical
+written index a targeted set shares with a split: ``tests/corpus_files.written``), the lexical
 model of ``research/train_lexical.py`` is trained on every file written before the batch, then
 ``--release``'s decisions as served (numpy, prompts only) are compared with the same decisions
 plus the floor at the model's 0.5. Cost as every round's: 6 per high prompt missed, 1 per
@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import math
-import re
 import sys
 from pathlib import Path
 
@@ -24,21 +22,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from corpus_files import ROUND_OF  # noqa: E402
+from corpus_files import written  # noqa: E402
 
 import train_lexical as tl  # noqa: E402
 from loomc.policy.models import RiskSettings  # noqa: E402
-from loomc.risk import lexical  # noqa: E402
 from loomc.risk.evaluate import escalates, load_rows, profile_rows  # noqa: E402
 from loomc.risk.factory import make_profiler  # noqa: E402
 
 CORPUS = ROOT / "evals" / "routing"
-
-
-def written(stem: str) -> int:
-    """When a file was written, as the index of the hard-test split it was sealed beside."""
-    m = re.fullmatch(r"hard-test-(\d+)", stem)
-    return int(m.group(1)) if m else (1 if stem == "hard-test" else ROUND_OF[stem])
 
 
 def main() -> None:
@@ -58,10 +49,7 @@ def main() -> None:
     for a, b in itertools.pairwise(starts):
         batch = [f for f in files if a <= written(f) < b]
         train = [r for f in files if written(f) < a for r in load_rows(CORPUS / f"{f}.jsonl")]
-        arrays = tl.fit(train, 8.0, 2)
-        weights = [float(v) for v in arrays["weights"]]  # as served: float32 widened
-        idf = [float(v) for v in arrays["idf"]]
-        bias = float(arrays["intercept"])
+        model = tl.model_of(tl.fit(train, 8.0, 2))  # as it would be served
         cells = [0, 0, 0, 0]
         n = 0
         for f in batch:
@@ -69,9 +57,7 @@ def main() -> None:
             for row, risk in zip(rows, profile_rows(prof, rows, use_hints=False), strict=True):
                 prompt, high = str(row["prompt"]), bool(row["expectedEscalation"])
                 served = escalates(risk, prompt)
-                vec = lexical.tfidf(lexical.counts(prompt), idf)
-                z = bias + math.fsum(v * weights[k] for k, v in vec)
-                floored = served or 1.0 / (1.0 + math.exp(-z)) >= 0.5
+                floored = served or model.probability(prompt) >= model.threshold
                 n += 1
                 for i, got in ((0, served), (2, floored)):
                     cells[i] += high and not got

@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from loomc.risk.evaluate import load_rows  # noqa: E402
-from loomc.risk.lexical import BUCKETS, MAX_N, MIN_N, counts  # noqa: E402
+from loomc.risk.lexical import BUCKETS, MAX_N, MIN_N, LexicalModel, counts  # noqa: E402
 
 CORPUS = ROOT / "evals" / "routing"
 
@@ -129,6 +129,21 @@ def fit(rows: list[dict[str, Any]], c: float, min_df: int) -> dict[str, np.ndarr
         "intercept": np.array(theta[-1]),
         "threshold": np.array(0.5),
     }
+
+
+def model_of(arrays: dict[str, np.ndarray]) -> LexicalModel:
+    """``fit``'s arrays as the served model holds them (float32 memoryviews), to score a fresh
+    fit without writing it."""
+
+    def view(a: np.ndarray) -> Any:
+        return memoryview(np.ascontiguousarray(a, dtype="<f4").tobytes()).cast("f")
+
+    return LexicalModel(
+        view(arrays["weights"]),
+        view(arrays["idf"]),
+        float(arrays["intercept"]),
+        float(arrays["threshold"]),
+    )
 
 
 def main() -> None:

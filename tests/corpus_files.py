@@ -130,18 +130,22 @@ def bounded_stride(items: Sequence[T], size: int, every: int) -> list[T]:
     return list(items[:: max(every, -(-len(items) // size))])
 
 
+def written(stem: str) -> int:
+    """When a routing file was written, as the number of the hard-test split it was sealed
+    beside (``ROUND_OF`` for the files that are not a numbered split)."""
+    split = _SPLIT.fullmatch(stem)
+    if split is not None:
+        return int(split.group(1))
+    if stem in ROUND_OF:
+        return ROUND_OF[stem]
+    raise AssertionError(f"{stem}.jsonl: a new routing file; give its round in ROUND_OF")
+
+
 def named_on(hard_tests: int) -> list[Path]:
     """The routing files that existed when a rule was named after ``hard-test-<hard_tests>``
     and what was sealed beside it: every file of a round up to it."""
     out: list[Path] = []
     for path in sorted(ROUTING.glob("*.jsonl")):
-        split = _SPLIT.fullmatch(path.stem)
-        if split is not None:
-            written = int(split.group(1))
-        elif path.stem in ROUND_OF:
-            written = ROUND_OF[path.stem]
-        else:
-            raise AssertionError(f"{path.name}: a new routing file; give its round in ROUND_OF")
-        if written <= hard_tests:
+        if written(path.stem) <= hard_tests:
             out.append(path)
     return out

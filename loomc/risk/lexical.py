@@ -88,23 +88,41 @@ def tfidf(found: dict[int, int], idf: Sequence[float]) -> list[tuple[int, float]
 
 
 class LexicalModel:
-    """The shipped model: a weight and an inverse document frequency per bucket, an intercept
-    and the threshold at which the floor escalates."""
+    """A weight and an inverse document frequency per bucket (float32, as the file holds
+    them), an intercept and the threshold at which the floor escalates. ``load`` reads the
+    shipped file; the trainer builds one from its arrays (``research/train_lexical.model_of``),
+    so a fresh fit is scored by this same code."""
 
-    def __init__(self, path: Path = LEXICAL_FILE) -> None:
+    def __init__(
+        self,
+        weights: Sequence[float],
+        idf: Sequence[float],
+        intercept: float,
+        threshold: float,
+        meta: dict[str, Any] | None = None,
+        where: str = "the model",
+    ) -> None:
+        if len(weights) != BUCKETS or len(idf) != BUCKETS:
+            raise ValueError(f"{where}: expected {BUCKETS} buckets, found {len(weights)}")
+        self.weights, self.idf = weights, idf
+        self.intercept, self.threshold = intercept, threshold
+        self.meta: dict[str, Any] = meta or {}
+
+    @classmethod
+    def load(cls, path: Path = LEXICAL_FILE) -> LexicalModel:
         from loomc.risk.npz import read_members
 
         members = read_members(path, ("weights", "idf", "intercept", "threshold", "meta"))
-        self.path = path
         # float32 memoryviews: a Python float is made only for the buckets a prompt touches
         # (as lists, the two arrays' 524,288 floats cost ~20 MiB, over the memory gate)
-        self.weights: Sequence[float] = members["weights"].view()
-        self.idf: Sequence[float] = members["idf"].view()
-        self.intercept = members["intercept"].scalar()
-        self.threshold = members["threshold"].scalar()
-        self.meta: dict[str, Any] = json.loads(members["meta"].texts()[0])
-        if len(self.weights) != BUCKETS or len(self.idf) != BUCKETS:
-            raise ValueError(f"{path}: expected {BUCKETS} buckets, found {len(self.weights)}")
+        return cls(
+            members["weights"].view(),
+            members["idf"].view(),
+            members["intercept"].scalar(),
+            members["threshold"].scalar(),
+            json.loads(members["meta"].texts()[0]),
+            str(path),
+        )
 
     def terms(self, text: str) -> list[tuple[int, float]]:
         """Each bucket's contribution to the logit, by bucket."""
@@ -138,7 +156,7 @@ def shared_model() -> LexicalModel:
     global _model
     with _lock:
         if _model is None:
-            _model = LexicalModel()
+            _model = LexicalModel.load()
         return _model
 
 
