@@ -208,24 +208,45 @@ class MiniLMQ8(MiniLM):
         super().__init__("float64", threads=threads, path=path)
 
     def _weights(self, raw: TensorFile, dt: np.dtype[Any]) -> dict[str, Array]:
-        """Linear weights as float32 integers, stored (out, in) (``accumulate_t``), with their
-        scales; the rest in ``dt``. Quantised as each is read (minilm_ort._weights), then
-        widened one at a time: no more than the int8 set (~11 MB), one float32 linear weight
-        and the float32 result are held."""
+        """Linear weights as int8, stored (out, in) (``accumulate_t``), with their scales; the
+        rest in ``dt``. Quantised as each is read (minilm_ort._weights), so no more than the
+        int8 set (~11 MB) and one float32 weight are held at once.
+
+        Why int8 and not float32 integers: the float32 copies were 44 MB, the largest part of a
+        loaded profiler (an eval's 150 MiB budget, benchmarks/README.md, mem40). ``_linear``
+        widens one weight at a time into ``_scratch`` (exact: every int8 is a float32), ~0.13 ns
+        an element, ~1.4 ms a pass; the float32 matmul then sees the same numbers as before."""
         src = float_weights(raw, self.layers, quantise_linear)  # int8 as read
         w: dict[str, Array] = {
             "pos": positions(raw),  # float32, widened exactly by the float64 pass
             "type0": raw["embeddings.token_type_embeddings.weight"][0].astype(dt),
         }
+        largest = 0
         for key in list(src):
             value = src.pop(key)
             if value.dtype == np.int8:
-                w[key] = np.ascontiguousarray(value.T, dtype=np.float32)
+                w[key] = np.ascontiguousarray(value.T)
+                largest = max(largest, value.size)
             elif key.endswith((".keep", ".oidx")):
                 w[key] = value
             else:
                 w[key] = value.astype(dt)
+        self._scratch = np.empty(largest, dtype=np.float32)
         return w
+
+    def _widened(self, key: str) -> npt.NDArray[np.float32]:
+        """The int8 weight ``key`` as float32 integers, in the one scratch buffer (valid until
+        the next call; ``hidden_states`` holds the encoder's lock, so passes never share it)."""
+        q = self._w[key]
+        wt = self._scratch[: q.size].reshape(q.shape)
+        np.copyto(wt, q, casting="unsafe")  # int8 -> float32 is exact
+        return wt
+
+    def hidden_states(self, ids: Sequence[int]) -> Array:
+        """``MiniLM.hidden_states`` under the encoder's (reentrant) lock: the pass writes every
+        weight into the one ``_scratch``, so two threads' passes must not interleave."""
+        with self._lock:
+            return super().hidden_states(ids)
 
     def _gelu(self, x: Array) -> Array:
         """GELU's tanh form, x (1 + tanh(c (x + k x^3))) / 2, in float64 (ORT's graph computes
@@ -254,7 +275,7 @@ class MiniLMQ8(MiniLM):
         else:  # x * keep in float64, then cast: a product by 0 or 1 is exact in either
             np.multiply(x, keep, out=x32, casting="same_kind")
         a, xs = _codes(x32)
-        wt = w[key]
+        wt = self._widened(key)
         out = np.empty((x.shape[0], wt.shape[0]), dtype=np.float64)
         np.multiply(accumulate_t(a, wt).T, np.float64(xs) * w[f"{key}.scale"], out=out)
         if keep is not None:  # the outlier channels' float product
