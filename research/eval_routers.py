@@ -24,6 +24,8 @@ spent file, F44: hard-test-33's candidate, the default from round 36 to 38; its 
 v24 (v22's delta with both heads and the index on F46, F41 and the eight spent safety sets:
 round 38's candidate, held),
 v23 (v22's recipe over a delta tuned on F45, every file spent to round 36: round 37's candidate, held),
+v26 (v22's recipe and delta with both heads and the index on F41 and the everyday-train files,
+and the lexical model retrained on every file to round 39: round 40's candidate),
 plus ``keywords`` as the floor.
 v13 was trained on hard-test-10 ... -14 and v18 on hard-test-10 ... -26: their rows on those
 files are training figures.
@@ -117,6 +119,9 @@ ROUTERS: tuple[tuple[str, dict[str, Any]], ...] = (
     # the default since round 39: v22's files and rules with the lexical floor (loomc.risk.lexical)
     ("semantic v25 cascade (default), auto backend", {"release": "v25", "backend": "auto"}),
     ("semantic v25 cascade, numpy", {"release": "v25", "backend": "numpy"}),
+    # round 40's candidate: heads on F41 + everyday-train, the lexical model retrained
+    ("semantic v26 cascade, auto backend", {"release": "v26", "backend": "auto"}),
+    ("semantic v26 cascade, numpy", {"release": "v26", "backend": "numpy"}),
 )
 
 

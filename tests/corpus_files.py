@@ -121,6 +121,9 @@ F45 = (
 # v24's heads and index: F41 + every spent safety set (the rows of the shape v22 over-escalates
 # and misses; the index is held twice, so the 1,360 rows of rounds 33-36 would not fit its gate)
 F46 = (*F41, "safety-code-test", *(f"safety-code-test-{i}" for i in range(2, 9)))
+# v26's heads and index: F41 + the four files of ordinary traffic written for training (595
+# rows, mostly harmless requests as people make them; round 40's rule)
+F47 = (*F41, *(f"everyday-train-{i}" for i in range(1, 5)))
 
 
 def bounded_stride(items: Sequence[T], size: int, every: int) -> list[T]:

@@ -1,4 +1,4 @@
-"""A character n-gram model of the prompt's words (the ``lexical-floor`` rule of v25).
+"""A character n-gram model of the prompt's words (the ``lexical-floor`` rules of v25 and v26).
 
 Why a model that reads spelling: both of the semantic profiler's encoders are all-MiniLM-L6-v2's,
 trained on English. A German, Spanish or French prompt reaches them as English word pieces
@@ -35,7 +35,7 @@ import json
 import math
 import threading
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +43,14 @@ from loomc.risk.files import DATA
 from loomc.risk.memo import per_prompt
 
 LEXICAL_FILE = DATA / "lexical-v25.npz"
+# Each floor rule and the model it reads. A retrained model is a rule of its own, as a widened
+# table is (``people-floor-wide``): a release names the rule, so its decisions never move
+# under it. ``lexical-floor-v26``: the same recipe on every file to round 39, the ordinary
+# traffic of the everyday files among them (round 40's rule, evals/routing/README.md).
+MODELS: dict[str, Path] = {
+    "lexical-floor": LEXICAL_FILE,
+    "lexical-floor-v26": DATA / "lexical-v26.npz",
+}
 BUCKETS = 1 << 18  # 262,144 weights: twice the ~131,000 n-grams seen twice or more in 8,225 prompts
 MIN_N, MAX_N = 2, 5
 MAX_CHARS = 20_000  # a longer prompt is read up to here: the cost stays linear and bounded
@@ -148,24 +156,35 @@ class LexicalModel:
 
 
 _lock = threading.Lock()
-_model: LexicalModel | None = None
+_models: dict[str, LexicalModel] = {}
 
 
-def shared_model() -> LexicalModel:
-    """The shipped model, loaded once per process (about 2 MB read, a few milliseconds)."""
-    global _model
+def shared_model(rule: str = "lexical-floor") -> LexicalModel:
+    """The model of the floor rule ``rule`` (``MODELS``), loaded once per process (about 2 MB
+    read, a few milliseconds)."""
     with _lock:
-        if _model is None:
-            _model = LexicalModel.load()
-        return _model
+        model = _models.get(rule)
+        if model is None:
+            model = _models[rule] = LexicalModel.load(MODELS[rule])
+        return model
 
 
-@per_prompt
-def lexical_floor(prompt: str) -> tuple[str, ...]:
-    """``lexical:high`` when the shipped model's probability reaches its threshold."""
-    model = shared_model()
-    p = model.probability(prompt)
-    if p < model.threshold:
-        return ()
-    words = ", ".join(repr(g) for g in model.strongest(prompt))
-    return (f"lexical:high (P={p:.2f} >= {model.threshold:.2f}; {words})",)
+def floor_of(rule: str) -> Callable[[str], tuple[str, ...]]:
+    """The floor rule ``rule``: ``lexical:high`` when its model's probability reaches the
+    model's threshold, with the probability and the words behind it."""
+
+    @per_prompt
+    def floor(prompt: str) -> tuple[str, ...]:
+        model = shared_model(rule)
+        p = model.probability(prompt)
+        if p < model.threshold:
+            return ()
+        words = ", ".join(repr(g) for g in model.strongest(prompt))
+        return (f"lexical:high (P={p:.2f} >= {model.threshold:.2f}; {words})",)
+
+    floor.__name__ = floor.__qualname__ = rule.replace("-", "_")
+    return floor
+
+
+lexical_floor = floor_of("lexical-floor")  # v25's
+lexical_floor_v26 = floor_of("lexical-floor-v26")

@@ -79,6 +79,10 @@ of any language, where both encoders are English MiniLM's; the default since rou
 rule written before v25's model was trained and before round 39's eight files existed, it
 replaced v22, 120 against 184 over those files (838 prompts), paired interval [-107, -25], 6
 high misses against 18),
+``v26`` (heads that have seen ordinary traffic: v22's recipe and delta with both heads and the
+index on F41 and the four everyday-train files, and ``lexical-floor-v26``, the lexical model
+retrained on every routing file to round 39; round 40's candidate, judged with ordinary and hard
+traffic weighing a half each),
 v4 ... v13 and v18 ... v20 each trained on more splits, and each release chosen by leave-one-split-out rules written before its sealed split
 was measured (``evals/routing/README.md``). A classifier whose weights are wider than
 v4's also reads the columns of ``loomc.risk.signals`` (task versus topic, code hazards and, from
@@ -118,6 +122,7 @@ RELEASES = {
     "v23": ROUTER_FILE.with_name("router-static-v23.npz"),  # v19's heads, a delta on F45
     "v24": ROUTER_FILE.with_name("router-static-v24.npz"),  # v22's delta, heads on F46
     "v25": ROUTER_FILE.with_name("router-static-v22.npz"),  # v22's files, the lexical floor
+    "v26": ROUTER_FILE.with_name("router-static-v26.npz"),  # heads on F41 + everyday-train
 }
 # The decision rules of ``loomc.risk.signals`` a release applies (chosen by research/loso_router.py).
 RULES: dict[str, tuple[str, ...]] = {
@@ -142,6 +147,7 @@ RULES: dict[str, tuple[str, ...]] = {
     "v23": ("hazard-floor", "people-floor-wide"),
     "v24": ("hazard-floor", "people-floor-wide"),
     "v25": ("hazard-floor", "people-floor-wide", "lexical-floor"),
+    "v26": ("hazard-floor", "people-floor-wide", "lexical-floor-v26"),
 }
 # The MiniLM a release's second stage was trained on (its file's meta, ``encoder_kind``):
 # ``minilm`` (float, ``loomc.risk.minilm``) unless named here. ``minilm-q8`` is the defined
@@ -165,6 +171,7 @@ MINILM_KINDS: dict[str, str] = {
     "v23": "minilm-q8-lora",
     "v24": "minilm-q8-lora",
     "v25": "minilm-q8-lora",
+    "v26": "minilm-q8-lora",
 }
 INT8_KINDS = ("minilm-q8", "minilm-q8-lora")  # one precision: ``dtype`` does not apply
 LORA: dict[str, Path] = {
@@ -182,6 +189,7 @@ LORA: dict[str, Path] = {
     "v23": ROUTER_FILE.with_name("minilm-lora-v23.npz"),
     "v24": ROUTER_FILE.with_name("minilm-lora-v22.npz"),
     "v25": ROUTER_FILE.with_name("minilm-lora-v22.npz"),
+    "v26": ROUTER_FILE.with_name("minilm-lora-v22.npz"),
 }
 # The default's static router ships its train embeddings widened to float32 too, for cold runs
 # (``loomc.risk.emb32.write_copy``; tests/risk/test_emb32.py fails until a new default has one).

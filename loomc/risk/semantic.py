@@ -34,7 +34,7 @@ and ``band_high`` (the cascade's band, each edge the release's unless set), ``dt
 ~1e-7), ``threads`` (int, default 1: BLAS threads while MiniLM encodes; 0 leaves BLAS alone),
 ``backend`` (``numpy``, the default, ``auto`` or ``onnxruntime``: MiniLM's, ``loomc.risk.encoders``),
 ``cache`` (int, prompts whose embedding is kept; 0 disables), ``release`` (``v25``, the default,
-or ``v4`` ... ``v24``: which trained pair of files and rules, ``loomc.risk.releases``), ``data`` (path to
+or ``v4`` ... ``v24`` and ``v26``: which trained pair of files and rules, ``loomc.risk.releases``), ``data`` (path to
 another file).
 """
 
@@ -53,6 +53,7 @@ from loomc.risk.embeddings import EmbeddingCache
 from loomc.risk.features import router_features
 from loomc.risk.files import TABLE_FILE, VOCAB_FILE, installed_dir
 from loomc.risk.keywords import KeywordProfiler
+from loomc.risk.lexical import MODELS as LEXICAL_MODELS
 from loomc.risk.lexical import shared_model
 from loomc.risk.memo import one_pass
 from loomc.risk.npz import NpzFormatError
@@ -144,8 +145,9 @@ class SemanticProfiler:
         self.release = release = release_of(opts)
         self.data_path = Path(str(opts.get("data") or RELEASES[release]))
         self.rules = () if opts.get("data") else RULES[release]
-        if "lexical-floor" in self.rules:
-            shared_model()  # a missing or damaged model fails here, before any prompt
+        for rule in self.rules:
+            if rule in LEXICAL_MODELS:
+                shared_model(rule)  # a missing or damaged model fails here, before any prompt
         # The decision's fields, from numpy's reader where numpy is loaded, else from ours.
         self._router: RouterWeights | None = None
         self._head: RouterHead

@@ -19,6 +19,7 @@ from loomc.risk.releases import LORA, RELEASES
 
 MANIFEST = {
     "lexical-v25.npz": "4b790ca3c17a1fe2e9d7df10f4b77310ffb688630229abf08611593b4c7a1b73",
+    "lexical-v26.npz": "b38eacd3d1cd62d9de5841a971a01f2886a42a123c9fb375214b10f85071be0a",
     "minilm-lora-v12.npz": "d5637aff87c5e5aaa75471db4adafc74fe8f8548e69f86f7ec17df2f79c97a82",
     "minilm-lora-v13.npz": "a3db1fb9f5232110832d656af8eae9239804a75c3bac6f8ff356bbcc1e0178a4",
     "minilm-lora-v22.npz": "ababb674a11a1b0c9a83fed81bda6dd9baa354bd5bf1c421018863241933778b",
@@ -34,6 +35,7 @@ MANIFEST = {
     "router-minilm-v22.npz": "c849048537115a3707326aa5215af4947c06c22480ce90745b29b1afb5fff10e",
     "router-minilm-v23.npz": "cb326c341cff11036457abcc54d859344c93345cc2debd63124fce1272a59ae4",
     "router-minilm-v24.npz": "0db8013ea8621ed9c060d5b34864f7f65de7760cb1bde30ccacbd4a85f06f880",
+    "router-minilm-v26.npz": "42de469c2e3ea03968c2d4950916a3c7d4fe1362ee83284995bbf1257390bc90",
     "router-minilm-v6.npz": "e7187b0ded915ec967d7e4f98808642b83f68e948de8c7361441eed17832afc5",
     "router-minilm-v7.npz": "bbac305fc7af007734c7e5a1771e1e830caae55bab15f93d41f0985d81627945",
     "router-minilm-v8.npz": "5faa55b91bbb644f6ef27cd36fd4ea42cdaafbd2f1477dd8053b20188f603b5e",
@@ -50,6 +52,7 @@ MANIFEST = {
     "router-static-v22.train_emb-660a8d61.f32.npy": "4b7803d1e8e18366550ba4a1525d6610f15ed33e4744621d3e7dd3b4a1f0a5ba",
     "router-static-v23.npz": "3cc6e14601875223a29497b56f299b229dddd200a394ba2ea359da1156394c87",
     "router-static-v24.npz": "7eb272a32a87af7098bf05cc23a0e1487fba73dba8b8b3391dbc08f47a7574c4",
+    "router-static-v26.npz": "78d84714ed2318662e9a5e338fb162460f7aa8ed0a81a8ce28942aa7a8e44a38",
     "router-static-v6.npz": "66d5c61e3b4802bb0f483d826a33433a3a8f22a275e4f3c4943f9df2866d08ef",
     "router-static-v7.npz": "25a1e86a5d9474ef9f9a83c59a89775d17763abadc8f1c41211544d64c581840",
     "router-static-v8.npz": "3882daf157471f3dc88051aa04bba8cfa98a9d5a0fca350502c637e39602c5d3",
