@@ -62,6 +62,9 @@ ROUND_OF: dict[str, int] = {
     "everyday-train-2": 54,  # training rows of ordinary traffic, written after everyday-test
     "everyday-train-3": 54,  # training rows of ordinary traffic, written after everyday-test
     "everyday-train-4": 54,  # training rows of ordinary traffic, written after everyday-test
+    "safety-code-test-13": 60,  # sealed beside hard-test-60 ... -62 (round 40)
+    "everyday-test-2": 60,  # round 40's ordinary traffic, sealed beside hard-test-60 ... -62
+    "everyday-test-3": 60,  # round 40's ordinary traffic, sealed beside hard-test-60 ... -62
 }
 
 
