@@ -117,10 +117,10 @@ ROUTERS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("semantic v24 cascade, auto backend", {"release": "v24", "backend": "auto"}),
     ("semantic v24 cascade, numpy", {"release": "v24", "backend": "numpy"}),
     # the default since round 39: v22's files and rules with the lexical floor (loomc.risk.lexical)
-    ("semantic v25 cascade (default), auto backend", {"release": "v25", "backend": "auto"}),
+    ("semantic v25 cascade, auto backend", {"release": "v25", "backend": "auto"}),
     ("semantic v25 cascade, numpy", {"release": "v25", "backend": "numpy"}),
     # round 40's candidate: heads on F41 + everyday-train, the lexical model retrained
-    ("semantic v26 cascade, auto backend", {"release": "v26", "backend": "auto"}),
+    ("semantic v26 cascade (default), auto backend", {"release": "v26", "backend": "auto"}),
     ("semantic v26 cascade, numpy", {"release": "v26", "backend": "numpy"}),
 )
 

@@ -158,6 +158,28 @@ def assert_files_record(
         assert extra == width[meta.get("signals", "none")]
 
 
+def assert_index_extends_v22s(prof: Any, files: Sequence[str], base: Sequence[str]) -> int:
+    """Both stages of ``prof`` hold ``files``' rows in file order, and their first rows are
+    ``base``'s (F41), embedded bit for bit as in v22's files (the same static table, the same
+    delta): what the release changes is the rows it adds. Returns how many it adds."""
+    from loomc.risk.files import DATA
+
+    rows = {name: load_rows(CORPUS / f"{name}.jsonl") for name in files}
+    ids = [str(row["id"]) for name in files for row in rows[name]]
+    n_base = sum(len(rows[name]) for name in base)
+    assert list(files[: len(base)]) == list(base)
+    second = prof.data_path.with_name(prof.router.cascade)
+    for mine_path, v22_name in (
+        (prof.data_path, "router-static-v22.npz"),
+        (second, "router-minilm-v22.npz"),
+    ):
+        with np.load(mine_path) as mine, np.load(DATA / v22_name) as v22:
+            assert list(mine["train_ids"]) == ids
+            assert list(v22["train_ids"]) == ids[:n_base]
+            assert np.array_equal(mine["train_emb"][:n_base], v22["train_emb"])
+    return len(ids) - n_base
+
+
 def assert_int8_backends_agree(release: str) -> None:
     """The same decisions whichever int8 backend serves the band (v10 on), on a sample of
     every corpus file (all corpus prompts: benchmarks/bench_release_agreement.py). The sample is

@@ -88,7 +88,7 @@ def test_a_copy_of_an_earlier_member_is_never_read(tmp_path: Path) -> None:
         lambda a: a.astype(np.float64),  # another dtype
         lambda a: a[:-1],  # a row short
         lambda a: a.reshape(-1),  # not rows
-        lambda a: a.reshape(a.shape[0] // 2, -1),  # rows of another width, same count
+        lambda a: a.reshape(-1, a.shape[1] // 2),  # rows of half the width (any row count)
     ],
     ids=["float64", "short", "flat", "reshaped"],
 )

