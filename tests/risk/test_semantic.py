@@ -414,7 +414,7 @@ def test_auto_is_semantic_with_both_stages_when_installed() -> None:
     from loomc.risk.semantic import DATA_FILE
 
     assert ok and line.startswith(f"semantic (auto; {DATA_FILE.name}, static stage, MiniLM")
-    assert "for its uncertain band (0.09, 0.65)" in line  # v22's files, as trained
+    assert "for its uncertain band (0.07, 0.45)" in line  # v26's files, as trained
     # the default release (v26) applies v15's two rules and its lexical floor: the doctor
     # names the release and all three
     assert line.endswith(
