@@ -127,6 +127,9 @@ F46 = (*F41, "safety-code-test", *(f"safety-code-test-{i}" for i in range(2, 9))
 # v26's heads and index: F41 + the four files of ordinary traffic written for training (595
 # rows, mostly harmless requests as people make them; round 40's rule)
 F47 = (*F41, *(f"everyday-train-{i}" for i in range(1, 5)))
+# v27's heads and index: F47 + the three spent splits of ordinary traffic (every ordinary row
+# written to round 40, 955; round 41's rule)
+F48 = (*F47, "everyday-test", "everyday-test-2", "everyday-test-3")
 
 
 def bounded_stride(items: Sequence[T], size: int, every: int) -> list[T]:

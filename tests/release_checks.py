@@ -180,6 +180,26 @@ def assert_index_extends_v22s(prof: Any, files: Sequence[str], base: Sequence[st
     return len(ids) - n_base
 
 
+def assert_lexical_model_reads(rule: str, release: str, hard_tests: int) -> Any:
+    """The floor rule ``rule``'s model was trained for ``release`` with the recipe's defaults on
+    every routing file to round ``hard_tests``'s (``corpus_files.named_on``), each as it is now
+    (by hash), and its rows are those files' rows. Returns the model."""
+    from corpus_files import named_on
+
+    from loomc.risk import lexical
+
+    model = lexical.shared_model(rule)
+    meta = model.meta
+    assert lexical.MODELS[rule].name == f"lexical-{release}.npz"
+    assert meta["release"] == f"semantic-{release}" and (meta["c"], meta["min_df"]) == (8.0, 2)
+    assert model.threshold == 0.5 and meta["buckets"] == lexical.BUCKETS
+    assert set(meta["corpus"]) == {p.name for p in named_on(hard_tests)}
+    current = [hashlib.sha256((CORPUS / n).read_bytes()).hexdigest() for n in meta["corpus"]]
+    assert meta["corpus_sha256"] == current  # sealed files never change
+    assert meta["rows"] == sum(len(load_rows(CORPUS / n)) for n in meta["corpus"])
+    return model
+
+
 def assert_int8_backends_agree(release: str) -> None:
     """The same decisions whichever int8 backend serves the band (v10 on), on a sample of
     every corpus file (all corpus prompts: benchmarks/bench_release_agreement.py). The sample is

@@ -86,6 +86,9 @@ before v26 was trained and before round 40's six files existed, with ordinary an
 weighing a half each, it replaced v25, 35.4 against 40.4 per 100 prompts, -5.0, interval
 [-7.4, -2.7], 2 high misses against 2; it still escalates 132 of 200 harmless everyday
 requests, v25 160),
+``v27`` (v26's recipe with both heads and the index on F48, F47 and the three spent everyday
+splits, every ordinary row written so far, and ``lexical-floor-v27``, the lexical model on every
+file to round 40; round 41's candidate, judged as v26 was),
 v4 ... v13 and v18 ... v20 each trained on more splits, and each release chosen by leave-one-split-out rules written before its sealed split
 was measured (``evals/routing/README.md``). A classifier whose weights are wider than
 v4's also reads the columns of ``loomc.risk.signals`` (task versus topic, code hazards and, from
@@ -126,6 +129,7 @@ RELEASES = {
     "v24": ROUTER_FILE.with_name("router-static-v24.npz"),  # v22's delta, heads on F46
     "v25": ROUTER_FILE.with_name("router-static-v22.npz"),  # v22's files, the lexical floor
     "v26": ROUTER_FILE.with_name("router-static-v26.npz"),  # heads on F41 + everyday-train
+    "v27": ROUTER_FILE.with_name("router-static-v27.npz"),  # heads on F48: every ordinary row
 }
 # The decision rules of ``loomc.risk.signals`` a release applies (chosen by research/loso_router.py).
 RULES: dict[str, tuple[str, ...]] = {
@@ -151,6 +155,7 @@ RULES: dict[str, tuple[str, ...]] = {
     "v24": ("hazard-floor", "people-floor-wide"),
     "v25": ("hazard-floor", "people-floor-wide", "lexical-floor"),
     "v26": ("hazard-floor", "people-floor-wide", "lexical-floor-v26"),
+    "v27": ("hazard-floor", "people-floor-wide", "lexical-floor-v27"),
 }
 # The MiniLM a release's second stage was trained on (its file's meta, ``encoder_kind``):
 # ``minilm`` (float, ``loomc.risk.minilm``) unless named here. ``minilm-q8`` is the defined
@@ -175,6 +180,7 @@ MINILM_KINDS: dict[str, str] = {
     "v24": "minilm-q8-lora",
     "v25": "minilm-q8-lora",
     "v26": "minilm-q8-lora",
+    "v27": "minilm-q8-lora",
 }
 INT8_KINDS = ("minilm-q8", "minilm-q8-lora")  # one precision: ``dtype`` does not apply
 LORA: dict[str, Path] = {
@@ -193,6 +199,7 @@ LORA: dict[str, Path] = {
     "v24": ROUTER_FILE.with_name("minilm-lora-v22.npz"),
     "v25": ROUTER_FILE.with_name("minilm-lora-v22.npz"),
     "v26": ROUTER_FILE.with_name("minilm-lora-v22.npz"),
+    "v27": ROUTER_FILE.with_name("minilm-lora-v22.npz"),
 }
 # The default's static router ships its train embeddings widened to float32 too, for cold runs
 # (``loomc.risk.emb32.write_copy``; tests/risk/test_emb32.py fails until a new default has one).

@@ -37,7 +37,7 @@ The rules (a release names which it uses; ``research/loso_router.py`` chose them
   from the corpus, gives P >= its threshold: ``loomc.risk.lexical`` (a model's reading, not a
   named construct: it reads the spelling of any language, where both encoders read English);
 * ``lexical-floor-v26`` (v26) — the same floor with the model retrained on every file to round
-  39, ordinary traffic among them;
+  39, ordinary traffic among them; ``lexical-floor-v27`` (v27), on every file to round 40;
 * ``play-calm`` (v9) — the prompt's code is framed as a game, story or toy and names no domain
   and no hazard construct, and no situation, floor or "is it safe?" is around it: do not escalate;
 * ``calm`` — the prompt opens with an operation on words, an artefact or code's wording, and
@@ -54,7 +54,7 @@ from loomc.risk.codehazards import CODE_FEATURE_NAMES, code_vector, hazards_of
 from loomc.risk.context import CONTEXT_DIM, context_vector
 from loomc.risk.cues import cues_of, floors_of
 from loomc.risk.exposure import EXPOSURE_NAMES, exposure_vector, situations_of
-from loomc.risk.lexical import lexical_floor, lexical_floor_v26
+from loomc.risk.lexical import lexical_floor, lexical_floor_v26, lexical_floor_v27
 from loomc.risk.people import (
     people_floor,
     people_floor_table,
@@ -82,6 +82,7 @@ RULES = (
     "safety-floor",
     "lexical-floor",
     "lexical-floor-v26",
+    "lexical-floor-v27",
     "play-calm",
 )
 
@@ -155,6 +156,7 @@ FLOORS: dict[str, Callable[[str], tuple[str, ...]]] = {
     "safety-floor": safety_floor,
     "lexical-floor": lexical_floor,  # last: a model's reading, after every named construct
     "lexical-floor-v26": lexical_floor_v26,
+    "lexical-floor-v27": lexical_floor_v27,
 }
 
 

@@ -97,7 +97,11 @@ def test_the_shipped_model_is_round_39_s_and_reads_its_corpus_as_it_is() -> None
 # The default's model is retrained in CI (20-40 s); the others are a soak (``pytest -m soak``).
 @pytest.mark.parametrize(
     "rule",
-    [pytest.param("lexical-floor", marks=pytest.mark.soak), "lexical-floor-v26"],
+    [
+        pytest.param("lexical-floor", marks=pytest.mark.soak),
+        "lexical-floor-v26",
+        pytest.param("lexical-floor-v27", marks=pytest.mark.soak),
+    ],
 )
 def test_retraining_on_its_corpus_gives_the_same_decisions(rule: str) -> None:
     """``research/train_lexical.py`` on the meta's files gives the shipped model again, and the

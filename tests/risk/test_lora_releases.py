@@ -1,5 +1,5 @@
 """The checks every release of one recipe shares, once, over a table: v12, v13 and v18 (v9's
-columns) and v19, v20, v22, v23, v24 and v26 (v10's: v9's and the context block) are cost 6, delta
+columns) and v19, v20, v22, v23, v24, v26 and v27 (v10's: v9's and the context block) are cost 6, delta
 0.03, the band capped at 0.20, their MiniLM stage the int8 MiniLM merged with a LoRA delta.
 They differ in which rows their heads learnt, which columns they read and which delta they
 serve, so each is pinned here by the same checks: what made its files (by hash), what its
@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from corpus_files import F16, F23, F40, F41, F42, F44, F45, F46, F47
+from corpus_files import F16, F23, F40, F41, F42, F44, F45, F46, F47, F48
 from release_checks import (
     CONTEXT_PROMPTS,
     V9_PROMPTS,
@@ -75,6 +75,7 @@ TABLE = (
     LoraRelease("v23", F41, F45),  # v19's heads over a delta on F45
     LoraRelease("v24", F46, F44, delta_of="v22"),  # v22's delta, heads and index on F46
     LoraRelease("v26", F47, F44, delta_of="v22"),  # v22's delta, heads on F41 + everyday-train
+    LoraRelease("v27", F48, F44, delta_of="v22"),  # v26's recipe, heads on every ordinary row
 )
 
 
@@ -127,7 +128,7 @@ def test_plain_path_reads_the_same_columns(case: LoraRelease, prof: Any) -> None
 # The static stage's retraining costs 10-80 s a release and grows with the rows (the context
 # block's 384 columns). CI retrains the default's and the newest heads' (a bounded sample, as
 # every soak); ``pytest -m soak`` retrains every release's, as whenever the default changes.
-RETRAINED_IN_CI = ("v26",)
+RETRAINED_IN_CI = ("v26", "v27")
 
 
 @pytest.mark.timeout(900)  # ~40 s alone for a release with the block, minutes on a busy box

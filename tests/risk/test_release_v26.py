@@ -21,12 +21,16 @@ checks its recipe shares are in ``test_lora_releases.py``; the lexical model's o
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
 import pytest
-from corpus_files import F41, F47, ROUTING, named_on
-from release_checks import assert_index_extends_v22s, need_semantic_extra, release_profiler
+from corpus_files import F41, F47, ROUTING
+from release_checks import (
+    assert_index_extends_v22s,
+    assert_lexical_model_reads,
+    need_semantic_extra,
+    release_profiler,
+)
 
 from loomc.policy.models import RiskSettings
 from loomc.risk import lexical
@@ -67,18 +71,10 @@ def test_v26s_index_is_f47s_rows_with_f41s_embedded_as_v22_embeds_them(v26: Any)
 
 
 def test_the_v26_lexical_model_is_every_file_to_round_39() -> None:
-    model = lexical.shared_model("lexical-floor-v26")
-    meta = model.meta
-    assert lexical.MODELS["lexical-floor-v26"].name == "lexical-v26.npz"
-    assert meta["release"] == "semantic-v26" and (meta["c"], meta["min_df"]) == (8.0, 2)
-    assert model.threshold == 0.5 and meta["buckets"] == lexical.BUCKETS
-    assert set(meta["corpus"]) == {p.name for p in named_on(59)}  # to round 39, everyday too
+    model = assert_lexical_model_reads("lexical-floor-v26", "v26", 59)
     assert {f"everyday-train-{i}.jsonl" for i in range(1, 5)} | {"everyday-test.jsonl"} <= set(
-        meta["corpus"]
+        model.meta["corpus"]
     )
-    current = [hashlib.sha256((ROUTING / n).read_bytes()).hexdigest() for n in meta["corpus"]]
-    assert meta["corpus_sha256"] == current  # sealed files never change
-    assert meta["rows"] == sum(len(load_rows(ROUTING / n)) for n in meta["corpus"])
 
 
 def test_each_lexical_floor_reads_its_own_model() -> None:

@@ -155,6 +155,8 @@ def test_eval_routers_prints_every_router(
         "| semantic v25 cascade, numpy",
         "| semantic v26 cascade (default), auto backend",
         "| semantic v26 cascade, numpy",
+        "| semantic v27 cascade, auto backend",
+        "| semantic v27 cascade, numpy",
     ]
     for ln in table:
         cells = ln.split(" | ")

@@ -20,6 +20,7 @@ from loomc.risk.releases import LORA, RELEASES
 MANIFEST = {
     "lexical-v25.npz": "4b790ca3c17a1fe2e9d7df10f4b77310ffb688630229abf08611593b4c7a1b73",
     "lexical-v26.npz": "b38eacd3d1cd62d9de5841a971a01f2886a42a123c9fb375214b10f85071be0a",
+    "lexical-v27.npz": "d0b75d3e1d424fbdd1e940afafc9e02360769350012089584b4753de3e6128fa",
     "minilm-lora-v12.npz": "d5637aff87c5e5aaa75471db4adafc74fe8f8548e69f86f7ec17df2f79c97a82",
     "minilm-lora-v13.npz": "a3db1fb9f5232110832d656af8eae9239804a75c3bac6f8ff356bbcc1e0178a4",
     "minilm-lora-v22.npz": "ababb674a11a1b0c9a83fed81bda6dd9baa354bd5bf1c421018863241933778b",
@@ -36,6 +37,7 @@ MANIFEST = {
     "router-minilm-v23.npz": "cb326c341cff11036457abcc54d859344c93345cc2debd63124fce1272a59ae4",
     "router-minilm-v24.npz": "0db8013ea8621ed9c060d5b34864f7f65de7760cb1bde30ccacbd4a85f06f880",
     "router-minilm-v26.npz": "42de469c2e3ea03968c2d4950916a3c7d4fe1362ee83284995bbf1257390bc90",
+    "router-minilm-v27.npz": "1085628c45b02afde44ed37861b4d68c941e0dee4f9c8758e295a8a7571ed0dd",
     "router-minilm-v6.npz": "e7187b0ded915ec967d7e4f98808642b83f68e948de8c7361441eed17832afc5",
     "router-minilm-v7.npz": "bbac305fc7af007734c7e5a1771e1e830caae55bab15f93d41f0985d81627945",
     "router-minilm-v8.npz": "5faa55b91bbb644f6ef27cd36fd4ea42cdaafbd2f1477dd8053b20188f603b5e",
@@ -53,6 +55,7 @@ MANIFEST = {
     "router-static-v24.npz": "7eb272a32a87af7098bf05cc23a0e1487fba73dba8b8b3391dbc08f47a7574c4",
     "router-static-v26.npz": "78d84714ed2318662e9a5e338fb162460f7aa8ed0a81a8ce28942aa7a8e44a38",
     "router-static-v26.train_emb-d0f839d8.f32.npy": "f0aa30118c22a5e0c3774c56d17e6d48de7b5884bcb451d2a32505ffe321445f",
+    "router-static-v27.npz": "a36e4503316b8440be20716c578dd58dfe4f34c92713bcc9b5a99783f513316b",
     "router-static-v6.npz": "66d5c61e3b4802bb0f483d826a33433a3a8f22a275e4f3c4943f9df2866d08ef",
     "router-static-v7.npz": "25a1e86a5d9474ef9f9a83c59a89775d17763abadc8f1c41211544d64c581840",
     "router-static-v8.npz": "3882daf157471f3dc88051aa04bba8cfa98a9d5a0fca350502c637e39602c5d3",
