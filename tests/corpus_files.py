@@ -65,6 +65,9 @@ ROUND_OF: dict[str, int] = {
     "safety-code-test-13": 60,  # sealed beside hard-test-60 ... -62 (round 40)
     "everyday-test-2": 60,  # round 40's ordinary traffic, sealed beside hard-test-60 ... -62
     "everyday-test-3": 60,  # round 40's ordinary traffic, sealed beside hard-test-60 ... -62
+    "safety-code-test-14": 63,  # sealed beside hard-test-63 ... -65 (round 41)
+    "everyday-test-4": 63,  # round 41's ordinary traffic, sealed beside hard-test-63 ... -65
+    "everyday-test-5": 63,  # round 41's ordinary traffic, sealed beside hard-test-63 ... -65
 }
 
 
