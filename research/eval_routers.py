@@ -26,8 +26,8 @@ round 38's candidate, held),
 v23 (v22's recipe over a delta tuned on F45, every file spent to round 36: round 37's candidate, held),
 v26 (v22's recipe and delta with both heads and the index on F41 and the everyday-train files,
 and the lexical model retrained on every file to round 39: round 40's candidate, the default
-since), v27 (v26's recipe with heads on F48, every ordinary row, and the lexical model on every
-file to round 40: round 41's candidate),
+in round 40), v27 (v26's recipe with heads on F48, every ordinary row, and the lexical model on every
+file to round 40: round 41's candidate, the default since),
 plus ``keywords`` as the floor.
 v13 was trained on hard-test-10 ... -14 and v18 on hard-test-10 ... -26: their rows on those
 files are training figures.
@@ -122,10 +122,10 @@ ROUTERS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("semantic v25 cascade, auto backend", {"release": "v25", "backend": "auto"}),
     ("semantic v25 cascade, numpy", {"release": "v25", "backend": "numpy"}),
     # round 40's candidate: heads on F41 + everyday-train, the lexical model retrained
-    ("semantic v26 cascade (default), auto backend", {"release": "v26", "backend": "auto"}),
+    ("semantic v26 cascade, auto backend", {"release": "v26", "backend": "auto"}),
     ("semantic v26 cascade, numpy", {"release": "v26", "backend": "numpy"}),
     # round 41's candidate: v26's recipe, heads on every ordinary row written so far (F48)
-    ("semantic v27 cascade, auto backend", {"release": "v27", "backend": "auto"}),
+    ("semantic v27 cascade (default), auto backend", {"release": "v27", "backend": "auto"}),
     ("semantic v27 cascade, numpy", {"release": "v27", "backend": "numpy"}),
 )
 

@@ -49,11 +49,12 @@ def test_v13_is_selected_by_name_and_is_no_longer_the_default(v13: Any) -> None:
     retrained on F40 (tests/risk/test_release_v18.py); from hard-test-28, v19: v18's recipe with
     the context block (tests/risk/test_release_v19.py); from round 36, v22: v19's heads over a
     delta of its own (tests/risk/test_release_v22.py); from round 39, v25: v22 with the
-    lexical floor (tests/risk/test_release_v25.py); since round 40, v26: v22's delta under heads
-    that also learnt ordinary traffic (tests/risk/test_release_v26.py)."""
+    lexical floor (tests/risk/test_release_v25.py); in round 40, v26: v22's delta under heads
+    that also learnt ordinary traffic (tests/risk/test_release_v26.py); since round 41, v27:
+    the same recipe on every ordinary row (tests/risk/test_release_v27.py)."""
     assert v13.data_path == RELEASES["v13"] and v13.release == "v13"
-    assert release_of({}) == "v26" and release_of({"release": "v13"}) == "v13"
+    assert release_of({}) == "v27" and release_of({"release": "v13"}) == "v13"
     default: Any = make_profiler(RiskSettings(profiler="semantic"))
-    assert default.release == "v26" and default.rules == RULES["v26"]
-    assert default.data_path == RELEASES["v26"] == DATA_FILE != RELEASES["v13"]
+    assert default.release == "v27" and default.rules == RULES["v27"]
+    assert default.data_path == RELEASES["v27"] == DATA_FILE != RELEASES["v13"]
     assert v13.rules == RULES["v13"] == RULES["v12"] == ("hazard-floor",)

@@ -51,11 +51,11 @@ def v22() -> Any:
 
 def test_v22_serves_v19s_recipe_over_its_own_delta(v22: Any) -> None:
     """v22's files were the default's from round 36 to 39 (v25 was v22 with the lexical floor);
-    since round 40 the default is v26, v22's delta under heads that also learnt ordinary traffic."""
+    since round 41 the default is v27, v22's delta under heads that also learnt ordinary traffic."""
     assert v22.data_path == RELEASES["v22"] != DATA_FILE and RELEASES["v22"] != RELEASES["v19"]
-    assert release_of({"release": "v22"}) == "v22" == v22.release and release_of({}) == "v26"
+    assert release_of({"release": "v22"}) == "v22" == v22.release and release_of({}) == "v27"
     default: Any = make_profiler(RiskSettings(profiler="semantic"))
-    assert default.release == "v26" and default.data_path == RELEASES["v26"]
+    assert default.release == "v27" and default.data_path == RELEASES["v27"]
     assert v22.rules == RULES["v22"] == RULES["v19"] == ("hazard-floor", "people-floor-wide")
     assert LORA["v22"].name == "minilm-lora-v22.npz" and LORA["v22"] != LORA["v19"]
 

@@ -6,7 +6,7 @@ rounds 37 and 38 missed code that defeats a safety function in Spanish, German a
 spelling of a word reads in any language.
 
 The default in round 39: on eight fresh files (838 prompts) it cost 120 against v22's 184,
--64 [-107, -25], with 6 high misses against 18. Round 40 replaced it with v26.
+-64 [-107, -25], with 6 high misses against 18. Round 40 replaced it with v26, round 41 v26 with v27.
 
 Pinned here: v25 is v22's files plus one rule; every decision it
 changes from v22 is an escalation where the lexical model reaches its threshold, on a bounded
@@ -57,7 +57,7 @@ def v25() -> Any:
 
 def test_v25_is_v22_s_files_with_the_lexical_floor_and_the_default() -> None:
     assert_floor_release("v25", "v22", "lexical-floor")
-    assert DEFAULT_RELEASE == "v26"  # v25 was the default in round 39; v26 since round 40
+    assert DEFAULT_RELEASE == "v27"  # v25 was the default in round 39; v27 since round 41
 
 
 def test_v25_changes_only_by_the_lexical_floor(v25: Any) -> None:

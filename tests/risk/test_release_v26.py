@@ -6,12 +6,12 @@ lexical model retrained on every routing file to round 39. Why: on ``everyday-te
 the default escalated 64 of 100 harmless ordinary requests; every file its heads learnt from
 was written to be hard.
 
-The default since round 40: judged once by the rule written before it was trained, on six fresh
+The default in round 40 (round 41 replaced it with v27): judged once by the rule written before it was trained, on six fresh
 files (660 prompts) with ordinary and hard traffic weighing a half each, it cost 35.4 against
 v25's 40.4 per 100 prompts, -5.0 [-7.4, -2.7], with 2 high misses against 2. It still escalates
 132 of 200 harmless everyday requests (v25 160).
 
-Pinned here: v26 is the default and reads v22's delta; its index is F47's
+Pinned here: v26 is selectable beside the default and reads v22's delta; its index is F47's
 rows in order in both stages, F41's embedded bit for bit as v22 embeds them; its floor reads
 its own model, which is every file to round 39 (by hash) and retrains to the same decisions,
 and names it in the reason. The
@@ -54,12 +54,12 @@ def v26() -> Any:
     return release_profiler("v26")
 
 
-def test_v26_is_v22s_delta_under_heads_on_ordinary_traffic_and_the_default(v26: Any) -> None:
+def test_v26_is_v22s_delta_under_heads_on_ordinary_traffic_beside_the_default(v26: Any) -> None:
     assert v26.data_path == RELEASES["v26"] not in (RELEASES["v22"], RELEASES["v24"])
-    assert release_of({"release": "v26"}) == "v26" == v26.release and release_of({}) == "v26"
-    assert DEFAULT_RELEASE == "v26"  # since round 40 (evals/routing/README.md)
+    assert release_of({"release": "v26"}) == "v26" == v26.release and release_of({}) == "v27"
+    assert DEFAULT_RELEASE == "v27"  # v26 in round 40, v27 since round 41 (evals/routing/README.md)
     default: Any = make_profiler(RiskSettings(profiler="semantic"))
-    assert default.release == "v26" and default.data_path == RELEASES["v26"]
+    assert default.release == "v27" and default.data_path == RELEASES["v27"]
     assert v26.rules == RULES["v26"] == ("hazard-floor", "people-floor-wide", "lexical-floor-v26")
     assert LORA["v26"] == LORA["v22"] and v26.second_encoder.delta.path == LORA["v22"]
 
