@@ -57,6 +57,12 @@ def weighted_mean(costs: Sequence[Sequence[int]], weights: Sequence[float]) -> f
     return sum(w * sum(c) / len(c) for c, w in zip(costs, weights, strict=True))
 
 
+def check_weights(weights: Sequence[float]) -> None:
+    """Shares of traffic: none negative, summing to 1 (``ValueError`` otherwise)."""
+    if abs(sum(weights) - 1.0) > 1e-9 or any(w < 0 for w in weights):
+        raise ValueError(f"the weights must be shares summing to 1, got {list(weights)}")
+
+
 def compare(
     costs_a: Sequence[Sequence[int]],
     costs_b: Sequence[Sequence[int]],
@@ -70,8 +76,7 @@ def compare(
         raise ValueError("one list of costs per stratum for each release, and one weight each")
     if any(len(a) != len(b) or not a for a, b in zip(costs_a, costs_b, strict=True)):
         raise ValueError("each stratum needs the same prompts, at least one, for both releases")
-    if abs(sum(weights) - 1.0) > 1e-9 or any(w < 0 for w in weights):
-        raise ValueError(f"the weights must be shares summing to 1, got {list(weights)}")
+    check_weights(weights)
     deltas = [
         [b - a for a, b in zip(sa, sb, strict=True)]
         for sa, sb in zip(costs_a, costs_b, strict=True)
@@ -113,6 +118,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     weights = args.weights or [1 / len(strata)] * len(strata)
     if len(weights) != len(strata):
         ap.error(f"--weights needs {len(strata)} shares, one per stratum")
+    try:
+        check_weights(weights)  # before minutes of profiling, not after
+    except ValueError as exc:
+        ap.error(str(exc))
     files = [f for fs in strata.values() for f in fs]
     split_rows = pr.read_splits(files)
     a, b = args.compare
@@ -123,8 +132,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             [c for f in fs for c in pr.row_costs(decisions[f], split_rows[f])]
             for fs in strata.values()
         ]
+        cells = {f: pr.cell(decisions[f], split_rows[f]) for f in files}
         for name, fs in strata.items():
-            cell = sum((pr.cell(decisions[f], split_rows[f]) for f in fs), pr.Cell())
+            cell = pr.total(cells, fs)
             print(
                 f"{release} on {name} ({cell.n} prompts): {cell.row()} (correct, high, medium, over, cost)"
             )

@@ -188,6 +188,7 @@ def floor_of(rule: str) -> Callable[[str], tuple[str, ...]]:
     return floor
 
 
-lexical_floor = floor_of("lexical-floor")  # v25's
-lexical_floor_v26 = floor_of("lexical-floor-v26")
-lexical_floor_v27 = floor_of("lexical-floor-v27")
+# Every lexical floor rule, in ``MODELS``' order (``signals.FLOORS`` tries them last): a new
+# model is one line in ``MODELS``.
+FLOORS: dict[str, Callable[[str], tuple[str, ...]]] = {rule: floor_of(rule) for rule in MODELS}
+lexical_floor = FLOORS["lexical-floor"]  # v25's

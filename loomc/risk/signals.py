@@ -54,7 +54,7 @@ from loomc.risk.codehazards import CODE_FEATURE_NAMES, code_vector, hazards_of
 from loomc.risk.context import CONTEXT_DIM, context_vector
 from loomc.risk.cues import cues_of, floors_of
 from loomc.risk.exposure import EXPOSURE_NAMES, exposure_vector, situations_of
-from loomc.risk.lexical import lexical_floor, lexical_floor_v26, lexical_floor_v27
+from loomc.risk.lexical import FLOORS as LEXICAL_FLOORS
 from loomc.risk.people import (
     people_floor,
     people_floor_table,
@@ -80,9 +80,7 @@ RULES = (
     "people-floor-table",
     "alarm-floor",
     "safety-floor",
-    "lexical-floor",
-    "lexical-floor-v26",
-    "lexical-floor-v27",
+    *LEXICAL_FLOORS,
     "play-calm",
 )
 
@@ -154,9 +152,7 @@ FLOORS: dict[str, Callable[[str], tuple[str, ...]]] = {
     "people-floor-table": people_floor_table,
     "alarm-floor": alarm_floor,
     "safety-floor": safety_floor,
-    "lexical-floor": lexical_floor,  # last: a model's reading, after every named construct
-    "lexical-floor-v26": lexical_floor_v26,
-    "lexical-floor-v27": lexical_floor_v27,
+    **LEXICAL_FLOORS,  # last: a model's reading, after every named construct
 }
 
 

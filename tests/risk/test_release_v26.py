@@ -84,7 +84,7 @@ def test_each_lexical_floor_reads_its_own_model() -> None:
     for key in ORDINARY:
         prompt = str(rows[key]["prompt"])
         assert old.probability(prompt) >= 0.5 > new.probability(prompt), key
-        assert lexical.lexical_floor(prompt) and lexical.lexical_floor_v26(prompt) == ()
+        assert lexical.lexical_floor(prompt) and lexical.FLOORS["lexical-floor-v26"](prompt) == ()
 
 
 def test_the_reason_names_the_retrained_floor(v26: Any) -> None:

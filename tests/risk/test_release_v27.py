@@ -71,4 +71,7 @@ def test_v27s_floor_reads_its_own_model() -> None:
     model escalates and v27's does not: 0.73 and 0.86 against 0.30 and 0.36."""
     rows = {str(r["id"]): str(r["prompt"]) for r in load_rows(ROUTING / "everyday-test-3.jsonl")}
     for key in ("rh-general-knowledge-1102", "rh-writing-1101"):
-        assert lexical.lexical_floor_v26(rows[key]) and lexical.lexical_floor_v27(rows[key]) == ()
+        floors = lexical.FLOORS
+        assert (
+            floors["lexical-floor-v26"](rows[key]) and floors["lexical-floor-v27"](rows[key]) == ()
+        )
