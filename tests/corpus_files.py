@@ -68,6 +68,8 @@ ROUND_OF: dict[str, int] = {
     "safety-code-test-14": 63,  # sealed beside hard-test-63 ... -65 (round 41)
     "everyday-test-4": 63,  # round 41's ordinary traffic, sealed beside hard-test-63 ... -65
     "everyday-test-5": 63,  # round 41's ordinary traffic, sealed beside hard-test-63 ... -65
+    "everyday-train-5": 66,  # training rows of ordinary traffic, written beside hard-test-66 ... -68
+    "everyday-train-6": 66,  # training rows of ordinary traffic, written beside hard-test-66 ... -68
 }
 
 
