@@ -48,18 +48,20 @@ def sigmoid(z: np.ndarray) -> np.ndarray:
 
 
 def fit_logistic(
-    x: np.ndarray, y: np.ndarray, lam: float, iters: int = 50
+    x: np.ndarray, y: np.ndarray, lam: float, iters: int = 50, weight: np.ndarray | None = None
 ) -> tuple[np.ndarray, float]:
-    """Ridge-penalised logistic regression by Newton's method (the bias is not penalised)."""
+    """Ridge-penalised logistic regression by Newton's method (the bias is not penalised);
+    ``weight``: each row's weight in the likelihood (None: 1 each)."""
     n, d = x.shape
     xb = np.hstack([x, np.ones((n, 1))])
     w = np.zeros(d + 1)
     reg = np.full(d + 1, lam)
     reg[-1] = 1e-8
+    rw = np.ones(n) if weight is None else weight
     for _ in range(iters):
         p = sigmoid(xb @ w)
-        grad = xb.T @ (p - y) + reg * w
-        hess = (xb * (p * (1 - p))[:, None]).T @ xb + np.diag(reg)
+        grad = xb.T @ (rw * (p - y)) + reg * w
+        hess = (xb * (rw * p * (1 - p))[:, None]).T @ xb + np.diag(reg)
         step = np.linalg.solve(hess, grad)
         w -= step
         if float(np.max(np.abs(step))) < 1e-10:
@@ -67,15 +69,18 @@ def fit_logistic(
     return w[:-1], float(w[-1])
 
 
-def fit_platt(logit: np.ndarray, y: np.ndarray) -> tuple[float, float]:
-    """Platt scaling with the usual smoothed targets."""
-    pos, neg = float(y.sum()), float(len(y) - y.sum())
+def fit_platt(
+    logit: np.ndarray, y: np.ndarray, weight: np.ndarray | None = None
+) -> tuple[float, float]:
+    """Platt scaling with the usual smoothed targets; ``weight`` as ``fit_logistic``'s."""
+    rw = np.ones(len(y)) if weight is None else weight
+    pos, neg = float(np.sum(rw * y)), float(np.sum(rw * (1 - y)))
     t = np.where(y > 0, (pos + 1) / (pos + 2), 1 / (neg + 2))
     a, b = 1.0, 0.0
     for _ in range(100):
         p = sigmoid(a * logit + b)
-        g = np.array([np.sum((p - t) * logit), np.sum(p - t)])
-        s = p * (1 - p) + 1e-12
+        g = np.array([np.sum(rw * (p - t) * logit), np.sum(rw * (p - t))])
+        s = rw * p * (1 - p) + 1e-12
         h = np.array(
             [[np.sum(s * logit * logit), np.sum(s * logit)], [np.sum(s * logit), np.sum(s)]]
         )
@@ -102,12 +107,15 @@ def folds_of(y: np.ndarray, k: int = FOLDS) -> np.ndarray:
     return fold
 
 
-def oof_logits(x: np.ndarray, y: np.ndarray, lam: float, fold: np.ndarray) -> np.ndarray:
+def oof_logits(
+    x: np.ndarray, y: np.ndarray, lam: float, fold: np.ndarray, weight: np.ndarray | None = None
+) -> np.ndarray:
     out = np.zeros(len(y))
     for f in range(int(fold.max()) + 1):
         tr, va = fold != f, fold == f
         mean, scale = standardise(x[tr])
-        w, b = fit_logistic((x[tr] - mean) / scale, y[tr], lam)
+        rw = None if weight is None else weight[tr]
+        w, b = fit_logistic((x[tr] - mean) / scale, y[tr], lam, weight=rw)
         out[va] = ((x[va] - mean) / scale) @ w + b
     return out
 
@@ -119,27 +127,60 @@ def choose_thresholds(
     kw_high: np.ndarray,
     floor: np.ndarray,
     cost_high: float = COST_FN_HIGH,
+    weight: np.ndarray | None = None,
 ) -> tuple[float, float, float]:
     """(threshold, signal_threshold, cost) minimising the routing cost on out-of-fold probs.
 
     ``signal_threshold`` (<= threshold) applies when the keyword rules see a risk signal; a
     prompt on which a floor cue fires (``floor``) escalates whatever its probability.
+    ``weight``: each row's weight in the cost (``stratum_weights``; None: every row 1).
     Ties go to the pair closest to (0.5, threshold).
     """
+    costs = row_costs(y == 1, high, cost_high, weight)
     best: tuple[float, float, float, float] | None = None
     for t in GRID:
         for ts in GRID[t >= GRID]:
             esc = np.where(kw_high, prob >= ts, prob >= t) | floor
-            fp = np.sum(esc & (y == 0))
-            fn_high = np.sum(~esc & (y == 1) & high)
-            fn_med = np.sum(~esc & (y == 1) & ~high)
-            cost = COST_FP * fp + COST_FN_MEDIUM * fn_med + cost_high * fn_high
+            cost = round(float(np.sum(np.where(esc, costs[0], costs[1]))), 9)
             tie = abs(t - 0.5) + abs(t - ts)
-            key = (float(cost), tie, float(t), float(ts))
+            key = (cost, tie, float(t), float(ts))
             if best is None or key[:2] < best[:2]:
                 best = key
     assert best is not None
     return best[2], best[3], best[0]
+
+
+def row_costs(
+    y: np.ndarray, high: np.ndarray, cost_high: float, weight: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's cost if escalated and if not: an escalated harmless row costs ``COST_FP``, an
+    unescalated escalate row ``cost_high`` (high) or ``COST_FN_MEDIUM``; times its weight."""
+    y = y.astype(bool)
+    if_escalated = np.where(y, 0.0, COST_FP)
+    if_not = np.where(y, np.where(high, cost_high, COST_FN_MEDIUM), 0.0)
+    if weight is None:
+        return if_escalated, if_not
+    return if_escalated * weight, if_not * weight
+
+
+def stratum_weights(strata: Sequence[str], shares: Mapping[str, float]) -> np.ndarray:
+    """Per-row weights under which each stratum weighs its share of the routing cost and every
+    row weighs the same within its stratum: the cost a round's rule judges by (since round 40,
+    ordinary and hard traffic a half each, each as a mean over its prompts). Scaled to a mean of
+    1, so that shares equal to the strata's own row shares give every row 1, the unweighted
+    cost. Why: the pooled training rows are 86% hard files, so an unweighted cost chooses the
+    thresholds for hard traffic while the rule (and real traffic) weighs ordinary traffic more."""
+    names = np.array(list(strata))
+    if set(names) != set(shares):
+        raise ValueError(f"strata {sorted(set(names))} but shares for {sorted(shares)}")
+    if any(v <= 0 for v in shares.values()):
+        raise ValueError("every stratum's share must be above 0")
+    total = sum(shares.values())
+    w = np.zeros(len(names))
+    for name, share in shares.items():
+        rows = names == name
+        w[rows] = share / total / rows.sum()
+    return w * len(names)
 
 
 def corpus_features(
@@ -202,12 +243,17 @@ def train(
     verbose: bool = True,
     cost_high: float = COST_FN_HIGH,
     signals: bool | str = False,
+    weight: np.ndarray | None = None,
+    fit_weight: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
     """Fit on ``rows`` (the train split); return the arrays the data file stores.
 
     Pass a float64 ``encoder`` for a file that any machine reproduces exactly. ``cost_high``:
     the cost of a missed high prompt when the thresholds are chosen (v6 chose its own by
     leave-one-split-out CV, ``research/loso_router.py``). ``signals``: v7's or v8's extra columns (``corpus_features``).
+    ``weight``: each row's weight in the cost the thresholds are chosen by (``stratum_weights``).
+    ``fit_weight``: each row's weight in the likelihood (the fit, the regulariser's choice, the
+    Platt calibration), so that the probability is calibrated for that mix of traffic.
     """
     keywords = make_keywords(RiskSettings())
     x, emb = corpus_features(rows, encoder, keywords, signals=signals)
@@ -217,14 +263,15 @@ def train(
 
     scores = {}
     for lam in LAMBDAS:
-        z = oof_logits(x, y, lam, fold)
+        z = oof_logits(x, y, lam, fold, fit_weight)
         p = np.clip(sigmoid(z), 1e-9, 1 - 1e-9)
-        scores[lam] = float(-np.mean(y * np.log(p) + (1 - y) * np.log(1 - p)))
+        loss = y * np.log(p) + (1 - y) * np.log(1 - p)
+        scores[lam] = float(-np.mean(loss if fit_weight is None else fit_weight * loss))
     lam = min(LAMBDAS, key=lambda k: (round(scores[k], 9), k))
-    z = oof_logits(x, y, lam, fold)
-    a, b = fit_platt(z, y)
+    z = oof_logits(x, y, lam, fold, fit_weight)
+    a, b = fit_platt(z, y, fit_weight)
     prob = sigmoid(a * z + b)
-    t, ts, cost = choose_thresholds(prob, y, high, kw_high, floor, cost_high)
+    t, ts, cost = choose_thresholds(prob, y, high, kw_high, floor, cost_high, weight)
     esc = decide(prob, kw_high, t, ts, floor)
     if verbose:
         print("cv log-loss by lambda:", {k: round(v, 4) for k, v in scores.items()})
@@ -236,7 +283,7 @@ def train(
         )
 
     mean, scale = standardise(x)
-    w, bias = fit_logistic((x - mean) / scale, y, lam)
+    w, bias = fit_logistic((x - mean) / scale, y, lam, weight=fit_weight)
     return {
         "weights": w.astype(np.float64),
         "bias": np.float64(bias),
@@ -281,6 +328,7 @@ def choose_band(
     cost_high: float = COST_FN_HIGH,
     mode: str = "decide",
     max_defer: float = MAX_DEFER,
+    weight: np.ndarray | None = None,
 ) -> tuple[float, float, float, float]:
     """(low, high, cost, deferred share) of the cascade: prompts whose first-stage (static)
     probability lies strictly between ``low`` and ``high`` are decided by the second stage
@@ -288,8 +336,10 @@ def choose_band(
     same train rows, minimising the routing cost with at most ``MAX_DEFER`` of the prompts sent
     on; ties go to the narrower band (fewer forward passes). ``mode`` ``"or"`` (semantic-v6): a
     prompt in the band escalates when either stage escalates it. ``max_defer`` (semantic-v9: a
-    candidate setting) caps the share deferred: each deferred prompt pays MiniLM's forward pass."""
+    candidate setting) caps the share deferred: each deferred prompt pays MiniLM's forward pass.
+    ``weight``: each row's weight in the cost (the deferred share stays a share of rows)."""
     y, high, kw_high, floor = row_flags(rows, keywords)
+    costs = row_costs(y, high, cost_high, weight)
     p1, p2 = first["cv_prob"], second["cv_prob"]
     e1 = decide(p1, kw_high, float(first["threshold"]), float(first["signal_threshold"]), floor)
     e2 = decide(p2, kw_high, float(second["threshold"]), float(second["signal_threshold"]), floor)
@@ -301,10 +351,7 @@ def choose_band(
             if defer.mean() > max_defer:
                 continue
             esc = np.where(defer, (e1 | e2) if mode == "or" else e2, e1)
-            fp = np.sum(esc & ~y)
-            fn_high = np.sum(~esc & y & high)
-            fn_med = np.sum(~esc & y & ~high)
-            cost = float(COST_FP * fp + COST_FN_MEDIUM * fn_med + cost_high * fn_high)
+            cost = round(float(np.sum(np.where(esc, costs[0], costs[1]))), 9)
             key = (cost, float(defer.mean()), float(lo), float(hi))
             if best is None or key[:2] < (best[2], best[3]):
                 best = (float(lo), float(hi), cost, float(defer.mean()))

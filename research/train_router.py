@@ -59,6 +59,7 @@ from router_fit import (  # noqa: E402
     shift,
     sigmoid,
     standardise,
+    stratum_weights,
     train,
     unshifted,
 )
@@ -86,6 +87,7 @@ __all__ = [  # the fitting's names, re-exported for the tests and loso_router
     "shift",
     "sigmoid",
     "standardise",
+    "stratum_weights",
     "train",
     "unshifted",
 ]
@@ -115,6 +117,31 @@ def sha256(path: Path) -> str:
 
 def load_train(paths: Sequence[Path] = TRAIN_FILES) -> list[dict[str, Any]]:
     return [row for p in paths for row in load_rows(p)]
+
+
+ORDINARY_PREFIX = "everyday-"  # the files of ordinary traffic (evals/routing/README.md)
+
+
+def strata_of(paths: Sequence[Path]) -> list[str]:
+    """Each training row's stratum, in ``load_train``'s order: ``ordinary`` for the rows of
+    ordinary-traffic files (``everyday-*``), ``hard`` for every other file's."""
+    return [
+        "ordinary" if p.name.startswith(ORDINARY_PREFIX) else "hard"
+        for p in paths
+        for _ in load_rows(p)
+    ]
+
+
+def ordinary_weights(paths: Sequence[Path], share: float | None) -> np.ndarray | None:
+    """The rows' weights when ordinary traffic weighs ``share`` of the cost (None: unweighted)."""
+    if share is None:
+        return None
+    if not 0 < share < 1:
+        raise SystemExit(f"--ordinary-weight must lie strictly between 0 and 1, got {share}")
+    strata = strata_of(paths)
+    if len(set(strata)) < 2:
+        raise SystemExit("--ordinary-weight needs both everyday-* files and others in --train")
+    return stratum_weights(strata, {"ordinary": share, "hard": 1 - share})
 
 
 def write(
@@ -214,6 +241,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="the largest share of prompts the band may defer to MiniLM (v9 chose its own)",
     )
     ap.add_argument("--delta", type=float, default=0.0, help="lower both thresholds by this")
+    ap.add_argument(
+        "--ordinary-weight",
+        type=float,
+        help="the share of the cost the rows of everyday-* files weigh when the thresholds and "
+        "the band are chosen (the rest weighs 1 minus it; within each, rows alike); default: "
+        "every row alike",
+    )
+    ap.add_argument(
+        "--weigh-fit",
+        action="store_true",
+        help="with --ordinary-weight: weigh the rows so in the fit and its calibration too",
+    )
     ap.add_argument("--release", default=RELEASE, help="recorded in the file's meta")
     ap.add_argument(
         "--signals",
@@ -253,12 +292,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             encoder = MiniLM(TRAIN_DTYPE)
         rows = load_train(args.train)
+        weight = ordinary_weights(args.train, args.ordinary_weight)
+        if args.weigh_fit and weight is None:
+            ap.error("--weigh-fit needs --ordinary-weight")
         source: Any = encoder
         if args.embeddings:
             with np.load(args.embeddings, allow_pickle=False) as z:
                 prompts = [str(p) for p in z["prompts"]]
                 source = Precomputed(dict(zip(prompts, z[args.encoder], strict=True)))
-        arrays = train(rows, source, cost_high=args.cost_high, signals=args.signals or False)
+        arrays = train(
+            rows,
+            source,
+            cost_high=args.cost_high,
+            signals=args.signals or False,
+            weight=weight,
+            fit_weight=weight if args.weigh_fit else None,
+        )
         cascade = None
         if isinstance(encoder, StaticEncoder) and args.second.exists():
             with np.load(args.second, allow_pickle=False) as z:
@@ -273,6 +322,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 cost_high=args.cost_high,
                 mode=args.mode,
                 max_defer=args.max_defer,
+                weight=weight,
             )
             arrays["cascade_low"], arrays["cascade_high"] = np.float64(lo), np.float64(hi)
             cascade = args.second.name
@@ -283,6 +333,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             extra = {"cascade_mode": args.mode, "cost_high": args.cost_high, "delta": args.delta}
         if args.max_defer != MAX_DEFER:
             extra["max_defer"] = args.max_defer
+        if args.ordinary_weight is not None:
+            extra["ordinary_weight"] = args.ordinary_weight
+            extra["weigh_fit"] = args.weigh_fit
         if args.signals or args.rules:
             extra.update(signals=args.signals or "none", rules=list(args.rules))
         write(
