@@ -15,6 +15,7 @@ Platt calibration and the thresholds are chosen by cross-validation on the rows 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -22,6 +23,7 @@ import numpy as np
 from loomc.policy.models import RiskSettings
 from loomc.risk.cues import floors_of
 from loomc.risk.encoders import static_embedding
+from loomc.risk.evaluate import load_rows
 from loomc.risk.factory import make_keywords
 from loomc.risk.keywords import KeywordProfiler
 from loomc.risk.minilm import MiniLM
@@ -181,6 +183,31 @@ def stratum_weights(strata: Sequence[str], shares: Mapping[str, float]) -> np.nd
         rows = names == name
         w[rows] = share / total / rows.sum()
     return w * len(names)
+
+
+ORDINARY_PREFIX = "everyday-"  # the files of ordinary traffic (evals/routing/README.md)
+
+
+def strata_of(paths: Sequence[Path]) -> list[str]:
+    """Each training row's stratum, in the files' order: ``ordinary`` for the rows of
+    ordinary-traffic files (``everyday-*``), ``hard`` for every other file's."""
+    return [
+        "ordinary" if p.name.startswith(ORDINARY_PREFIX) else "hard"
+        for p in paths
+        for _ in load_rows(p)
+    ]
+
+
+def ordinary_weights(paths: Sequence[Path], share: float | None) -> np.ndarray | None:
+    """The rows' weights when ordinary traffic weighs ``share`` of the cost (None: unweighted)."""
+    if share is None:
+        return None
+    if not 0 < share < 1:
+        raise ValueError(f"--ordinary-weight must lie strictly between 0 and 1, got {share}")
+    strata = strata_of(paths)
+    if len(set(strata)) < 2:
+        raise ValueError("--ordinary-weight needs both everyday-* files and others")
+    return stratum_weights(strata, {"ordinary": share, "hard": 1 - share})
 
 
 def corpus_features(

@@ -30,9 +30,11 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "research"))
 
 from loomc.risk.evaluate import load_rows  # noqa: E402
 from loomc.risk.lexical import BUCKETS, MAX_N, MIN_N, LexicalModel, counts  # noqa: E402
+from router_fit import ordinary_weights  # noqa: E402
 
 CORPUS = ROOT / "evals" / "routing"
 
@@ -62,23 +64,37 @@ class Sparse:
         return np.bincount(self.indices, weights=self.data * r[self.row_of], minlength=BUCKETS)
 
 
-def objective(x: Sparse, y: np.ndarray, c: float, theta: np.ndarray) -> tuple[float, np.ndarray]:
+def objective(
+    x: Sparse, y: np.ndarray, c: float, theta: np.ndarray, weight: np.ndarray | None = None
+) -> tuple[float, np.ndarray]:
+    """``C`` times the summed log-loss (each row's times its ``weight``) plus half the squared
+    weights, and its gradient."""
     w, b = theta[:-1], theta[-1]
     z = x.dot(w) + b
     s = np.where(y, 1.0, -1.0)
-    loss = np.logaddexp(0.0, -s * z).sum()
+    rows = np.logaddexp(0.0, -s * z)
     r = -s / (1.0 + np.exp(s * z))  # d loss / d z
+    if weight is not None:
+        rows, r = rows * weight, r * weight
+    loss = rows.sum()
     grad = np.empty_like(theta)
     grad[:-1] = c * x.tdot(r) + w
     grad[-1] = c * r.sum()
     return c * loss + 0.5 * float(w @ w), grad
 
 
-def lbfgs(x: Sparse, y: np.ndarray, c: float, memory: int = 10, steps: int = 1000) -> np.ndarray:
+def lbfgs(
+    x: Sparse,
+    y: np.ndarray,
+    c: float,
+    memory: int = 10,
+    steps: int = 1000,
+    weight: np.ndarray | None = None,
+) -> np.ndarray:
     """Minimise ``objective`` from zero; stop when ten steps together lower it by less than a
     billionth of its value (the decisions stopped moving long before), or after ``steps``."""
     theta = np.zeros(BUCKETS + 1)
-    f, g = objective(x, y, c, theta)
+    f, g = objective(x, y, c, theta, weight)
     hist: list[tuple[np.ndarray, np.ndarray, float]] = []
     trail = [f]
     for step_no in range(steps):
@@ -103,7 +119,7 @@ def lbfgs(x: Sparse, y: np.ndarray, c: float, memory: int = 10, steps: int = 100
         step = 1.0 if hist else 1.0 / max(1.0, float(np.abs(g).max()))
         while True:  # Armijo backtracking
             new = theta + step * d
-            f2, g2 = objective(x, y, c, new)
+            f2, g2 = objective(x, y, c, new, weight)
             if f2 <= f + 1e-4 * step * float(g @ d) or step < 1e-12:
                 break
             step *= 0.5
@@ -116,13 +132,17 @@ def lbfgs(x: Sparse, y: np.ndarray, c: float, memory: int = 10, steps: int = 100
     return theta
 
 
-def fit(rows: list[dict[str, Any]], c: float, min_df: int) -> dict[str, np.ndarray]:
+def fit(
+    rows: list[dict[str, Any]], c: float, min_df: int, weight: np.ndarray | None = None
+) -> dict[str, np.ndarray]:
+    """The model's arrays; ``weight``: each row's weight in the log-loss (``--ordinary-weight``;
+    the idf stays a count of prompts)."""
     x = Sparse([counts(str(r["prompt"])) for r in rows])
     y = np.array([bool(r["expectedEscalation"]) for r in rows])
     df = np.bincount(x.indices, minlength=BUCKETS)
     idf = np.where(df >= min_df, np.log((1.0 + x.n) / (1.0 + df)) + 1.0, 0.0).astype(np.float32)
     x.weigh(idf.astype(np.float64))
-    theta = lbfgs(x, y, c)
+    theta = lbfgs(x, y, c, weight=weight)
     return {
         "weights": theta[:-1].astype(np.float32),
         "idf": idf,
@@ -153,10 +173,20 @@ def main() -> None:
     ap.add_argument("--c", type=float, default=8.0)
     ap.add_argument("--min-df", type=int, default=2)
     ap.add_argument("--release", default="semantic-v25")
+    ap.add_argument(
+        "--ordinary-weight",
+        type=float,
+        help="the share of the log-loss the rows of everyday-* files weigh (the rest 1 minus "
+        "it; within each, rows alike); default: every row alike",
+    )
     args = ap.parse_args()
     paths = [CORPUS / f"{n}.jsonl" for n in args.files]
     rows = [r for p in paths for r in load_rows(p)]
-    arrays = fit(rows, args.c, args.min_df)
+    try:
+        weight = ordinary_weights(paths, args.ordinary_weight)
+    except ValueError as exc:
+        ap.error(str(exc))
+    arrays = fit(rows, args.c, args.min_df, weight)
     meta = {
         "release": args.release,
         "corpus": [p.name for p in paths],
@@ -168,6 +198,8 @@ def main() -> None:
         "ngrams": [MIN_N, MAX_N],
         "hash": "crc32",
     }
+    if args.ordinary_weight is not None:
+        meta["ordinary_weight"] = args.ordinary_weight
     with args.out.open("wb") as fh:
         np.savez(fh, **arrays, meta=np.array(json.dumps(meta, sort_keys=True)))
     print(f"{args.out}: {len(rows)} rows, intercept {float(arrays['intercept']):.4f}")

@@ -55,10 +55,12 @@ from router_fit import (  # noqa: E402
     floors,
     folds_of,
     oof_logits,
+    ordinary_weights,
     row_flags,
     shift,
     sigmoid,
     standardise,
+    strata_of,
     stratum_weights,
     train,
     unshifted,
@@ -83,10 +85,12 @@ __all__ = [  # the fitting's names, re-exported for the tests and loso_router
     "floors",
     "folds_of",
     "oof_logits",
+    "ordinary_weights",
     "row_flags",
     "shift",
     "sigmoid",
     "standardise",
+    "strata_of",
     "stratum_weights",
     "train",
     "unshifted",
@@ -117,31 +121,6 @@ def sha256(path: Path) -> str:
 
 def load_train(paths: Sequence[Path] = TRAIN_FILES) -> list[dict[str, Any]]:
     return [row for p in paths for row in load_rows(p)]
-
-
-ORDINARY_PREFIX = "everyday-"  # the files of ordinary traffic (evals/routing/README.md)
-
-
-def strata_of(paths: Sequence[Path]) -> list[str]:
-    """Each training row's stratum, in ``load_train``'s order: ``ordinary`` for the rows of
-    ordinary-traffic files (``everyday-*``), ``hard`` for every other file's."""
-    return [
-        "ordinary" if p.name.startswith(ORDINARY_PREFIX) else "hard"
-        for p in paths
-        for _ in load_rows(p)
-    ]
-
-
-def ordinary_weights(paths: Sequence[Path], share: float | None) -> np.ndarray | None:
-    """The rows' weights when ordinary traffic weighs ``share`` of the cost (None: unweighted)."""
-    if share is None:
-        return None
-    if not 0 < share < 1:
-        raise SystemExit(f"--ordinary-weight must lie strictly between 0 and 1, got {share}")
-    strata = strata_of(paths)
-    if len(set(strata)) < 2:
-        raise SystemExit("--ordinary-weight needs both everyday-* files and others in --train")
-    return stratum_weights(strata, {"ordinary": share, "hard": 1 - share})
 
 
 def write(
@@ -292,7 +271,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             encoder = MiniLM(TRAIN_DTYPE)
         rows = load_train(args.train)
-        weight = ordinary_weights(args.train, args.ordinary_weight)
+        try:
+            weight = ordinary_weights(args.train, args.ordinary_weight)
+        except ValueError as exc:
+            ap.error(str(exc))
         if args.weigh_fit and weight is None:
             ap.error("--weigh-fit needs --ordinary-weight")
         source: Any = encoder

@@ -1,6 +1,6 @@
 """Weighing the training rows by stratum (round 42): ``router_fit.stratum_weights``, the weighted
 likelihood of ``fit_logistic`` and ``fit_platt``, the weighted cost of ``choose_thresholds`` and
-``choose_band``, and ``train_router``'s ``--ordinary-weight``.
+``choose_band``, and the strata of ``--ordinary-weight`` (``train_router``, ``train_lexical``).
 
 Why these checks: a row of weight 2 must count exactly as the same row written twice (that is
 what a weight means, in the fit and in the cost alike), every stratum must weigh its share, and
@@ -22,7 +22,6 @@ from loomc.policy.models import RiskSettings
 from loomc.risk.factory import make_keywords
 
 fit = research_script("router_fit")
-trainer = research_script("train_router")
 
 
 @settings(max_examples=60, deadline=None)
@@ -166,21 +165,21 @@ def test_train_router_weighs_the_everyday_files_as_ordinary(tmp_path: Path) -> N
         _write(tmp_path / "everyday-train-1.jsonl", 2),
         _write(tmp_path / "train.jsonl", 2),
     ]
-    assert trainer.strata_of(paths) == ["hard"] * 6 + ["ordinary"] * 2 + ["hard"] * 2
-    w = trainer.ordinary_weights(paths, 0.5)
+    assert fit.strata_of(paths) == ["hard"] * 6 + ["ordinary"] * 2 + ["hard"] * 2
+    w = fit.ordinary_weights(paths, 0.5)
     assert w is not None
     assert w[6:8].sum() == pytest.approx(w[:6].sum() + w[8:].sum())
-    assert trainer.ordinary_weights(paths, None) is None
+    assert fit.ordinary_weights(paths, None) is None
 
 
 @pytest.mark.parametrize("share", [0.0, 1.0, 1.5, -0.2])
 def test_an_ordinary_weight_outside_zero_to_one_is_refused(tmp_path: Path, share: float) -> None:
     paths = [_write(tmp_path / "hard-test-9.jsonl", 2), _write(tmp_path / "everyday-x.jsonl", 2)]
-    with pytest.raises(SystemExit, match="strictly between 0 and 1"):
-        trainer.ordinary_weights(paths, share)
+    with pytest.raises(ValueError, match="strictly between 0 and 1"):
+        fit.ordinary_weights(paths, share)
 
 
 def test_an_ordinary_weight_without_both_kinds_of_file_is_refused(tmp_path: Path) -> None:
     paths = [_write(tmp_path / "hard-test-9.jsonl", 2), _write(tmp_path / "train.jsonl", 2)]
-    with pytest.raises(SystemExit, match="needs both"):
-        trainer.ordinary_weights(paths, 0.5)
+    with pytest.raises(ValueError, match="needs both"):
+        fit.ordinary_weights(paths, 0.5)
