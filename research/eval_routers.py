@@ -27,7 +27,9 @@ v23 (v22's recipe over a delta tuned on F45, every file spent to round 36: round
 v26 (v22's recipe and delta with both heads and the index on F41 and the everyday-train files,
 and the lexical model retrained on every file to round 39: round 40's candidate, the default
 in round 40), v27 (v26's recipe with heads on F48, every ordinary row, and the lexical model on every
-file to round 40: round 41's candidate, the default since),
+file to round 40: round 41's candidate, the default since), v28 (v27's recipe on F50, every
+ordinary row to round 41, the ordinary rows weighing half the fit and the cost, and the lexical
+model on every file to round 41: round 42's candidate),
 plus ``keywords`` as the floor.
 v13 was trained on hard-test-10 ... -14 and v18 on hard-test-10 ... -26: their rows on those
 files are training figures.
@@ -127,6 +129,9 @@ ROUTERS: tuple[tuple[str, dict[str, Any]], ...] = (
     # round 41's candidate: v26's recipe, heads on every ordinary row written so far (F48)
     ("semantic v27 cascade (default), auto backend", {"release": "v27", "backend": "auto"}),
     ("semantic v27 cascade, numpy", {"release": "v27", "backend": "numpy"}),
+    # round 42's candidate: v27's recipe on F50, the ordinary rows weighing half the fit and cost
+    ("semantic v28 cascade, auto backend", {"release": "v28", "backend": "auto"}),
+    ("semantic v28 cascade, numpy", {"release": "v28", "backend": "numpy"}),
 )
 
 

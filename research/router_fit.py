@@ -356,6 +356,7 @@ def choose_band(
     mode: str = "decide",
     max_defer: float = MAX_DEFER,
     weight: np.ndarray | None = None,
+    keep: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
 ) -> tuple[float, float, float, float]:
     """(low, high, cost, deferred share) of the cascade: prompts whose first-stage (static)
     probability lies strictly between ``low`` and ``high`` are decided by the second stage
@@ -364,7 +365,10 @@ def choose_band(
     on; ties go to the narrower band (fewer forward passes). ``mode`` ``"or"`` (semantic-v6): a
     prompt in the band escalates when either stage escalates it. ``max_defer`` (semantic-v9: a
     candidate setting) caps the share deferred: each deferred prompt pays MiniLM's forward pass.
-    ``weight``: each row's weight in the cost (the deferred share stays a share of rows)."""
+    ``weight``: each row's weight in the cost (the deferred share stays a share of rows).
+    ``keep``: prompts every allowed band must decide right, as (their first-stage probability,
+    whether the first stage decides each right, whether the second does) (``band_for_keep.py``:
+    the reference suite); ValueError when no band within the cap does."""
     y, high, kw_high, floor = row_flags(rows, keywords)
     costs = row_costs(y, high, cost_high, weight)
     p1, p2 = first["cv_prob"], second["cv_prob"]
@@ -377,12 +381,17 @@ def choose_band(
             defer = (p1 > lo) & (p1 < hi)
             if defer.mean() > max_defer:
                 continue
+            if keep is not None and not np.all(
+                np.where((keep[0] > lo) & (keep[0] < hi), keep[2], keep[1])
+            ):
+                continue
             esc = np.where(defer, (e1 | e2) if mode == "or" else e2, e1)
             cost = round(float(np.sum(np.where(esc, costs[0], costs[1]))), 9)
             key = (cost, float(defer.mean()), float(lo), float(hi))
             if best is None or key[:2] < (best[2], best[3]):
                 best = (float(lo), float(hi), cost, float(defer.mean()))
-    assert best is not None
+    if best is None:
+        raise ValueError("no band within the cap decides every prompt to keep right")
     return best
 
 

@@ -135,6 +135,9 @@ F47 = (*F41, *(f"everyday-train-{i}" for i in range(1, 5)))
 # v27's heads and index: F47 + the three spent splits of ordinary traffic (every ordinary row
 # written to round 40, 955; round 41's rule)
 F48 = (*F47, "everyday-test", "everyday-test-2", "everyday-test-3")
+# v28's heads and index: F48 + round 42's two everyday-train files and round 41's two spent
+# ordinary splits (every ordinary row written to round 41, 1,495), the ordinary rows weighing half
+F50 = (*F48, "everyday-train-5", "everyday-train-6", "everyday-test-4", "everyday-test-5")
 
 
 def bounded_stride(items: Sequence[T], size: int, every: int) -> list[T]:

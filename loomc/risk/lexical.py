@@ -1,4 +1,4 @@
-"""A character n-gram model of the prompt's words (the ``lexical-floor`` rules of v25, v26 and v27).
+"""A character n-gram model of the prompt's words (the ``lexical-floor`` rules of v25 ... v28).
 
 Why a model that reads spelling: both of the semantic profiler's encoders are all-MiniLM-L6-v2's,
 trained on English. A German, Spanish or French prompt reaches them as English word pieces
@@ -47,11 +47,13 @@ LEXICAL_FILE = DATA / "lexical-v25.npz"
 # table is (``people-floor-wide``): a release names the rule, so its decisions never move
 # under it. ``lexical-floor-v26``: the same recipe on every file to round 39, the ordinary
 # traffic of the everyday files among them (round 40's rule, evals/routing/README.md);
-# ``lexical-floor-v27``: the same on every file to round 40 (round 41's rule).
+# ``lexical-floor-v27``: the same on every file to round 40 (round 41's rule); ``-v28``: on
+# every file to round 41 and round 42's two everyday-train files (round 42's rule).
 MODELS: dict[str, Path] = {
     "lexical-floor": LEXICAL_FILE,
     "lexical-floor-v26": DATA / "lexical-v26.npz",
     "lexical-floor-v27": DATA / "lexical-v27.npz",
+    "lexical-floor-v28": DATA / "lexical-v28.npz",
 }
 BUCKETS = 1 << 18  # 262,144 weights: twice the ~131,000 n-grams seen twice or more in 8,225 prompts
 MIN_N, MAX_N = 2, 5

@@ -92,6 +92,10 @@ file to round 40; the default since round 41: by the rule written before it was 
 before round 41's six files existed, judged as v26 was, it replaced v26, 30.7 against 34.3 per
 100 prompts, -3.6, interval [-5.5, -1.8], 1 high miss against 1, cheaper on the hard files too;
 it still escalates 117 of 200 harmless everyday requests),
+``v28`` (heads fitted for the traffic's weights: v27's recipe on F50, every ordinary row written
+to round 41, with the ordinary rows weighing half the likelihood, the calibration and the cost
+the thresholds and the band are chosen by, and ``lexical-floor-v28``, the lexical model on every
+file to round 41: round 42's candidate),
 v4 ... v13 and v18 ... v20 each trained on more splits, and each release chosen by leave-one-split-out rules written before its sealed split
 was measured (``evals/routing/README.md``). A classifier whose weights are wider than
 v4's also reads the columns of ``loomc.risk.signals`` (task versus topic, code hazards and, from
@@ -133,6 +137,7 @@ RELEASES = {
     "v25": ROUTER_FILE.with_name("router-static-v22.npz"),  # v22's files, the lexical floor
     "v26": ROUTER_FILE.with_name("router-static-v26.npz"),  # heads on F41 + everyday-train
     "v27": ROUTER_FILE.with_name("router-static-v27.npz"),  # heads on F48: every ordinary row
+    "v28": ROUTER_FILE.with_name("router-static-v28.npz"),  # F50, ordinary rows weighing half
 }
 # The decision rules of ``loomc.risk.signals`` a release applies (chosen by research/loso_router.py).
 RULES: dict[str, tuple[str, ...]] = {
@@ -159,6 +164,7 @@ RULES: dict[str, tuple[str, ...]] = {
     "v25": ("hazard-floor", "people-floor-wide", "lexical-floor"),
     "v26": ("hazard-floor", "people-floor-wide", "lexical-floor-v26"),
     "v27": ("hazard-floor", "people-floor-wide", "lexical-floor-v27"),
+    "v28": ("hazard-floor", "people-floor-wide", "lexical-floor-v28"),
 }
 # The MiniLM a release's second stage was trained on (its file's meta, ``encoder_kind``):
 # ``minilm`` (float, ``loomc.risk.minilm``) unless named here. ``minilm-q8`` is the defined
@@ -184,6 +190,7 @@ MINILM_KINDS: dict[str, str] = {
     "v25": "minilm-q8-lora",
     "v26": "minilm-q8-lora",
     "v27": "minilm-q8-lora",
+    "v28": "minilm-q8-lora",
 }
 INT8_KINDS = ("minilm-q8", "minilm-q8-lora")  # one precision: ``dtype`` does not apply
 LORA: dict[str, Path] = {
@@ -203,6 +210,7 @@ LORA: dict[str, Path] = {
     "v25": ROUTER_FILE.with_name("minilm-lora-v22.npz"),
     "v26": ROUTER_FILE.with_name("minilm-lora-v22.npz"),
     "v27": ROUTER_FILE.with_name("minilm-lora-v22.npz"),
+    "v28": ROUTER_FILE.with_name("minilm-lora-v22.npz"),
 }
 # The default's static router ships its train embeddings widened to float32 too, for cold runs
 # (``loomc.risk.emb32.write_copy``; tests/risk/test_emb32.py fails until a new default has one).

@@ -94,13 +94,15 @@ def test_the_shipped_model_is_round_39_s_and_reads_its_corpus_as_it_is() -> None
     assert meta["rows"] == sum(len(load_rows(ROUTING / n)) for n in meta["corpus"])
 
 
-# The default's model is retrained in CI (20-40 s); the others are a soak (``pytest -m soak``).
+# The default's and the newest model are retrained in CI (20-40 s each); the others are a soak
+# (``pytest -m soak``).
 @pytest.mark.parametrize(
     "rule",
     [
         pytest.param("lexical-floor", marks=pytest.mark.soak),
         pytest.param("lexical-floor-v26", marks=pytest.mark.soak),
         "lexical-floor-v27",
+        "lexical-floor-v28",
     ],
 )
 def test_retraining_on_its_corpus_gives_the_same_decisions(rule: str) -> None:

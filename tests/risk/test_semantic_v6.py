@@ -157,6 +157,8 @@ def test_eval_routers_prints_every_router(
         "| semantic v26 cascade, numpy",
         "| semantic v27 cascade (default), auto backend",
         "| semantic v27 cascade, numpy",
+        "| semantic v28 cascade, auto backend",
+        "| semantic v28 cascade, numpy",
     ]
     for ln in table:
         cells = ln.split(" | ")
