@@ -70,6 +70,9 @@ ROUND_OF: dict[str, int] = {
     "everyday-test-5": 63,  # round 41's ordinary traffic, sealed beside hard-test-63 ... -65
     "everyday-train-5": 66,  # training rows of ordinary traffic, written beside hard-test-66 ... -68
     "everyday-train-6": 66,  # training rows of ordinary traffic, written beside hard-test-66 ... -68
+    "safety-code-test-15": 66,  # sealed beside hard-test-66 ... -68 (round 42)
+    "everyday-test-6": 66,  # round 42's ordinary traffic, sealed beside hard-test-66 ... -68
+    "everyday-test-7": 66,  # round 42's ordinary traffic, sealed beside hard-test-66 ... -68
 }
 
 
