@@ -73,6 +73,8 @@ ROUND_OF: dict[str, int] = {
     "safety-code-test-15": 66,  # sealed beside hard-test-66 ... -68 (round 42)
     "everyday-test-6": 66,  # round 42's ordinary traffic, sealed beside hard-test-66 ... -68
     "everyday-test-7": 66,  # round 42's ordinary traffic, sealed beside hard-test-66 ... -68
+    "everyday-train-7": 69,  # training rows of ordinary traffic, written beside hard-test-69 ... -71
+    "everyday-train-8": 69,  # training rows of ordinary traffic, written beside hard-test-69 ... -71
 }
 
 
