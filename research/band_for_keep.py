@@ -40,7 +40,8 @@ from loomc.policy.models import RiskSettings  # noqa: E402
 from loomc.risk.evaluate import escalates, load_rows  # noqa: E402
 from loomc.risk.factory import make_keywords, make_profiler  # noqa: E402
 from loomc.risk.files import DATA  # noqa: E402
-from router_fit import choose_band, ordinary_weights, unshifted  # noqa: E402
+from router_fit import choose_band, unshifted  # noqa: E402
+from strata import ordinary_weights  # noqa: E402
 
 CORPUS = ROOT / "evals" / "routing"
 

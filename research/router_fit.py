@@ -15,7 +15,6 @@ Platt calibration and the thresholds are chosen by cross-validation on the rows 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -23,7 +22,6 @@ import numpy as np
 from loomc.policy.models import RiskSettings
 from loomc.risk.cues import floors_of
 from loomc.risk.encoders import static_embedding
-from loomc.risk.evaluate import load_rows
 from loomc.risk.factory import make_keywords
 from loomc.risk.keywords import KeywordProfiler
 from loomc.risk.minilm import MiniLM
@@ -135,7 +133,7 @@ def choose_thresholds(
 
     ``signal_threshold`` (<= threshold) applies when the keyword rules see a risk signal; a
     prompt on which a floor cue fires (``floor``) escalates whatever its probability.
-    ``weight``: each row's weight in the cost (``stratum_weights``; None: every row 1).
+    ``weight``: each row's weight in the cost (``strata.stratum_weights``; None: every row 1).
     Ties go to the pair closest to (0.5, threshold).
     """
     costs = row_costs(y == 1, high, cost_high, weight)
@@ -163,51 +161,6 @@ def row_costs(
     if weight is None:
         return if_escalated, if_not
     return if_escalated * weight, if_not * weight
-
-
-def stratum_weights(strata: Sequence[str], shares: Mapping[str, float]) -> np.ndarray:
-    """Per-row weights under which each stratum weighs its share of the routing cost and every
-    row weighs the same within its stratum: the cost a round's rule judges by (since round 40,
-    ordinary and hard traffic a half each, each as a mean over its prompts). Scaled to a mean of
-    1, so that shares equal to the strata's own row shares give every row 1, the unweighted
-    cost. Why: the pooled training rows are 86% hard files, so an unweighted cost chooses the
-    thresholds for hard traffic while the rule (and real traffic) weighs ordinary traffic more."""
-    names = np.array(list(strata))
-    if set(names) != set(shares):
-        raise ValueError(f"strata {sorted(set(names))} but shares for {sorted(shares)}")
-    if any(v <= 0 for v in shares.values()):
-        raise ValueError("every stratum's share must be above 0")
-    total = sum(shares.values())
-    w = np.zeros(len(names))
-    for name, share in shares.items():
-        rows = names == name
-        w[rows] = share / total / rows.sum()
-    return w * len(names)
-
-
-ORDINARY_PREFIX = "everyday-"  # the files of ordinary traffic (evals/routing/README.md)
-
-
-def strata_of(paths: Sequence[Path]) -> list[str]:
-    """Each training row's stratum, in the files' order: ``ordinary`` for the rows of
-    ordinary-traffic files (``everyday-*``), ``hard`` for every other file's."""
-    return [
-        "ordinary" if p.name.startswith(ORDINARY_PREFIX) else "hard"
-        for p in paths
-        for _ in load_rows(p)
-    ]
-
-
-def ordinary_weights(paths: Sequence[Path], share: float | None) -> np.ndarray | None:
-    """The rows' weights when ordinary traffic weighs ``share`` of the cost (None: unweighted)."""
-    if share is None:
-        return None
-    if not 0 < share < 1:
-        raise ValueError(f"--ordinary-weight must lie strictly between 0 and 1, got {share}")
-    strata = strata_of(paths)
-    if len(set(strata)) < 2:
-        raise ValueError("--ordinary-weight needs both everyday-* files and others")
-    return stratum_weights(strata, {"ordinary": share, "hard": 1 - share})
 
 
 def corpus_features(
@@ -278,7 +231,7 @@ def train(
     Pass a float64 ``encoder`` for a file that any machine reproduces exactly. ``cost_high``:
     the cost of a missed high prompt when the thresholds are chosen (v6 chose its own by
     leave-one-split-out CV, ``research/loso_router.py``). ``signals``: v7's or v8's extra columns (``corpus_features``).
-    ``weight``: each row's weight in the cost the thresholds are chosen by (``stratum_weights``).
+    ``weight``: each row's weight in the cost the thresholds are chosen by (``strata.stratum_weights``).
     ``fit_weight``: each row's weight in the likelihood (the fit, the regulariser's choice, the
     Platt calibration), so that the probability is calibrated for that mix of traffic.
     """

@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT / "research"))
 
 from loomc.risk.evaluate import load_rows  # noqa: E402
 from loomc.risk.lexical import BUCKETS, MAX_N, MIN_N, LexicalModel, counts  # noqa: E402
-from router_fit import ordinary_weights  # noqa: E402
+from strata import ordinary_weights  # noqa: E402
 
 CORPUS = ROOT / "evals" / "routing"
 

@@ -55,17 +55,15 @@ from router_fit import (  # noqa: E402
     floors,
     folds_of,
     oof_logits,
-    ordinary_weights,
     row_flags,
     shift,
     sigmoid,
     standardise,
-    strata_of,
-    stratum_weights,
     train,
     unshifted,
 )
 from router_report import HARD_TEST, HARD_TEST_2, RELEASE, report, splice  # noqa: E402
+from strata import ordinary_weights  # noqa: E402
 
 __all__ = [  # the fitting's names, re-exported for the tests and loso_router
     "COST_FN_HIGH",
@@ -85,13 +83,10 @@ __all__ = [  # the fitting's names, re-exported for the tests and loso_router
     "floors",
     "folds_of",
     "oof_logits",
-    "ordinary_weights",
     "row_flags",
     "shift",
     "sigmoid",
     "standardise",
-    "strata_of",
-    "stratum_weights",
     "train",
     "unshifted",
 ]

@@ -129,7 +129,7 @@ def assert_static_stage_retrains(prof: Any, files: Sequence[str], signals: Any) 
     rows = tr.load_train(paths)
     # a file trained at the trainer's defaults (cost 6, no shift, rows alike) records none
     cost_high = float(meta.get("cost_high", tr.COST_FN_HIGH))
-    weight = tr.ordinary_weights(paths, meta.get("ordinary_weight"))
+    weight = research_script("strata").ordinary_weights(paths, meta.get("ordinary_weight"))
     arrays = tr.train(
         rows,
         prof.encoder,

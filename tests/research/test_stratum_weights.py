@@ -1,4 +1,4 @@
-"""Weighing the training rows by stratum (round 42): ``router_fit.stratum_weights``, the weighted
+"""Weighing the training rows by stratum (round 42): ``strata.stratum_weights``, the weighted
 likelihood of ``fit_logistic`` and ``fit_platt``, the weighted cost of ``choose_thresholds`` and
 ``choose_band``, and the strata of ``--ordinary-weight`` (``train_router``, ``train_lexical``).
 
@@ -22,6 +22,7 @@ from loomc.policy.models import RiskSettings
 from loomc.risk.factory import make_keywords
 
 fit = research_script("router_fit")
+by_stratum = research_script("strata")
 
 
 @settings(max_examples=60, deadline=None)
@@ -35,7 +36,7 @@ def test_each_stratum_weighs_its_share_and_its_rows_alike(
     names = [f"s{i}" for i in range(len(sizes))]
     strata = [name for name, n in zip(names, sizes, strict=True) for _ in range(n)]
     wanted = dict(zip(names, shares, strict=False))
-    w = fit.stratum_weights(strata, wanted)
+    w = by_stratum.stratum_weights(strata, wanted)
     total = sum(wanted.values())
     assert w.mean() == pytest.approx(1.0)
     for name in names:
@@ -46,7 +47,7 @@ def test_each_stratum_weighs_its_share_and_its_rows_alike(
 
 def test_the_strata_own_shares_give_every_row_one() -> None:
     strata = ["ordinary"] * 3 + ["hard"] * 9
-    w = fit.stratum_weights(strata, {"ordinary": 0.25, "hard": 0.75})
+    w = by_stratum.stratum_weights(strata, {"ordinary": 0.25, "hard": 0.75})
     np.testing.assert_allclose(w, np.ones(12))
 
 
@@ -61,7 +62,7 @@ def test_the_strata_own_shares_give_every_row_one() -> None:
 )
 def test_bad_shares_are_refused(shares: dict[str, float], message: str) -> None:
     with pytest.raises(ValueError, match=message):
-        fit.stratum_weights(["ordinary", "hard", "hard"], shares)
+        by_stratum.stratum_weights(["ordinary", "hard", "hard"], shares)
 
 
 def _data(seed: int, n: int = 40) -> tuple[np.ndarray, np.ndarray]:
@@ -165,21 +166,43 @@ def test_train_router_weighs_the_everyday_files_as_ordinary(tmp_path: Path) -> N
         _write(tmp_path / "everyday-train-1.jsonl", 2),
         _write(tmp_path / "train.jsonl", 2),
     ]
-    assert fit.strata_of(paths) == ["hard"] * 6 + ["ordinary"] * 2 + ["hard"] * 2
-    w = fit.ordinary_weights(paths, 0.5)
+    assert by_stratum.strata_of(paths) == ["hard"] * 6 + ["ordinary"] * 2 + ["hard"] * 2
+    w = by_stratum.ordinary_weights(paths, 0.5)
     assert w is not None
     assert w[6:8].sum() == pytest.approx(w[:6].sum() + w[8:].sum())
-    assert fit.ordinary_weights(paths, None) is None
+    assert by_stratum.ordinary_weights(paths, None) is None
 
 
 @pytest.mark.parametrize("share", [0.0, 1.0, 1.5, -0.2])
 def test_an_ordinary_weight_outside_zero_to_one_is_refused(tmp_path: Path, share: float) -> None:
     paths = [_write(tmp_path / "hard-test-9.jsonl", 2), _write(tmp_path / "everyday-x.jsonl", 2)]
     with pytest.raises(ValueError, match="strictly between 0 and 1"):
-        fit.ordinary_weights(paths, share)
+        by_stratum.ordinary_weights(paths, share)
 
 
 def test_an_ordinary_weight_without_both_kinds_of_file_is_refused(tmp_path: Path) -> None:
     paths = [_write(tmp_path / "hard-test-9.jsonl", 2), _write(tmp_path / "train.jsonl", 2)]
     with pytest.raises(ValueError, match="needs both"):
-        fit.ordinary_weights(paths, 0.5)
+        by_stratum.ordinary_weights(paths, 0.5)
+
+
+def test_a_row_of_weight_two_is_that_row_twice_in_the_lexical_objective() -> None:
+    """``train_lexical``'s weighted log-loss and gradient at any point are those of the rows
+    written out (the same idf for both, since a weight must not change the featuriser)."""
+    tl = research_script("train_lexical")
+    prompts = ["rotate the keys tonight", "a poem about autumn", "wire the deposit today"]
+    y = np.array([True, False, True])
+    once, twice = (
+        tl.Sparse([tl.counts(p) for p in prompts]),
+        tl.Sparse([tl.counts(p) for p in [*prompts, prompts[0]]]),
+    )
+    idf = np.ones(tl.BUCKETS)
+    once.weigh(idf)
+    twice.weigh(idf)
+    theta = np.random.default_rng(0).normal(scale=0.1, size=tl.BUCKETS + 1)
+    f1, g1 = tl.objective(once, y, 8.0, theta, np.array([2.0, 1.0, 1.0]))
+    f2, g2 = tl.objective(twice, np.array([*y, True]), 8.0, theta)
+    assert f1 == pytest.approx(f2, rel=1e-12)
+    np.testing.assert_allclose(g1, g2, rtol=1e-9, atol=1e-12)
+    plain, _ = tl.objective(once, y, 8.0, theta)
+    assert plain < f1  # the weight counts: the first row's loss is in it twice
