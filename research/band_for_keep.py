@@ -108,9 +108,9 @@ def band_for_keep(
     return free, kept
 
 
-def write_band(release: str, band: tuple[float, float], keep: Path) -> Path:
-    """Write ``band`` into the release's static file, its meta naming the suite kept."""
-    path = DATA / f"router-static-{release}.npz"
+def write_band(path: Path, band: tuple[float, float], keep: Path) -> Path:
+    """Write ``band`` into the static router file ``path``, its meta naming the suite kept;
+    every other array stays as it was."""
     arrays = read(path)
     meta = json.loads(str(arrays.pop("meta")))
     meta.update(band_keep=keep.name, band_keep_sha256=hashlib.sha256(keep.read_bytes()).hexdigest())
@@ -138,7 +138,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"({kept[0]:.2f}, {kept[1]:.2f}), cost {kept[2]:.3f}, {kept[3]:.1%} deferred"
     )
     if args.write:
-        print(f"wrote {write_band(args.release, kept[:2], args.keep)}")
+        static = DATA / f"router-static-{args.release}.npz"
+        print(f"wrote {write_band(static, kept[:2], args.keep)}")
     return 0
 
 
