@@ -36,14 +36,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "research"))
 
+from band_for_cap import release_band_inputs  # noqa: E402
 from loomc.policy.models import RiskSettings  # noqa: E402
 from loomc.risk.evaluate import escalates, load_rows  # noqa: E402
 from loomc.risk.factory import make_keywords, make_profiler  # noqa: E402
 from loomc.risk.files import DATA  # noqa: E402
-from router_fit import choose_band, unshifted  # noqa: E402
-from strata import ordinary_weights  # noqa: E402
-
-CORPUS = ROOT / "evals" / "routing"
+from router_fit import choose_band  # noqa: E402
 
 
 def read(path: Path) -> dict[str, np.ndarray]:
@@ -80,30 +78,13 @@ def band_for_keep(
     release: str, keep: Path
 ) -> tuple[tuple[float, float, float, float], tuple[float, float, float, float]]:
     """(the band without the constraint, the band with it), each (low, high, cost, share)."""
-    first = read(DATA / f"router-static-{release}.npz")
-    second = read(DATA / f"router-minilm-{release}.npz")
-    meta = json.loads(str(first["meta"]))
-    if meta.get("cascade_mode", "decide") != "decide":
+    first, second, rows, settings = release_band_inputs(release)
+    if settings["mode"] != "decide":
         raise SystemExit(f"{release}: only a band that MiniLM decides in can be kept this way")
-    paths = [CORPUS / name for name in meta["corpus"]]
-    rows = [r for p in paths for r in load_rows(p)]
-    if [str(r["id"]) for r in rows] != [str(i) for i in first["train_ids"]]:
-        raise SystemExit(f"{release}: its corpus files no longer hold its training rows")
-    settings: dict[str, Any] = {
-        "cost_high": float(meta.get("cost_high", 6.0)),
-        "mode": "decide",
-        "max_defer": float(meta.get("max_defer", 0.35)),
-        "weight": ordinary_weights(paths, meta.get("ordinary_weight")),
-    }
     kw = make_keywords(RiskSettings())
-    free = choose_band(unshifted(first), unshifted(second), rows, kw, **settings)
+    free = choose_band(first, second, rows, kw, **settings)
     kept = choose_band(
-        unshifted(first),
-        unshifted(second),
-        rows,
-        kw,
-        **settings,
-        keep=stage_rights(release, load_rows(keep)),
+        first, second, rows, kw, **settings, keep=stage_rights(release, load_rows(keep))
     )
     return free, kept
 

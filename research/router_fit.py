@@ -322,6 +322,8 @@ def choose_band(
     ``keep``: prompts every allowed band must decide right, as (their first-stage probability,
     whether the first stage decides each right, whether the second does) (``band_for_keep.py``:
     the reference suite); ValueError when no band within the cap does."""
+    if keep is not None and mode != "decide":
+        raise ValueError("only a band that the second stage decides in can keep prompts")
     y, high, kw_high, floor = row_flags(rows, keywords)
     costs = row_costs(y, high, cost_high, weight)
     p1, p2 = first["cv_prob"], second["cv_prob"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -40,23 +41,24 @@ def stratum_weights(strata: Sequence[str], shares: Mapping[str, float]) -> np.nd
 ORDINARY_PREFIX = "everyday-"  # the files of ordinary traffic (evals/routing/README.md)
 
 
-def strata_of(paths: Sequence[Path]) -> list[str]:
-    """Each training row's stratum, in the files' order: ``ordinary`` for the rows of
-    ordinary-traffic files (``everyday-*``), ``hard`` for every other file's."""
-    return [
-        "ordinary" if p.name.startswith(ORDINARY_PREFIX) else "hard"
-        for p in paths
-        for _ in load_rows(p)
-    ]
+def rows_and_strata(paths: Sequence[Path]) -> tuple[list[dict[str, Any]], list[str]]:
+    """The files' rows in order, each file read once, and each row's stratum: ``ordinary`` for
+    the rows of ordinary-traffic files (``everyday-*``), ``hard`` for every other file's."""
+    rows: list[dict[str, Any]] = []
+    strata: list[str] = []
+    for path in paths:
+        found = load_rows(path)
+        rows.extend(found)
+        strata += ["ordinary" if path.name.startswith(ORDINARY_PREFIX) else "hard"] * len(found)
+    return rows, strata
 
 
-def ordinary_weights(paths: Sequence[Path], share: float | None) -> np.ndarray | None:
+def ordinary_weights(strata: Sequence[str], share: float | None) -> np.ndarray | None:
     """The rows' weights when ordinary traffic weighs ``share`` of the cost (None: unweighted)."""
     if share is None:
         return None
     if not 0 < share < 1:
         raise ValueError(f"--ordinary-weight must lie strictly between 0 and 1, got {share}")
-    strata = strata_of(paths)
     if len(set(strata)) < 2:
         raise ValueError("--ordinary-weight needs both everyday-* files and others")
     return stratum_weights(strata, {"ordinary": share, "hard": 1 - share})

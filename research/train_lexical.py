@@ -32,9 +32,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "research"))
 
-from loomc.risk.evaluate import load_rows  # noqa: E402
 from loomc.risk.lexical import BUCKETS, MAX_N, MIN_N, LexicalModel, counts  # noqa: E402
-from strata import ordinary_weights  # noqa: E402
+from strata import ordinary_weights, rows_and_strata  # noqa: E402
 
 CORPUS = ROOT / "evals" / "routing"
 
@@ -181,9 +180,9 @@ def main() -> None:
     )
     args = ap.parse_args()
     paths = [CORPUS / f"{n}.jsonl" for n in args.files]
-    rows = [r for p in paths for r in load_rows(p)]
+    rows, strata = rows_and_strata(paths)
     try:
-        weight = ordinary_weights(paths, args.ordinary_weight)
+        weight = ordinary_weights(strata, args.ordinary_weight)
     except ValueError as exc:
         ap.error(str(exc))
     arrays = fit(rows, args.c, args.min_df, weight)

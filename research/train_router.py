@@ -63,7 +63,7 @@ from router_fit import (  # noqa: E402
     unshifted,
 )
 from router_report import HARD_TEST, HARD_TEST_2, RELEASE, report, splice  # noqa: E402
-from strata import ordinary_weights  # noqa: E402
+from strata import ordinary_weights, rows_and_strata  # noqa: E402
 
 __all__ = [  # the fitting's names, re-exported for the tests and loso_router
     "COST_FN_HIGH",
@@ -265,9 +265,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             encoder = MiniLMQ8Lora(args.lora)
         else:
             encoder = MiniLM(TRAIN_DTYPE)
-        rows = load_train(args.train)
+        rows, strata = rows_and_strata(args.train)
         try:
-            weight = ordinary_weights(args.train, args.ordinary_weight)
+            weight = ordinary_weights(strata, args.ordinary_weight)
         except ValueError as exc:
             ap.error(str(exc))
         if args.weigh_fit and weight is None:

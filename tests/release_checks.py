@@ -125,11 +125,11 @@ def assert_static_stage_retrains(prof: Any, files: Sequence[str], signals: Any) 
     meta = meta_of(prof.data_path)
     with np.load(prof.data_path, allow_pickle=False) as z:
         lam = float(z["lambda"])
-    paths = [CORPUS / f"{n}.jsonl" for n in files]
-    rows = tr.load_train(paths)
+    by_stratum = research_script("strata")
+    rows, strata = by_stratum.rows_and_strata([CORPUS / f"{n}.jsonl" for n in files])
     # a file trained at the trainer's defaults (cost 6, no shift, rows alike) records none
     cost_high = float(meta.get("cost_high", tr.COST_FN_HIGH))
-    weight = research_script("strata").ordinary_weights(paths, meta.get("ordinary_weight"))
+    weight = by_stratum.ordinary_weights(strata, meta.get("ordinary_weight"))
     arrays = tr.train(
         rows,
         prof.encoder,

@@ -86,8 +86,21 @@ def test_no_band_that_keeps_a_prompt_both_stages_get_wrong() -> None:
     wrong = np.array([False])
     with pytest.raises(ValueError, match="no band"):
         fit.choose_band(head, head, rows, kw, keep=(np.array([0.5]), wrong, wrong))
+    with pytest.raises(ValueError, match="second stage decides"):  # "or" would not honour it
+        fit.choose_band(head, head, rows, kw, mode="or", keep=(np.array([0.5]), wrong, wrong))
     # right in the second stage only: every allowed band holds it
     lo, hi, _, _ = fit.choose_band(
         head, head, rows, kw, max_defer=1.0, keep=(np.array([0.5]), wrong, np.array([True]))
     )
     assert lo < 0.5 < hi
+
+
+def test_the_band_for_a_cap_reads_a_weighted_releases_weights() -> None:
+    """``band_for_cap.py`` and this script read a release's settings alike
+    (``band_for_cap.release_band_inputs``): at v28's own cap it gives v28's band back, which it
+    can only do by weighing the ordinary rows as v28's meta records."""
+    bc = research_script("band_for_cap")
+    (low, high, _, share), (_, _, _, narrower) = bc.bands("v28", [0.20, 0.10])
+    assert (low, high) == (0.10, 0.40) and share <= 0.20 and narrower <= 0.10
+    _, _, _, settings = bc.release_band_inputs("v28")
+    assert settings["weight"] is not None and settings["max_defer"] == 0.20

@@ -166,24 +166,29 @@ def test_train_router_weighs_the_everyday_files_as_ordinary(tmp_path: Path) -> N
         _write(tmp_path / "everyday-train-1.jsonl", 2),
         _write(tmp_path / "train.jsonl", 2),
     ]
-    assert by_stratum.strata_of(paths) == ["hard"] * 6 + ["ordinary"] * 2 + ["hard"] * 2
-    w = by_stratum.ordinary_weights(paths, 0.5)
+    rows, strata = by_stratum.rows_and_strata(paths)
+    sizes = zip(paths, (6, 2, 2), strict=True)
+    assert [r["id"] for r in rows] == [f"{p.stem}-{i}" for p, n in sizes for i in range(n)]
+    assert strata == ["hard"] * 6 + ["ordinary"] * 2 + ["hard"] * 2
+    w = by_stratum.ordinary_weights(strata, 0.5)
     assert w is not None
     assert w[6:8].sum() == pytest.approx(w[:6].sum() + w[8:].sum())
-    assert by_stratum.ordinary_weights(paths, None) is None
+    assert by_stratum.ordinary_weights(strata, None) is None
 
 
 @pytest.mark.parametrize("share", [0.0, 1.0, 1.5, -0.2])
 def test_an_ordinary_weight_outside_zero_to_one_is_refused(tmp_path: Path, share: float) -> None:
     paths = [_write(tmp_path / "hard-test-9.jsonl", 2), _write(tmp_path / "everyday-x.jsonl", 2)]
+    _, strata = by_stratum.rows_and_strata(paths)
     with pytest.raises(ValueError, match="strictly between 0 and 1"):
-        by_stratum.ordinary_weights(paths, share)
+        by_stratum.ordinary_weights(strata, share)
 
 
 def test_an_ordinary_weight_without_both_kinds_of_file_is_refused(tmp_path: Path) -> None:
     paths = [_write(tmp_path / "hard-test-9.jsonl", 2), _write(tmp_path / "train.jsonl", 2)]
+    _, strata = by_stratum.rows_and_strata(paths)
     with pytest.raises(ValueError, match="needs both"):
-        by_stratum.ordinary_weights(paths, 0.5)
+        by_stratum.ordinary_weights(strata, 0.5)
 
 
 def test_a_row_of_weight_two_is_that_row_twice_in_the_lexical_objective() -> None:
