@@ -42,6 +42,9 @@ def release_band_inputs(
     the file's ``train_ids``) and the settings its meta records (the cost of a missed high
     prompt, the band's mode, its cap, the weighing of ordinary rows), as ``choose_band``'s
     keyword arguments."""
+    files = [DATA / f"router-{stage}-{release}.npz" for stage in ("static", "minilm")]
+    if not all(f.is_file() for f in files):
+        raise SystemExit(f"{release}: not a release with a cascade band here (no {files[0].name})")
     with np.load(DATA / f"router-static-{release}.npz", allow_pickle=False) as z:
         first = {k: z[k] for k in z.files}
     with np.load(DATA / f"router-minilm-{release}.npz", allow_pickle=False) as z:

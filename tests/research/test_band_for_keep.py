@@ -104,3 +104,8 @@ def test_the_band_for_a_cap_reads_a_weighted_releases_weights() -> None:
     assert (low, high) == (0.10, 0.40) and share <= 0.20 and narrower <= 0.10
     _, _, _, settings = bc.release_band_inputs("v28")
     assert settings["weight"] is not None and settings["max_defer"] == 0.20
+
+
+def test_an_unknown_release_is_refused_in_one_line() -> None:
+    with pytest.raises(SystemExit, match="v99: not a release with a cascade band here"):
+        research_script("band_for_cap").release_band_inputs("v99")
