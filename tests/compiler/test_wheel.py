@@ -1,6 +1,9 @@
 """The built wheel works on its own: installed into a fresh venv (runtime dependencies borrowed
 from the running environment, not from the checkout), `loomc check` finds the grammar inside the
-package and proves the reference pipelines from outside the repository.
+package and proves the reference pipelines from outside the repository. It ships the default
+routing release only; the archived releases ship in their own wheel (loomc-releases, built from
+packaging/loomc-releases), and a policy that names one is refused in one line without it and
+served with it.
 
 Building needs the build backend (hatchling) from the package index or pip's find-links, as any
 `pip wheel .` does; the source is copied first so the checkout is never written to.
@@ -49,8 +52,25 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    env_dir = tmp_path_factory.mktemp("venv")
+def archive_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """loomc-releases, built as a user builds it: from a checkout's copy (its hook reads the
+    list of archived files from the checkout's loomc and takes them from loomc/risk/data)."""
+    src = tmp_path_factory.mktemp("archive-src")
+    shutil.copytree(ROOT / "packaging", src / "packaging")
+    shutil.copytree(ROOT / "loomc", src / "loomc", ignore=shutil.ignore_patterns("__pycache__"))
+    dist = tmp_path_factory.mktemp("archive-dist")
+    project = src / "packaging" / "loomc-releases"
+    done = _run(
+        [sys.executable, "-m", "pip", "wheel", str(project), "--no-deps", "-q", "-w", str(dist)],
+        project,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    (found,) = dist.glob("loomc_releases-*.whl")
+    return found
+
+
+def _venv(wheels: list[Path], env_dir: Path) -> Path:
+    """A fresh venv with ``wheels`` installed, the runtime dependencies borrowed (below)."""
     base = getattr(sys, "_base_executable", sys.executable)
     done = _run([base, "-m", "venv", "--without-pip", str(env_dir)], env_dir)
     assert done.returncode == 0, done.stderr
@@ -76,12 +96,17 @@ def venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
             "install",
             "--no-deps",
             "-q",
-            str(wheel),
+            *map(str, wheels),
         ],
         env_dir,
     )
     assert done.returncode == 0, done.stdout + done.stderr
     return env_dir
+
+
+@pytest.fixture(scope="module")
+def venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _venv([wheel], tmp_path_factory.mktemp("venv"))
 
 
 def test_wheel_ships_the_grammar(wheel: Path) -> None:
@@ -149,3 +174,107 @@ def test_installed_wheel_runs_anywhere_and_inits_a_project(
     assert done.returncode == 0 and "0 error(s)" in done.stdout, done.stdout + done.stderr
     done = _run([loomc, "run", "hi"], empty / "proj")
     assert done.returncode == 0 and "packaged" not in done.stderr, done.stderr
+
+
+def test_wheel_ships_the_default_release_and_leaves_the_archived_out(wheel: Path) -> None:
+    import tomllib
+    import zipfile
+
+    from loomc.risk.releases import WHEEL_RELEASES, archived_names, release_files
+
+    names = set(zipfile.ZipFile(wheel).namelist())
+    data = {n.removeprefix("loomc/risk/data/") for n in names if n.startswith("loomc/risk/data/")}
+    needed = {p.name for r in WHEEL_RELEASES for p in release_files(r)}
+    assert needed <= data and not data & set(archived_names())
+    assert {"static-minilm.npz", "minilm-vocab.txt"} <= data  # every release's static stage
+    assert wheel.stat().st_size < 40_000_000  # 29 MB; every release's files made it 130
+    # pyproject's excludes are the code's list, so neither can drift from the other
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    excluded = project["tool"]["hatch"]["build"]["targets"]["wheel"]["exclude"]
+    # (when the default moves, write the list again from loomc.risk.releases.archived_names())
+    assert excluded == [f"/loomc/risk/data/{n}" for n in archived_names()]
+
+
+def test_archive_wheel_holds_every_archived_file_as_the_checkout_has_it(
+    archive_wheel: Path,
+) -> None:
+    import hashlib
+    import tomllib
+    import zipfile
+
+    from loomc.risk.files import DATA
+    from loomc.risk.releases import archived_names
+
+    archive = zipfile.ZipFile(archive_wheel)
+    held = sorted(
+        n.removeprefix("loomc_releases/data/")
+        for n in archive.namelist()
+        if n.startswith("loomc_releases/data/")
+    )
+    assert held == archived_names()
+    for name in held[:3]:  # the bytes are the checkout's (the manifest pins those by hash)
+        digest = hashlib.sha256(archive.read(f"loomc_releases/data/{name}")).hexdigest()
+        assert digest == hashlib.sha256((DATA / name).read_bytes()).hexdigest(), name
+    versions = {
+        tomllib.loads(path.read_text())["project"]["version"]
+        for path in (ROOT / "pyproject.toml", ROOT / "packaging/loomc-releases/pyproject.toml")
+    }
+    assert len(versions) == 1  # released together
+
+
+def _pinning_project(loomc: str, where: Path, release: str) -> Path:
+    done = _run([loomc, "init", "proj"], where)
+    assert done.returncode == 0, done.stderr
+    policy = where / "proj" / "policies" / "default.yaml"
+    text = policy.read_text()
+    assert "  profiler: auto\n" in text
+    policy.write_text(
+        text.replace("  profiler: auto\n", f"  profiler: auto\n  options: {{release: {release}}}\n")
+    )
+    return where / "proj"
+
+
+def test_installed_wheel_refuses_an_archived_release_in_one_line(
+    venv: Path, tmp_path: Path
+) -> None:
+    loomc = str(venv / "bin" / "loomc")
+    project = _pinning_project(loomc, tmp_path, "v22")
+    done = _run([loomc, "check"], project)
+    assert done.returncode == 1, done.stdout + done.stderr
+    said = done.stdout + done.stderr
+    errors = [ln for ln in said.splitlines() if "error[LOOM608]" in ln]
+    assert len(errors) == 1 and "risk.options.release v22 is not in this install" in errors[0]
+    assert errors[0].startswith("policies/default.yaml:57:13:")  # file:line:col
+    assert "router-static-v22.npz" in errors[0] and "pip install loomc-releases" in said
+    assert "Traceback" not in done.stdout + done.stderr
+    # the default release needs nothing more
+    (tmp_path / "d").mkdir()
+    done = _run([loomc, "check"], _pinning_project(loomc, tmp_path / "d", "v27"))
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_with_the_archive_installed_an_archived_release_is_served_from_it(
+    wheel: Path, archive_wheel: Path, tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> None:
+    env = _venv([wheel, archive_wheel], tmp_path_factory.mktemp("venv-archive"))
+    loomc = str(env / "bin" / "loomc")
+    project = _pinning_project(loomc, tmp_path, "v22")
+    done = _run([loomc, "check"], project)
+    assert done.returncode == 0 and "0 error(s)" in done.stdout, done.stdout + done.stderr
+    probe = _run(
+        [
+            str(env / "bin" / "python"),
+            "-c",
+            "import json; from loomc.risk.releases import release_files\n"
+            "print(json.dumps({r: [str(p) for p in release_files(r)] for r in ('v22', 'v27')}))",
+        ],
+        tmp_path,
+    )
+    assert probe.returncode == 0, probe.stderr
+    found = {r: [Path(p) for p in ps] for r, ps in json.loads(probe.stdout).items()}
+    routers, delta = found["v22"][:2], found["v22"][2]  # v22 reads no lexical model
+    assert len(found["v22"]) == 3 and all(p.is_file() and p.is_relative_to(env) for p in routers)
+    assert all(p.parent.parent.name == "loomc_releases" for p in routers)
+    # its delta is the default's too (v27 reads v22's), so loomc's own wheel holds it
+    for path in (delta, *found["v27"]):
+        assert path.parent.parent.name == "risk" and path.is_file() and path.is_relative_to(env)
