@@ -298,12 +298,15 @@ def minilm_missing(folder: Path | None, threads: int, backend: str = "numpy") ->
     return None
 
 
-def lora_delta(release: str, kind: str, folder: Path | None) -> Path | None:
+def lora_delta(
+    release: str, kind: str, folder: Path | None, own: Path | None = None
+) -> Path | None:
     """The LoRA delta a release's MiniLM stage merges (``kind`` ``minilm-q8-lora``), or None.
     With ``folder`` (the installed MiniLM, when the cascade will run) the delta must have been
     trained on that base: a mismatch is refused here, at build, in one line
-    (``loomc.risk.lora.LoraError``), not on the first prompt the band defers."""
-    delta = LORA.get(release) if kind == "minilm-q8-lora" else None
+    (``loomc.risk.lora.LoraError``), not on the first prompt the band defers. ``own``: the
+    delta a file given by ``risk.options.data`` names (``semantic_plan.data_encoder``)."""
+    delta = (own or LORA.get(release)) if kind == "minilm-q8-lora" else None
     if delta is not None and folder is not None:
         from loomc.risk.lora_base import check_base_at_build
 

@@ -133,7 +133,10 @@ def plan_minilm(
     FileNotFoundError when the cascade's second file is not beside the first;
     ``loomc.risk.lora.LoraError`` when the release's delta was trained on another base."""
     dtype, threads = str(opts.get("dtype", "float32")), int(opts.get("threads", 1))
-    kind = "minilm" if opts.get("data") else MINILM_KINDS.get(release, "minilm")
+    if opts.get("data"):
+        kind, own_delta = data_encoder(data_path, head)
+    else:
+        kind, own_delta = MINILM_KINDS.get(release, "minilm"), None
     backend = backend_of(opts, dtype, kind)
     wants = head.encoder == "minilm" or (
         head.cascade is not None and bool(opts.get("cascade", True))
@@ -148,5 +151,51 @@ def plan_minilm(
         second_path = data_path.with_name(head.cascade)
         if not second_path.is_file():
             raise FileNotFoundError(f"No such file: {second_path}")
-    delta = lora_delta(release, kind, second_path and folder)
+    delta = lora_delta(release, kind, second_path and folder, own_delta)
     return MiniLMPlan(kind, dtype, threads, backend, folder, missing, second_path, delta)
+
+
+def data_encoder(data_path: Path, head: Header) -> tuple[str, Path | None]:
+    """(the MiniLM kind, the LoRA delta) a router file given by ``risk.options.data`` was trained
+    on, as its MiniLM stage's meta records them (the file itself, or the cascade's second file).
+
+    Why: a release's kind and delta come from ``loomc.risk.releases``, but a file given by path
+    names its own; serving it with the float MiniLM (as before) fed a head trained on int8,
+    LoRA-tuned embeddings with other embeddings, and gave other probabilities with no word said
+    (v28's files by path: 0.13 where v28 gives 0.54). The delta is looked for beside the file,
+    then among the shipped files, and must be the one the meta names by sha256; ValueError in
+    one line otherwise."""
+    import hashlib
+    import json
+
+    from loomc.risk.files import data_file
+    from loomc.risk.npz import NpzFormatError, read_members
+
+    stage = data_path if head.encoder == "minilm" else None
+    if head.encoder == "static" and head.cascade is not None:
+        stage = data_path.with_name(head.cascade)
+    if stage is None or not stage.is_file():
+        return "minilm", None  # no MiniLM stage, or one plan_minilm reports missing
+    try:  # the meta member only, not the 5 MB of weights beside it
+        meta = json.loads(read_members(stage, ("meta",))["meta"].texts()[0])
+    except NpzFormatError as exc:
+        if "has no member" not in str(exc):
+            raise ValueError(f"risk.options.data: {exc}") from None
+        meta = {}  # a file from before metas: the float MiniLM, as then
+    except (OSError, ValueError) as exc:  # unreadable, or a meta that is not JSON
+        raise ValueError(f"risk.options.data: {stage.name}: {exc}") from None
+    kind = str(meta.get("encoder_kind", "minilm"))
+    if kind not in ("minilm", "minilm-q8", "minilm-q8-lora"):
+        raise ValueError(
+            f"risk.options.data: {stage.name} was trained on an unknown encoder {kind!r}"
+        )
+    if kind != "minilm-q8-lora":
+        return kind, None
+    name, digest = str(meta.get("lora", "")), str(meta.get("lora_sha256", ""))
+    for delta in (stage.with_name(name), data_file(name)):
+        if name and delta.is_file() and hashlib.sha256(delta.read_bytes()).hexdigest() == digest:
+            return kind, delta
+    raise ValueError(
+        f"risk.options.data: {stage.name} was trained over the LoRA delta {name or '?'} "
+        f"(sha256 {digest[:12]}...), which is neither beside it nor shipped with loomc"
+    )
