@@ -61,7 +61,10 @@ def _rewrite_meta(path: Path, **changes: Any) -> None:
 def test_a_release_s_files_by_path_decide_as_the_release_s_minilm_stage() -> None:
     release = _profiler(release="v28", **WHOLE_BAND)
     by_path = _profiler(data=str(DATA / "router-static-v28.npz"), **WHOLE_BAND)
-    assert (by_path.plan.kind, by_path.plan.delta) == ("minilm-q8-lora", DATA / "minilm-lora-v22.npz")
+    assert (by_path.plan.kind, by_path.plan.delta) == (
+        "minilm-q8-lora",
+        DATA / "minilm-lora-v22.npz",
+    )
     assert (by_path.plan.kind, by_path.plan.delta) == (release.plan.kind, release.plan.delta)
     got = [k.probability for k in by_path.profile_many(list(PROMPTS))]
     assert got == [k.probability for k in release.profile_many(list(PROMPTS))]
