@@ -75,6 +75,8 @@ ROUND_OF: dict[str, int] = {
     "everyday-test-7": 66,  # round 42's ordinary traffic, sealed beside hard-test-66 ... -68
     "everyday-train-7": 69,  # training rows of ordinary traffic, written beside hard-test-69 ... -71
     "everyday-train-8": 69,  # training rows of ordinary traffic, written beside hard-test-69 ... -71
+    "everyday-train-9": 69,  # technical users' ordinary traffic, written before round 43 ran
+    "everyday-train-10": 69,  # technical users' ordinary traffic, written before round 43 ran
 }
 
 
