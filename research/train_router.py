@@ -227,6 +227,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="with --ordinary-weight: weigh the rows so in the fit and its calibration too",
     )
+    ap.add_argument(
+        "--embedding-penalty",
+        type=float,
+        nargs="+",
+        metavar="M",
+        help="multiples of the ridge on the sentence embedding's columns; with several, the CV "
+        "log-loss chooses one with lambda (v30: 1 3 10)",
+    )
     ap.add_argument("--release", default=RELEASE, help="recorded in the file's meta")
     ap.add_argument(
         "--signals",
@@ -272,6 +280,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             ap.error(str(exc))
         if args.weigh_fit and weight is None:
             ap.error("--weigh-fit needs --ordinary-weight")
+        penalties = tuple(args.embedding_penalty or (1.0,))
+        if any(not m > 0 for m in penalties) or len(set(penalties)) < len(penalties):
+            ap.error("--embedding-penalty takes distinct multiples above 0")
         source: Any = encoder
         if args.embeddings:
             with np.load(args.embeddings, allow_pickle=False) as z:
@@ -284,7 +295,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             signals=args.signals or False,
             weight=weight,
             fit_weight=weight if args.weigh_fit else None,
+            embedding_penalties=penalties,
         )
+        chosen = arrays.pop("embedding_penalty", None)
         cascade = None
         if isinstance(encoder, StaticEncoder) and args.second.exists():
             with np.load(args.second, allow_pickle=False) as z:
@@ -315,6 +328,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             extra["weigh_fit"] = args.weigh_fit
         if args.signals or args.rules:
             extra.update(signals=args.signals or "none", rules=list(args.rules))
+        if args.embedding_penalty:
+            extra.update(embedding_penalties=list(penalties), embedding_penalty=float(chosen or 1))
         write(
             arrays,
             args.out,

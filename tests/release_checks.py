@@ -119,7 +119,8 @@ def assert_plain_path_reads_the_signal_columns(prof: Any, prompts: Sequence[str]
 
 def assert_static_stage_retrains(prof: Any, files: Sequence[str], signals: Any) -> None:
     """The first stage retrains from `files` to the shipped regulariser and thresholds (after
-    the recorded shift, with the recorded weighing of ordinary rows) on any CPU (see
+    the recorded shift, with the recorded weighing of ordinary rows and embedding penalties) on
+    any CPU (see
     test_semantic's retraining tests for why)."""
     tr = research_script("train_router")
     meta = meta_of(prof.data_path)
@@ -138,7 +139,10 @@ def assert_static_stage_retrains(prof: Any, files: Sequence[str], signals: Any) 
         signals=signals,
         weight=weight,
         fit_weight=weight if meta.get("weigh_fit") else None,
+        embedding_penalties=tuple(meta.get("embedding_penalties", (1.0,))),
     )
+    # the embedding's penalty the CV chose, where the file records a choice (v30 on)
+    assert float(arrays.pop("embedding_penalty", 1.0)) == meta.get("embedding_penalty", 1.0)
     fresh = tr.shift(arrays, float(meta.get("delta", 0.0)))
     assert float(fresh["lambda"]) == lam
     assert (float(fresh["threshold"]), float(fresh["signal_threshold"])) == (
