@@ -29,7 +29,9 @@ and the lexical model retrained on every file to round 39: round 40's candidate,
 in round 40), v27 (v26's recipe with heads on F48, every ordinary row, and the lexical model on every
 file to round 40: round 41's candidate, the default since), v28 (v27's recipe on F50, every
 ordinary row to round 41, the ordinary rows weighing half the fit and the cost, and the lexical
-model on every file to round 41: round 42's candidate),
+model on every file to round 41: round 42's candidate), v30 (v28's recipe on F56, every
+ordinary row to round 42, with the embedding's ridge ten times lambda and the band capped at
+0.15, and the lexical model on every file to round 42: round 43's candidate),
 plus ``keywords`` as the floor.
 v13 was trained on hard-test-10 ... -14 and v18 on hard-test-10 ... -26: their rows on those
 files are training figures.
@@ -132,6 +134,9 @@ ROUTERS: tuple[tuple[str, dict[str, Any]], ...] = (
     # round 42's candidate: v27's recipe on F50, the ordinary rows weighing half the fit and cost
     ("semantic v28 cascade, auto backend", {"release": "v28", "backend": "auto"}),
     ("semantic v28 cascade, numpy", {"release": "v28", "backend": "numpy"}),
+    # round 43's candidate: v28's recipe on F56, the embedding's ridge x10, the band capped at 0.15
+    ("semantic v30 cascade, auto backend", {"release": "v30", "backend": "auto"}),
+    ("semantic v30 cascade, numpy", {"release": "v30", "backend": "numpy"}),
 )
 
 

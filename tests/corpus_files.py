@@ -145,6 +145,14 @@ F48 = (*F47, "everyday-test", "everyday-test-2", "everyday-test-3")
 # v28's heads and index: F48 + round 42's two everyday-train files and round 41's two spent
 # ordinary splits (every ordinary row written to round 41, 1,495), the ordinary rows weighing half
 F50 = (*F48, "everyday-train-5", "everyday-train-6", "everyday-test-4", "everyday-test-5")
+# v30's heads and index: F50 + round 43's four everyday-train files and round 42's two spent
+# ordinary splits (every ordinary row written to round 42, 2,335), the ordinary rows weighing half
+F56 = (
+    *F50,
+    *(f"everyday-train-{i}" for i in range(7, 11)),
+    "everyday-test-6",
+    "everyday-test-7",
+)
 
 
 def bounded_stride(items: Sequence[T], size: int, every: int) -> list[T]:

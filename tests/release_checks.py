@@ -253,12 +253,16 @@ def assert_lora_files_record(
     delta_of: str = "",
     signals: str = "v9",
     ordinary_weight: float | None = None,
+    max_defer: float = 0.2,
+    embedding_penalty: float | None = None,
 ) -> None:
     """The MiniLM stage's file names the LoRA encoder and the delta by name and sha256, and both
     files carry v11's flags (cost 6, delta 0.03, ``decide``, ``signals``' columns, the band cap
-    0.20). ``delta_of``: the release whose delta this one's heads were trained over (v18: v13's);
+    ``max_defer``: 0.20, v30's 0.15). ``delta_of``: the release whose delta this one's heads were trained over (v18: v13's);
     ``signals``: v9's columns, or v10's (v19: and the context block); ``ordinary_weight``: the
-    share of the fit and the cost the everyday rows weigh (v28: a half), None for rows alike."""
+    share of the fit and the cost the everyday rows weigh (v28: a half), None for rows alike;
+    ``embedding_penalty``: the multiple of the ridge on the embedding's columns (v30: 10), None
+    where the file records none."""
     from loomc.risk.releases import LORA, MINILM_KINDS
 
     second = prof.data_path.with_name(prof.router.cascade)
@@ -273,7 +277,8 @@ def assert_lora_files_record(
         assert meta["signals"] == signals
         assert meta.get("ordinary_weight") == ordinary_weight
         assert meta.get("weigh_fit", False) == (ordinary_weight is not None)
-    assert meta_of(prof.data_path)["max_defer"] == 0.2
+        assert meta.get("embedding_penalty") == embedding_penalty
+    assert meta_of(prof.data_path)["max_defer"] == max_defer
 
 
 def assert_delta_records_its_training(prof: Any, release: str, files: Sequence[str]) -> None:

@@ -95,7 +95,12 @@ it still escalates 117 of 200 harmless everyday requests),
 ``v28`` (heads fitted for the traffic's weights: v27's recipe on F50, every ordinary row written
 to round 41, with the ordinary rows weighing half the likelihood, the calibration and the cost
 the thresholds and the band are chosen by, and ``lexical-floor-v28``, the lexical model on every
-file to round 41: round 42's candidate),
+file to round 41: round 42's candidate; 19.7 against v27's 33.8 per 100 prompts there, but 2
+high misses against 0 and one seed prompt wrong, so not the default),
+``v30`` (v28's recipe on F56, every ordinary row written to round 42 and four files of
+ordinary training rows, two of them technical users', with the ridge on the sentence
+embedding's columns ten times lambda, the band capped at 15 % deferred, and
+``lexical-floor-v30``, the lexical model on every file to round 42: round 43's candidate),
 v4 ... v13 and v18 ... v20 each trained on more splits, and each release chosen by leave-one-split-out rules written before its sealed split
 was measured (``evals/routing/README.md``). A classifier whose weights are wider than
 v4's also reads the columns of ``loomc.risk.signals`` (task versus topic, code hazards and, from
@@ -138,6 +143,7 @@ RELEASES = {
     "v26": data_file("router-static-v26.npz"),  # heads on F41 + everyday-train
     "v27": data_file("router-static-v27.npz"),  # heads on F48: every ordinary row
     "v28": data_file("router-static-v28.npz"),  # F50, ordinary rows weighing half
+    "v30": data_file("router-static-v30.npz"),  # F56, the embedding's ridge x10, band cap 0.15
 }
 # The decision rules of ``loomc.risk.signals`` a release applies (chosen by research/loso_router.py).
 RULES: dict[str, tuple[str, ...]] = {
@@ -165,6 +171,7 @@ RULES: dict[str, tuple[str, ...]] = {
     "v26": ("hazard-floor", "people-floor-wide", "lexical-floor-v26"),
     "v27": ("hazard-floor", "people-floor-wide", "lexical-floor-v27"),
     "v28": ("hazard-floor", "people-floor-wide", "lexical-floor-v28"),
+    "v30": ("hazard-floor", "people-floor-wide", "lexical-floor-v30"),
 }
 # The MiniLM a release's second stage was trained on (its file's meta, ``encoder_kind``):
 # ``minilm`` (float, ``loomc.risk.minilm``) unless named here. ``minilm-q8`` is the defined
@@ -191,6 +198,7 @@ MINILM_KINDS: dict[str, str] = {
     "v26": "minilm-q8-lora",
     "v27": "minilm-q8-lora",
     "v28": "minilm-q8-lora",
+    "v30": "minilm-q8-lora",
 }
 INT8_KINDS = ("minilm-q8", "minilm-q8-lora")  # one precision: ``dtype`` does not apply
 LORA: dict[str, Path] = {
@@ -211,6 +219,7 @@ LORA: dict[str, Path] = {
     "v26": data_file("minilm-lora-v22.npz"),
     "v27": data_file("minilm-lora-v22.npz"),
     "v28": data_file("minilm-lora-v22.npz"),
+    "v30": data_file("minilm-lora-v22.npz"),
 }
 # The default's static router ships its train embeddings widened to float32 too, for cold runs
 # (``loomc.risk.emb32.write_copy``; tests/risk/test_emb32.py fails until a new default has one).

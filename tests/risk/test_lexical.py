@@ -102,7 +102,8 @@ def test_the_shipped_model_is_round_39_s_and_reads_its_corpus_as_it_is() -> None
         pytest.param("lexical-floor", marks=pytest.mark.soak),
         pytest.param("lexical-floor-v26", marks=pytest.mark.soak),
         "lexical-floor-v27",
-        "lexical-floor-v28",
+        pytest.param("lexical-floor-v28", marks=pytest.mark.soak),
+        "lexical-floor-v30",
     ],
 )
 def test_retraining_on_its_corpus_gives_the_same_decisions(rule: str) -> None:

@@ -159,6 +159,8 @@ def test_eval_routers_prints_every_router(
         "| semantic v27 cascade, numpy",
         "| semantic v28 cascade, auto backend",
         "| semantic v28 cascade, numpy",
+        "| semantic v30 cascade, auto backend",
+        "| semantic v30 cascade, numpy",
     ]
     for ln in table:
         cells = ln.split(" | ")
