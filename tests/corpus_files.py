@@ -77,6 +77,9 @@ ROUND_OF: dict[str, int] = {
     "everyday-train-8": 69,  # training rows of ordinary traffic, written beside hard-test-69 ... -71
     "everyday-train-9": 69,  # technical users' ordinary traffic, written before round 43 ran
     "everyday-train-10": 69,  # technical users' ordinary traffic, written before round 43 ran
+    "safety-code-test-16": 69,  # sealed beside hard-test-69 ... -71 (round 43)
+    "everyday-test-8": 69,  # round 43's ordinary traffic, sealed beside hard-test-69 ... -71
+    "everyday-test-9": 69,  # round 43's ordinary traffic, sealed beside hard-test-69 ... -71
 }
 
 
