@@ -273,16 +273,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             encoder = MiniLMQ8Lora(args.lora)
         else:
             encoder = MiniLM(TRAIN_DTYPE)
-        rows, strata = rows_and_strata(args.train)
-        try:
+        penalties = tuple(args.embedding_penalty or (1.0,))
+        if any(not m > 0 for m in penalties) or len(set(penalties)) < len(penalties):
+            ap.error("--embedding-penalty takes distinct multiples above 0")
+        try:  # a missing or malformed file, a bad share: one line, before any encoding
+            rows, strata = rows_and_strata(args.train)
             weight = ordinary_weights(strata, args.ordinary_weight)
         except ValueError as exc:
             ap.error(str(exc))
         if args.weigh_fit and weight is None:
             ap.error("--weigh-fit needs --ordinary-weight")
-        penalties = tuple(args.embedding_penalty or (1.0,))
-        if any(not m > 0 for m in penalties) or len(set(penalties)) < len(penalties):
-            ap.error("--embedding-penalty takes distinct multiples above 0")
         source: Any = encoder
         if args.embeddings:
             with np.load(args.embeddings, allow_pickle=False) as z:
