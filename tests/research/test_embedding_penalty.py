@@ -108,42 +108,20 @@ def test_train_chooses_the_multiple_and_lambda_with_the_lowest_cv_log_loss(
     assert np.linalg.norm(forced["weights"][:384]) < np.linalg.norm(plain["weights"][:384]) / 10
 
 
+def _train_router(tmp_path: Path, train: str, *extra: str) -> subprocess.CompletedProcess[str]:
+    argv = [sys.executable, str(ROOT / "research" / "train_router.py"), "--train"]
+    argv += [str(tmp_path / train), "--out", str(tmp_path / "o.npz"), *extra]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+
+
 @pytest.mark.parametrize("multiples", [["0"], ["-1"], ["3", "3"]])
 def test_a_bad_multiple_is_refused_in_one_line(tmp_path: Path, multiples: list[str]) -> None:
-    done = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "research" / "train_router.py"),
-            "--train",
-            str(tmp_path / "x.jsonl"),
-            "--out",
-            str(tmp_path / "o.npz"),
-            "--embedding-penalty",
-            *multiples,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = _train_router(tmp_path, "x.jsonl", "--embedding-penalty", *multiples)
     assert done.returncode == 2 and "distinct multiples above 0" in done.stderr, done.stderr
     assert "Traceback" not in done.stderr and not (tmp_path / "o.npz").exists()
 
 
 def test_a_missing_training_file_is_refused_in_one_line(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "research" / "train_router.py"),
-            "--train",
-            str(tmp_path / "absent.jsonl"),
-            "--out",
-            str(tmp_path / "o.npz"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = _train_router(tmp_path, "absent.jsonl")
     assert done.returncode == 2 and "absent.jsonl: cannot read" in done.stderr, done.stderr
     assert "Traceback" not in done.stderr
