@@ -28,7 +28,8 @@ sys.path.insert(0, str(ROOT / "research"))
 from loomc.policy.models import RiskSettings  # noqa: E402
 from loomc.risk.factory import make_keywords  # noqa: E402
 from loomc.risk.files import DATA  # noqa: E402
-from router_fit import COST_FN_HIGH, MAX_DEFER, choose_band, unshifted  # noqa: E402
+from router_fit import COST_FN_HIGH, MAX_DEFER, choose_band  # noqa: E402
+from router_shift import unshifted  # noqa: E402
 from strata import ordinary_weights, rows_and_strata  # noqa: E402
 
 CORPUS = ROOT / "evals" / "routing"

@@ -1,7 +1,7 @@
 """Fitting and cross-validation of the semantic profiler's classifiers (``train_router.py``'s
 core, shared with ``loso_router.py``): the features of a corpus, the ridge-logistic fit, Platt
 calibration, thresholds and the cascade band chosen by the routing cost on out-of-fold
-probabilities, and the threshold shift of v6/v7.
+probabilities (the threshold shift of v6 and later is ``router_shift``'s).
 
 Deterministic, on any CPU: embeddings come from the numpy encoders (``loomc.risk.minilm`` in
 float64, one prompt at a time; ``loomc.risk.static``, float64 means of the shipped table's rows),
@@ -382,28 +382,3 @@ def choose_band(
     if best is None:
         raise ValueError("no band within the cap decides every prompt to keep right")
     return best
-
-
-def shift(arrays: Mapping[str, np.ndarray], delta: float) -> dict[str, np.ndarray]:
-    """``arrays`` with both thresholds lowered by ``delta`` (semantic-v6: chosen by
-    leave-one-split-out CV so that no held-out file leaves a high prompt unescalated, plus a
-    margin). The thresholds the inner CV chose stay as ``cv_threshold`` and
-    ``cv_signal_threshold``: the cascade band is chosen on those."""
-    out = dict(arrays)
-    out.setdefault("cv_threshold", np.float64(arrays["threshold"]))
-    out.setdefault("cv_signal_threshold", np.float64(arrays["signal_threshold"]))
-    t = max(float(out["cv_threshold"]) - delta, 0.0)
-    out["threshold"] = np.float64(t)
-    out["signal_threshold"] = np.float64(max(float(out["cv_signal_threshold"]) - delta, 0.0))
-    out["medium_threshold"] = np.float64(round(t / 2, 2))
-    out["delta"] = np.float64(delta)
-    return out
-
-
-def unshifted(arrays: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """The thresholds the inner CV chose (``shift`` undone), for choosing a band."""
-    out = dict(arrays)
-    if "cv_threshold" in arrays:
-        out["threshold"] = arrays["cv_threshold"]
-        out["signal_threshold"] = arrays["cv_signal_threshold"]
-    return out

@@ -56,13 +56,12 @@ from router_fit import (  # noqa: E402
     folds_of,
     oof_logits,
     row_flags,
-    shift,
     sigmoid,
     standardise,
     train,
-    unshifted,
 )
 from router_report import HARD_TEST, HARD_TEST_2, RELEASE, report, splice  # noqa: E402
+from router_shift import shift, unshifted  # noqa: E402
 from strata import ordinary_weights, rows_and_strata  # noqa: E402
 
 __all__ = [  # the fitting's names, re-exported for the tests and loso_router
