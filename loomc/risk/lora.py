@@ -28,9 +28,7 @@ v22's files with the lexical floor, v26 and the default, v27, v22's delta under 
 
 from __future__ import annotations
 
-import hashlib
 import json
-import threading
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -39,12 +37,11 @@ import numpy as np
 import numpy.typing as npt
 
 from loomc.risk.base import RiskSettingsError
+from loomc.risk.lora_base import file_sha256 as file_sha256  # the one cached digest
 from loomc.risk.minilm import TensorFile
 from loomc.risk.minilm_q8 import MiniLMQ8, OrtMiniLMQ8
 
 Array = npt.NDArray[Any]
-_HASHES: dict[tuple[Path, int, int], str] = {}
-_HASH_LOCK = threading.Lock()
 
 
 class LoraError(RiskSettingsError):
@@ -55,26 +52,6 @@ class LoraError(RiskSettingsError):
     it was installed (``loomc.risk.lora_base`` trusts pip's record at build), when the encoder
     loads on the first prompt MiniLM decides: ``loomc run`` then refuses before any model call,
     as for any ``LoomcError``."""
-
-
-def file_sha256(path: Path) -> str:
-    """sha256 of ``path``, once per process for a given (path, size, mtime)."""
-    st = path.stat()
-    key = (path.resolve(), st.st_size, st.st_mtime_ns)
-    with _HASH_LOCK:
-        if key not in _HASHES:
-            # One 64 KiB buffer, read into: a fresh 1 MiB bytes per read is above glibc's
-            # 128 KiB mmap threshold, and freeing it raises the threshold for the rest of
-            # the process, so an eval's later blocks up to 1 MiB were carved from the heap
-            # (mem14). Same bytes hashed, same digest.
-            h = hashlib.sha256()
-            buf = bytearray(1 << 16)
-            view = memoryview(buf)
-            with path.open("rb") as fh:
-                while n := fh.readinto(buf):
-                    h.update(view[:n])
-            _HASHES[key] = h.hexdigest()
-        return _HASHES[key]
 
 
 class Delta:

@@ -75,7 +75,7 @@ def _check(key: str, value: Any) -> tuple[bool, str, str]:
     """(ok, what is wrong, hint) for one known option's value."""
     number = isinstance(value, int | float) and not isinstance(value, bool)
     if key == "release":
-        ok, wrong, hint = _words(value, list(RELEASES))  # in release order: v4 ... v28
+        ok, wrong, hint = _words(value, list(RELEASES))  # in release order: v4 ... the newest
         missing = missing_files(value) if ok else []
         if missing:  # an archived release where loomc-releases is not installed
             shown = ", ".join(missing)

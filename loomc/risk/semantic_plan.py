@@ -165,10 +165,10 @@ def data_encoder(data_path: Path, head: Header) -> tuple[str, Path | None]:
     (v28's files by path: 0.13 where v28 gives 0.54). The delta is looked for beside the file,
     then among the shipped files, and must be the one the meta names by sha256; ValueError in
     one line otherwise."""
-    import hashlib
     import json
 
     from loomc.risk.files import data_file
+    from loomc.risk.lora_base import file_sha256
     from loomc.risk.npz import NpzFormatError, read_members
 
     stage = data_path if head.encoder == "minilm" else None
@@ -193,7 +193,7 @@ def data_encoder(data_path: Path, head: Header) -> tuple[str, Path | None]:
         return kind, None
     name, digest = str(meta.get("lora", "")), str(meta.get("lora_sha256", ""))
     for delta in (stage.with_name(name), data_file(name)):
-        if name and delta.is_file() and hashlib.sha256(delta.read_bytes()).hexdigest() == digest:
+        if name and delta.is_file() and file_sha256(delta) == digest:
             return kind, delta
     raise ValueError(
         f"risk.options.data: {stage.name} was trained over the LoRA delta {name or '?'} "
