@@ -217,10 +217,19 @@ class RouterWeights:
 
     @classmethod
     def load(cls, path: Path) -> RouterWeights:
+        """ValueError in one line for a file that is not a router (a damaged download, a file
+        given by ``risk.options.data`` that is something else): numpy's own errors for it
+        (``zipfile.BadZipFile``, a missing member) are neither ValueError nor OSError, so they
+        reached the user as a traceback."""
+        import zipfile
+
         import numpy as np
 
-        with np.load(path, allow_pickle=False) as z:
-            return cls.from_arrays({name: z[name] for name in z.files})
+        try:  # the file opened here, so that numpy failing on it cannot leave it open
+            with path.open("rb") as fh, np.load(fh, allow_pickle=False) as z:
+                return cls.from_arrays({name: z[name] for name in z.files})
+        except (zipfile.BadZipFile, KeyError, EOFError) as exc:
+            raise ValueError(f"{path.name} is not a router file ({exc})") from None
 
     @classmethod
     def from_arrays(cls, z: Mapping[str, Any]) -> RouterWeights:

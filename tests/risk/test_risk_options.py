@@ -132,6 +132,23 @@ def test_a_missing_data_file_is_refused_not_a_quiet_fallback(tmp_path: Any) -> N
     assert option_problems({"data": missing}, files=False) == []
 
 
+@pytest.mark.parametrize("what", ["garbage", "an archive of something else"])
+def test_a_data_file_that_is_not_a_router_is_one_line(tmp_path: Any, what: str) -> None:
+    """A damaged or foreign file given by ``data`` raised numpy's ``BadZipFile`` or a missing
+    member's ``KeyError`` out of ``loomc run`` as a traceback."""
+    np = pytest.importorskip("numpy")
+    path = tmp_path / "router.npz"
+    if what == "garbage":
+        path.write_bytes(b"PK\x03\x04 not a zip")
+    else:
+        np.savez(path, table=np.zeros(3))
+    with pytest.raises(RiskSettingsError) as info:
+        make_profiler(RiskSettings(profiler="semantic", options={"data": str(path)}))
+    message = str(info.value)
+    assert message.startswith("policy risk section: router.npz is not a router file (")
+    assert "\n" not in message
+
+
 @given(
     st.one_of(
         st.text(min_size=1, max_size=8).map(lambda t: t + "\x00"),
