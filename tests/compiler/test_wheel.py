@@ -1,9 +1,9 @@
 """The built wheel works on its own: installed into a fresh venv (runtime dependencies borrowed
 from the running environment, not from the checkout), `loomc check` finds the grammar inside the
 package and proves the reference pipelines from outside the repository. It ships the default
-routing release only; the archived releases ship in their own wheel (loomc-releases, built from
-packaging/loomc-releases), and a policy that names one is refused in one line without it and
-served with it.
+routing release only; the archived releases ship in wheels of their own, one per era
+(loomc-releases-v4, -v22, built from packaging/), and a policy that names one is refused in one
+line, naming its era's archive, without it and served with it.
 
 Building needs the build backend (hatchling) from the package index or pip's find-links, as any
 `pip wheel .` does; the source is copied first so the checkout is never written to.
@@ -52,21 +52,24 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def archive_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """loomc-releases, built as a user builds it: from a checkout's copy (its hook reads the
-    list of archived files from the checkout's loomc and takes them from loomc/risk/data)."""
+def archive_wheels(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Every era's archive (loomc-releases-v4, ...), built as a user builds them: from a
+    checkout's copy (one hook reads each era's list of files from the checkout's loomc and
+    takes them from loomc/risk/data)."""
+    from loomc.risk.files import ARCHIVES, archive_package
+
     src = tmp_path_factory.mktemp("archive-src")
     shutil.copytree(ROOT / "packaging", src / "packaging")
     shutil.copytree(ROOT / "loomc", src / "loomc", ignore=shutil.ignore_patterns("__pycache__"))
     dist = tmp_path_factory.mktemp("archive-dist")
-    project = src / "packaging" / "loomc-releases"
+    projects = [str(src / "packaging" / d) for d in ARCHIVES]
     done = _run(
-        [sys.executable, "-m", "pip", "wheel", str(project), "--no-deps", "-q", "-w", str(dist)],
-        project,
+        [sys.executable, "-m", "pip", "wheel", *projects, "--no-deps", "-q", "-w", str(dist)], src
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    (found,) = dist.glob("loomc_releases-*.whl")
-    return found
+    found = {d: list(dist.glob(f"{archive_package(d)}-*.whl")) for d in ARCHIVES}
+    assert all(len(paths) == 1 for paths in found.values()), found
+    return {d: paths[0] for d, paths in found.items()}
 
 
 def _venv(wheels: list[Path], env_dir: Path) -> Path:
@@ -195,29 +198,38 @@ def test_wheel_ships_the_default_release_and_leaves_the_archived_out(wheel: Path
     assert excluded == [f"/loomc/risk/data/{n}" for n in archived_names()]
 
 
-def test_archive_wheel_holds_every_archived_file_as_the_checkout_has_it(
-    archive_wheel: Path,
+def test_the_archives_hold_every_archived_file_once_as_the_checkout_has_it(
+    archive_wheels: dict[str, Path],
 ) -> None:
     import hashlib
     import tomllib
     import zipfile
 
-    from loomc.risk.files import DATA
+    from loomc.risk.files import DATA, archive_package
     from loomc.risk.releases import archived_names
 
-    archive = zipfile.ZipFile(archive_wheel)
-    held = sorted(
-        n.removeprefix("loomc_releases/data/")
-        for n in archive.namelist()
-        if n.startswith("loomc_releases/data/")
-    )
-    assert held == archived_names()
-    for name in held[:3]:  # the bytes are the checkout's (the manifest pins those by hash)
-        digest = hashlib.sha256(archive.read(f"loomc_releases/data/{name}")).hexdigest()
-        assert digest == hashlib.sha256((DATA / name).read_bytes()).hexdigest(), name
+    held: dict[str, list[str]] = {}
+    for distribution, path in archive_wheels.items():
+        archive = zipfile.ZipFile(path)
+        prefix = f"{archive_package(distribution)}/data/"
+        held[distribution] = sorted(
+            n.removeprefix(prefix) for n in archive.namelist() if n.startswith(prefix)
+        )
+        assert held[distribution] == archived_names(distribution)
+        for name in held[distribution][:2]:  # the checkout's bytes (the manifest pins those)
+            digest = hashlib.sha256(archive.read(prefix + name)).hexdigest()
+            assert digest == hashlib.sha256((DATA / name).read_bytes()).hexdigest(), name
+        # under PyPI's 100 MB file limit, with room: when the newest era nears it, open the
+        # next (loomc.risk.files.ARCHIVES, packaging/README.md)
+        assert path.stat().st_size < 95_000_000, (distribution, path.stat().st_size)
+    everything = [n for names in held.values() for n in names]
+    assert sorted(everything) == archived_names()  # each archived file in exactly one era
+    # the closed era holds v4 ... v21's files; v22's own are in the next
+    assert "router-static-v13.npz" in held["loomc-releases-v4"]
+    assert "router-static-v22.npz" in held["loomc-releases-v22"]
     versions = {
         tomllib.loads(path.read_text())["project"]["version"]
-        for path in (ROOT / "pyproject.toml", ROOT / "packaging/loomc-releases/pyproject.toml")
+        for path in [ROOT / "pyproject.toml", *ROOT.glob("packaging/*/pyproject.toml")]
     }
     assert len(versions) == 1  # released together
 
@@ -245,7 +257,7 @@ def test_installed_wheel_refuses_an_archived_release_in_one_line(
     errors = [ln for ln in said.splitlines() if "error[LOOM608]" in ln]
     assert len(errors) == 1 and "risk.options.release v22 is not in this install" in errors[0]
     assert errors[0].startswith("policies/default.yaml:57:13:")  # file:line:col
-    assert "router-static-v22.npz" in errors[0] and "pip install loomc-releases" in said
+    assert "router-static-v22.npz" in errors[0] and "pip install loomc-releases-v22 " in said
     assert "Traceback" not in done.stdout + done.stderr
     # the default release needs nothing more
     (tmp_path / "d").mkdir()
@@ -253,14 +265,25 @@ def test_installed_wheel_refuses_an_archived_release_in_one_line(
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def test_with_the_archive_installed_an_archived_release_is_served_from_it(
-    wheel: Path, archive_wheel: Path, tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+def test_with_its_eras_archive_installed_an_archived_release_is_served_from_it(
+    wheel: Path,
+    archive_wheels: dict[str, Path],
+    tmp_path_factory: pytest.TempPathFactory,
+    tmp_path: Path,
 ) -> None:
-    env = _venv([wheel, archive_wheel], tmp_path_factory.mktemp("venv-archive"))
+    """Only loomc-releases-v22 installed: v22 is checked and served from it, v13 (the other
+    era's) is still refused, naming the archive that holds it."""
+    newest = archive_wheels["loomc-releases-v22"]
+    env = _venv([wheel, newest], tmp_path_factory.mktemp("venv-archive"))
     loomc = str(env / "bin" / "loomc")
     project = _pinning_project(loomc, tmp_path, "v22")
     done = _run([loomc, "check"], project)
     assert done.returncode == 0 and "0 error(s)" in done.stdout, done.stdout + done.stderr
+    (tmp_path / "old").mkdir()
+    done = _run([loomc, "check"], _pinning_project(loomc, tmp_path / "old", "v13"))
+    said = done.stdout + done.stderr
+    assert done.returncode == 1 and "risk.options.release v13 is not in this install" in said
+    assert "pip install loomc-releases-v4 " in said and "loomc-releases-v22" not in said
     probe = _run(
         [
             str(env / "bin" / "python"),
@@ -274,7 +297,7 @@ def test_with_the_archive_installed_an_archived_release_is_served_from_it(
     found = {r: [Path(p) for p in ps] for r, ps in json.loads(probe.stdout).items()}
     routers, delta = found["v22"][:2], found["v22"][2]  # v22 reads no lexical model
     assert len(found["v22"]) == 3 and all(p.is_file() and p.is_relative_to(env) for p in routers)
-    assert all(p.parent.parent.name == "loomc_releases" for p in routers)
+    assert all(p.parent.parent.name == "loomc_releases_v22" for p in routers)
     # its delta is the default's too (v27 reads v22's), so loomc's own wheel holds it
     for path in (delta, *found["v27"]):
         assert path.parent.parent.name == "risk" and path.is_file() and path.is_relative_to(env)

@@ -1,8 +1,8 @@
 """Which files each release reads, and where an install finds them (``loomc.risk.files.data_file``,
 ``loomc.risk.releases.release_files``).
 
-Why: the loomc wheel ships the default release's files only and the rest ship in loomc-releases
-(packaging/loomc-releases), both lists computed from ``release_files``; a file it forgot would be
+Why: the loomc wheel ships the default release's files only and the rest ship in loomc-releases-v4,
+-v4, -v22 (one per era, packaging/), all lists computed from ``release_files``; a file it forgot would be
 missing from both wheels, and one it named wrongly would be refused as "not in this install" on
 an install that has it. The wheels themselves are built and installed in
 tests/compiler/test_wheel.py.
@@ -72,24 +72,31 @@ def _in_fresh_python(code: str, path: Path) -> str:
 
 
 def test_a_file_loomc_lacks_is_found_in_the_installed_archive(tmp_path: Path) -> None:
-    """An archive package (here a stand-in on the path, as an installed loomc-releases is):
-    a name loomc's folder lacks resolves there, a name both hold resolves to loomc's own, and
-    a name neither holds stays loomc's path (what ``missing_files`` then reports)."""
-    data = tmp_path / "loomc_releases" / "data"
-    data.mkdir(parents=True)
-    (tmp_path / "loomc_releases" / "__init__.py").write_text("")
-    (data / "router-static-v99.npz").write_bytes(b"x")
-    (data / "static-minilm.npz").write_bytes(b"x")
+    """Archive packages (here stand-ins on the path, as installed loomc-releases-v4 and -v22
+    are): a name loomc's folder lacks resolves in the archive that holds it, a name both hold
+    resolves to loomc's own, and a name none holds stays loomc's path (what ``missing_files``
+    then reports)."""
+    folders = {}
+    for package in ("loomc_releases_v4", "loomc_releases_v22"):
+        folders[package] = tmp_path / package / "data"
+        folders[package].mkdir(parents=True)
+        (tmp_path / package / "__init__.py").write_text("")
+        (folders[package] / "static-minilm.npz").write_bytes(b"x")
+    (folders["loomc_releases_v4"] / "router-static-v97.npz").write_bytes(b"x")
+    (folders["loomc_releases_v22"] / "router-static-v99.npz").write_bytes(b"x")
     code = (
         "from loomc.risk.files import data_file\n"
-        "for n in ('router-static-v99.npz', 'static-minilm.npz', 'router-static-v98.npz'):\n"
+        "for n in ('router-static-v97.npz', 'router-static-v99.npz', 'static-minilm.npz',"
+        " 'router-static-v98.npz'):\n"
         "    print(data_file(n))"
     )
-    archived, own, neither = _in_fresh_python(code, tmp_path).splitlines()
-    assert Path(archived) == data / "router-static-v99.npz"
+    older, newer, own, neither = _in_fresh_python(code, tmp_path).splitlines()
+    assert Path(older) == folders["loomc_releases_v4"] / "router-static-v97.npz"
+    assert Path(newer) == folders["loomc_releases_v22"] / "router-static-v99.npz"
     assert Path(own) == DATA / "static-minilm.npz"
     assert Path(neither) == DATA / "router-static-v98.npz"
     # without an archive installed, the same lookup answers loomc's path
-    assert _in_fresh_python(code, tmp_path / "none").splitlines()[0] == str(
-        DATA / "router-static-v99.npz"
-    )
+    assert _in_fresh_python(code, tmp_path / "none").splitlines()[:2] == [
+        str(DATA / "router-static-v97.npz"),
+        str(DATA / "router-static-v99.npz"),
+    ]
