@@ -137,6 +137,9 @@ ROUTERS: tuple[tuple[str, dict[str, Any]], ...] = (
     # round 43's candidate: v28's recipe on F56, the embedding's ridge x10, the band capped at 0.15
     ("semantic v30 cascade, auto backend", {"release": "v30", "backend": "auto"}),
     ("semantic v30 cascade, numpy", {"release": "v30", "backend": "numpy"}),
+    # round 44's candidate: v30's files and rules, v27's cascade too on a prompt of <= 60 characters
+    ("semantic v31 cascade, auto backend", {"release": "v31", "backend": "auto"}),
+    ("semantic v31 cascade, numpy", {"release": "v31", "backend": "numpy"}),
 )
 
 

@@ -80,6 +80,7 @@ ROUND_OF: dict[str, int] = {
     "safety-code-test-16": 69,  # sealed beside hard-test-69 ... -71 (round 43)
     "everyday-test-8": 69,  # round 43's ordinary traffic, sealed beside hard-test-69 ... -71
     "everyday-test-9": 69,  # round 43's ordinary traffic, sealed beside hard-test-69 ... -71
+    "short-question-test": 72,  # a diagnostic set of short questions, sealed after round 43 ran
 }
 
 

@@ -44,12 +44,19 @@ def make_profiler(settings: RiskSettings, *, minilm: MiniLMFinder | None = None)
     keywords = make_keywords(settings)
     if settings.profiler in ("semantic", "auto"):
         try:  # it checks ``risk.options`` first (``loomc.risk.options``), even on a light install
+            from loomc.risk.releases import SECOND_OPINION, release_of
             from loomc.risk.semantic import SemanticProfiler
 
+            cls: type[SemanticProfiler] = SemanticProfiler
+            opts = settings.options
+            if release_of(opts) in SECOND_OPINION and not opts.get("data"):
+                from loomc.risk.second_opinion import SecondOpinionProfiler
+
+                cls = SecondOpinionProfiler  # a release that asks another about short prompts
             if minilm is None:
-                profiler: RiskProfiler = SemanticProfiler(settings, keywords)
+                profiler: RiskProfiler = cls(settings, keywords)
             else:
-                profiler = SemanticProfiler(settings, keywords, minilm=minilm)
+                profiler = cls(settings, keywords, minilm=minilm)
         except RiskSettingsError:
             raise
         except ValueError as exc:  # a risk.options value the profiler cannot take

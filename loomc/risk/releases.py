@@ -100,7 +100,12 @@ high misses against 0 and one seed prompt wrong, so not the default),
 ``v30`` (v28's recipe on F56, every ordinary row written to round 42 and four files of
 ordinary training rows, two of them technical users', with the ridge on the sentence
 embedding's columns ten times lambda, the band capped at 15 % deferred, and
-``lexical-floor-v30``, the lexical model on every file to round 42: round 43's candidate),
+``lexical-floor-v30``, the lexical model on every file to round 42: round 43's candidate;
+it cost 11.8 less than v27 per 100 prompts there but missed 4 high prompts against 2),
+``v31`` (v30's files and rules, and on a prompt of at most 60 characters v27's cascade too,
+escalating when either does, ``SECOND_OPINION``, ``loomc.risk.second_opinion``: v30's heads
+miss short high questions v27 catches, 10 of 80 against 2 on the diagnostic
+short-question-test; round 44's candidate),
 v4 ... v13 and v18 ... v20 each trained on more splits, and each release chosen by leave-one-split-out rules written before its sealed split
 was measured (``evals/routing/README.md``). A classifier whose weights are wider than
 v4's also reads the columns of ``loomc.risk.signals`` (task versus topic, code hazards and, from
@@ -144,6 +149,7 @@ RELEASES = {
     "v27": data_file("router-static-v27.npz"),  # heads on F48: every ordinary row
     "v28": data_file("router-static-v28.npz"),  # F50, ordinary rows weighing half
     "v30": data_file("router-static-v30.npz"),  # F56, the embedding's ridge x10, band cap 0.15
+    "v31": data_file("router-static-v30.npz"),  # v30's files, v27 asked on short prompts
 }
 # The decision rules of ``loomc.risk.signals`` a release applies (chosen by research/loso_router.py).
 RULES: dict[str, tuple[str, ...]] = {
@@ -172,6 +178,7 @@ RULES: dict[str, tuple[str, ...]] = {
     "v27": ("hazard-floor", "people-floor-wide", "lexical-floor-v27"),
     "v28": ("hazard-floor", "people-floor-wide", "lexical-floor-v28"),
     "v30": ("hazard-floor", "people-floor-wide", "lexical-floor-v30"),
+    "v31": ("hazard-floor", "people-floor-wide", "lexical-floor-v30"),
 }
 # The MiniLM a release's second stage was trained on (its file's meta, ``encoder_kind``):
 # ``minilm`` (float, ``loomc.risk.minilm``) unless named here. ``minilm-q8`` is the defined
@@ -199,6 +206,7 @@ MINILM_KINDS: dict[str, str] = {
     "v27": "minilm-q8-lora",
     "v28": "minilm-q8-lora",
     "v30": "minilm-q8-lora",
+    "v31": "minilm-q8-lora",
 }
 INT8_KINDS = ("minilm-q8", "minilm-q8-lora")  # one precision: ``dtype`` does not apply
 LORA: dict[str, Path] = {
@@ -220,7 +228,12 @@ LORA: dict[str, Path] = {
     "v27": data_file("minilm-lora-v22.npz"),
     "v28": data_file("minilm-lora-v22.npz"),
     "v30": data_file("minilm-lora-v22.npz"),
+    "v31": data_file("minilm-lora-v22.npz"),
 }
+# A release that asks another about short prompts (``loomc.risk.second_opinion``): on a prompt of
+# at most that many characters (stripped), it escalates when either release does. v31: v30's
+# heads rank short questions badly (short-question-test: 10 of 80 high ones missed, v27 2).
+SECOND_OPINION: dict[str, tuple[str, int]] = {"v31": ("v27", 60)}
 # The default's static router ships its train embeddings widened to float32 too, for cold runs
 # (``loomc.risk.emb32.write_copy``; tests/risk/test_emb32.py fails until a new default has one).
 DEFAULT_RELEASE = "v27"  # the one line that makes another release the default
@@ -236,13 +249,16 @@ WHEEL_RELEASES = (DEFAULT_RELEASE,)
 
 def release_files(release: str) -> tuple[Path, ...]:
     """Every file serving ``release`` reads: its two routers, its LoRA delta and the models of
-    its lexical floors, where an install has them (``data_file``)."""
+    its lexical floors, and those of the release it asks for a second opinion, where an install
+    has them (``data_file``)."""
     from loomc.risk.lexical import MODELS
 
     first = RELEASES[release]
     found = [first, first.with_name(first.name.replace("router-static", "router-minilm"))]
     found += [LORA[release]] if release in LORA else []
     found += [MODELS[rule] for rule in RULES[release] if rule in MODELS]
+    if release in SECOND_OPINION:  # the release it asks about short prompts
+        found += [p for p in release_files(SECOND_OPINION[release][0]) if p not in found]
     return tuple(found)
 
 

@@ -25,6 +25,7 @@ from loomc.risk.releases import (
     LORA,
     RELEASES,
     RULES,
+    SECOND_OPINION,
     WHEEL_RELEASES,
     archived_names,
     missing_files,
@@ -44,7 +45,11 @@ def test_a_release_reads_exactly_the_files_it_names(release: str) -> None:
     # the MiniLM stage the static file defers to is the one release_files names
     assert not cascades or meta.get("cascade") == second.name
     lexical = [MODELS[rule] for rule in RULES[release] if rule in MODELS]
-    assert rest == ([LORA[release]] if release in LORA else []) + lexical
+    own = ([LORA[release]] if release in LORA else []) + lexical
+    assert rest[: len(own)] == own
+    # a release that asks another about short prompts reads that one's files too, once each
+    asked = release_files(SECOND_OPINION[release][0]) if release in SECOND_OPINION else ()
+    assert rest[len(own) :] == [p for p in asked if p not in (first, second, *own)]
 
 
 def test_every_shipped_file_is_a_releases_or_the_static_stages() -> None:

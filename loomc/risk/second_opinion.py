@@ -1,0 +1,77 @@
+"""A release that asks a second release about short prompts (``releases.SECOND_OPINION``).
+
+Why: the heads fitted for ordinary traffic's weights (v28, v30) halve the harmless everyday
+requests escalated, but rank short questions badly: on the diagnostic short-question-test (160
+prompts of at most 60 characters) v30 missed 10 of the 80 high ones and v27 2, while v30 spared
+only 5 of the 80 harmless ones v27 escalated (evals/routing/README.md). Short prompts are a
+small share of ordinary traffic, so asking v27 about them, and escalating when either release
+does, buys back v27's recall where v30 loses it for a little of v27's cost.
+
+The second release is a ``SemanticProfiler`` of its own (its files, thresholds, band and rules)
+built with the same options but ``release``; both share the process's encoders (the same
+LoRA delta), so the second costs its router files, not another MiniLM. Its profile replaces
+this one's only when it escalates and this one does not, with a first reason saying so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from loomc.policy.models import RiskSettings
+from loomc.risk.base import RiskProfile
+from loomc.risk.bounded import bounded
+from loomc.risk.evaluate import escalates
+from loomc.risk.files import installed_dir
+from loomc.risk.keywords import KeywordProfiler
+from loomc.risk.releases import SECOND_OPINION
+from loomc.risk.semantic import SemanticProfiler
+
+
+class SecondOpinionProfiler(SemanticProfiler):
+    """A release's profiler that also asks ``SECOND_OPINION``'s release about short prompts."""
+
+    def __init__(
+        self,
+        settings: RiskSettings,
+        keywords: KeywordProfiler,
+        *,
+        minilm: Callable[[], Path | None] = installed_dir,
+    ) -> None:
+        super().__init__(settings, keywords, minilm=minilm)
+        other, self.max_chars = SECOND_OPINION[self.release]
+        options = {**settings.options, "release": other}
+        self.opinion = SemanticProfiler(
+            settings.model_copy(update={"options": options}), keywords, minilm=minilm
+        )
+
+    def profile_many(
+        self, prompts: Sequence[str], pipeline_hints: Iterable[str | None] | None = None
+    ) -> list[RiskProfile]:
+        prompts = list(prompts)
+        hints = list(pipeline_hints) if pipeline_hints is not None else [None] * len(prompts)
+        mine = super().profile_many(prompts, hints)
+        shown = [bounded(p) for p in prompts]  # what both releases read
+        asked = [
+            i
+            for i, (text, risk) in enumerate(zip(shown, mine, strict=True))
+            if len(text.strip()) <= self.max_chars and not escalates(risk, text)
+        ]
+        if asked:
+            theirs = self.opinion.profile_many(
+                [prompts[i] for i in asked], [hints[i] for i in asked]
+            )
+            for i, risk in zip(asked, theirs, strict=True):
+                if escalates(risk, shown[i]):
+                    note = (
+                        f"short prompt ({len(shown[i].strip())} characters <= {self.max_chars}): "
+                        f"release {self.opinion.release} escalates it, {self.release} alone would not"
+                    )
+                    mine[i] = replace(risk, reasons=(note, *risk.reasons))
+        return mine
+
+    def load(self) -> None:
+        """Read every weight both releases may need."""
+        super().load()
+        self.opinion.load()
