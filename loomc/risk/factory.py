@@ -111,6 +111,13 @@ def describe(settings: RiskSettings, *, minilm: MiniLMFinder | None = None) -> t
         else:  # a release may serve another's files (v14, v15: v13's, each with one more rule)
             rules = ", ".join(getattr(profiler, "rules", ())) or "none"
             which = f"release {getattr(profiler, 'release', '?')}, rules: {rules}"
+            opinion = getattr(profiler, "opinion", None)  # loomc.risk.second_opinion
+            if opinion is not None:
+                which += (
+                    f"; on a prompt of at most {profiler.max_chars} characters it asks "  # type: ignore[attr-defined]
+                    f"release {opinion.release} too ({opinion.data_path.name}, band "
+                    f"({opinion.band[0]:.2f}, {opinion.band[1]:.2f})) and escalates when either does"
+                )
         return True, f"semantic ({asked}; {weights}, {how}; {which})"
     fallback = getattr(profiler, "fallback", None)
     if fallback:

@@ -116,3 +116,17 @@ def test_the_bound_is_the_stripped_prompts_length(three: dict[str, Any]) -> None
     assert escalates(three["v31"].profile("   " + short + "   "), short)
     assert escalates(three["v31"].profile(short), short)
     assert not escalates(three["v31"].profile(long), long)
+
+
+def test_the_doctor_names_the_second_opinion() -> None:
+    from loomc.risk.factory import describe
+
+    need_semantic_extra()
+    ok, line = describe(RiskSettings(profiler="auto", options={"release": "v31"}))
+    assert ok and "release v31, rules: hazard-floor, people-floor-wide, lexical-floor-v30" in line
+    assert line.endswith(
+        "on a prompt of at most 60 characters it asks release v27 too (router-static-v27.npz,"
+        " band (0.08, 0.43)) and escalates when either does)"
+    )
+    ok, line = describe(RiskSettings(profiler="auto", options={"release": "v30"}))
+    assert ok and "asks release" not in line
