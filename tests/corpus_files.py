@@ -81,6 +81,9 @@ ROUND_OF: dict[str, int] = {
     "everyday-test-8": 69,  # round 43's ordinary traffic, sealed beside hard-test-69 ... -71
     "everyday-test-9": 69,  # round 43's ordinary traffic, sealed beside hard-test-69 ... -71
     "short-question-test": 72,  # a diagnostic set of short questions, sealed after round 43 ran
+    "safety-code-test-17": 72,  # sealed beside hard-test-72 ... -74 (round 44)
+    "everyday-test-10": 72,  # round 44's ordinary traffic, sealed beside hard-test-72 ... -74
+    "everyday-test-11": 72,  # round 44's ordinary traffic, sealed beside hard-test-72 ... -74
 }
 
 
