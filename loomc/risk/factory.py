@@ -113,9 +113,12 @@ def describe(settings: RiskSettings, *, minilm: MiniLMFinder | None = None) -> t
             which = f"release {getattr(profiler, 'release', '?')}, rules: {rules}"
             opinion = getattr(profiler, "opinion", None)  # loomc.risk.second_opinion
             if opinion is not None:
+                asking = profiler.asking  # type: ignore[attr-defined]
+                which += f"; on a prompt of at most {asking.max_chars} characters"
+                if asking.max_other:
+                    which += f" (or {asking.max_other} not in English)"
                 which += (
-                    f"; on a prompt of at most {profiler.max_chars} characters it asks "  # type: ignore[attr-defined]
-                    f"release {opinion.release} too ({opinion.data_path.name}, band "
+                    f" it asks release {opinion.release} too ({opinion.data_path.name}, band "
                     f"({opinion.band[0]:.2f}, {opinion.band[1]:.2f})) and escalates when either does"
                 )
         return True, f"semantic ({asked}; {weights}, {how}; {which})"

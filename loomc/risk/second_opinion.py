@@ -1,11 +1,15 @@
-"""A release that asks a second release about short prompts (``releases.SECOND_OPINION``).
+"""A release that asks a second release about short prompts, and about prompts in other
+languages (``releases.SECOND_OPINION``).
 
 Why: the heads fitted for ordinary traffic's weights (v28, v30) halve the harmless everyday
 requests escalated, but rank short questions badly: on the diagnostic short-question-test (160
 prompts of at most 60 characters) v30 missed 10 of the 80 high ones and v27 2, while v30 spared
 only 5 of the 80 harmless ones v27 escalated (evals/routing/README.md). Short prompts are a
 small share of ordinary traffic, so asking v27 about them, and escalating when either release
-does, buys back v27's recall where v30 loses it for a little of v27's cost.
+does, buys back v27's recall where v30 loses it for a little of v27's cost (v31). v32 asks
+about prompts of at most 160 characters that do not read as English too
+(``loomc.risk.language``): the one high prompt v31 missed in round 44 and v30 in round 43
+that v27 caught was each a casual Spanish message of 118-141 characters.
 
 The second release is a ``SemanticProfiler`` of its own (its files, thresholds, band and rules)
 built with the same options but ``release``; both share the process's encoders (the same
@@ -40,8 +44,9 @@ class SecondOpinionProfiler(SemanticProfiler):
         minilm: Callable[[], Path | None] = installed_dir,
     ) -> None:
         super().__init__(settings, keywords, minilm=minilm)
-        other, self.max_chars = SECOND_OPINION[self.release]
-        options = {**settings.options, "release": other}
+        self.asking = asking = SECOND_OPINION[self.release]
+        self.max_chars = asking.max_chars
+        options = {**settings.options, "release": asking.release}
         self.opinion = SemanticProfiler(
             settings.model_copy(update={"options": options}), keywords, minilm=minilm
         )
@@ -56,7 +61,7 @@ class SecondOpinionProfiler(SemanticProfiler):
         asked = [
             i
             for i, (text, risk) in enumerate(zip(shown, mine, strict=True))
-            if len(text.strip()) <= self.max_chars and not escalates(risk, text)
+            if self.asking.asks(text) and not escalates(risk, text)
         ]
         if asked:
             theirs = self.opinion.profile_many(
@@ -65,11 +70,17 @@ class SecondOpinionProfiler(SemanticProfiler):
             for i, risk in zip(asked, theirs, strict=True):
                 if escalates(risk, shown[i]):
                     note = (
-                        f"short prompt ({len(shown[i].strip())} characters <= {self.max_chars}): "
-                        f"release {self.opinion.release} escalates it, {self.release} alone would not"
+                        f"{self._which(shown[i])}: release {self.opinion.release} escalates it, "
+                        f"{self.release} alone would not"
                     )
                     mine[i] = replace(risk, reasons=(note, *risk.reasons))
         return mine
+
+    def _which(self, text: str) -> str:
+        size = len(text.strip())
+        if size <= self.asking.max_chars:
+            return f"short prompt ({size} characters <= {self.asking.max_chars})"
+        return f"not English ({size} characters <= {self.asking.max_other})"
 
     def load(self) -> None:
         """Read every weight both releases may need."""

@@ -48,7 +48,7 @@ def test_a_release_reads_exactly_the_files_it_names(release: str) -> None:
     own = ([LORA[release]] if release in LORA else []) + lexical
     assert rest[: len(own)] == own
     # a release that asks another about short prompts reads that one's files too, once each
-    asked = release_files(SECOND_OPINION[release][0]) if release in SECOND_OPINION else ()
+    asked = release_files(SECOND_OPINION[release].release) if release in SECOND_OPINION else ()
     assert rest[len(own) :] == [p for p in asked if p not in (first, second, *own)]
 
 

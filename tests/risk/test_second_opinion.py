@@ -1,6 +1,8 @@
-"""semantic-v31, round 44's candidate (evals/routing/README.md, "v31, v27 asked about short
+"""semantic-v31 and -v32, rounds 44 and 45's candidates (evals/routing/README.md, "v31, v27 asked about short
 prompts"): v30's files and rules, and on a prompt of at most 60 characters (stripped) v27's
-whole cascade too, escalating when either release does (``loomc.risk.second_opinion``).
+whole cascade too, escalating when either release does (``loomc.risk.second_opinion``); v32
+also on a prompt of at most 160 characters that does not read as English
+(``loomc.risk.language``).
 
 Why: v30's heads rank short questions badly: on the diagnostic short-question-test v30 missed
 10 of 80 high short prompts and v27 2. Pinned here: the decision is exactly "v30 escalates, or
@@ -23,7 +25,7 @@ from release_checks import need_semantic_extra, release_profiler
 from loomc.policy.models import RiskSettings
 from loomc.risk.evaluate import escalates
 from loomc.risk.factory import make_profiler
-from loomc.risk.releases import RELEASES, RULES, SECOND_OPINION, release_files
+from loomc.risk.releases import RELEASES, RULES, SECOND_OPINION, SecondOpinion, release_files
 from loomc.risk.second_opinion import SecondOpinionProfiler
 from loomc.risk.semantic import SemanticProfiler
 
@@ -33,15 +35,19 @@ ROUTING = Path(__file__).resolve().parents[2] / "evals" / "routing"
 @pytest.fixture(scope="module")
 def three() -> dict[str, Any]:
     need_semantic_extra()
-    return {r: release_profiler(r) for r in ("v27", "v30", "v31")}
+    return {r: release_profiler(r) for r in ("v27", "v30", "v31", "v32")}
 
 
 def _prompts() -> list[str]:
-    """Real prompts of both lengths: every short-question-test row (spent: measured once) and
-    the first 40 rows of round 43's ordinary split everyday-test-8 (spent)."""
+    """Real prompts of both lengths and four languages: every short-question-test row (spent:
+    measured once), the first 40 rows of round 43's ordinary split everyday-test-8 and the
+    last 40 of round 44's everyday-test-11 (both spent)."""
     rows = [json.loads(x) for x in (ROUTING / "short-question-test.jsonl").read_text().splitlines()]
     rows += [json.loads(x) for x in (ROUTING / "everyday-test-8.jsonl").read_text().splitlines()][
         :40
+    ]
+    rows += [json.loads(x) for x in (ROUTING / "everyday-test-11.jsonl").read_text().splitlines()][
+        -40:
     ]
     return [str(r["prompt"]) for r in rows]
 
@@ -50,11 +56,13 @@ PROMPTS = _prompts()
 
 
 def test_v31_is_v30s_files_and_rules_asking_v27() -> None:
-    assert SECOND_OPINION["v31"] == ("v27", 60)
-    assert RELEASES["v31"] == RELEASES["v30"] and RULES["v31"] == RULES["v30"]
-    # an install that serves v31 holds v27's files as well (the wheel and archives read this)
-    assert set(release_files("v27")) <= set(release_files("v31"))
-    assert set(release_files("v30")) <= set(release_files("v31"))
+    assert SECOND_OPINION["v31"] == SecondOpinion("v27", 60)
+    assert SECOND_OPINION["v32"] == SecondOpinion("v27", 60, 160)
+    for release in ("v31", "v32"):
+        assert RELEASES[release] == RELEASES["v30"] and RULES[release] == RULES["v30"]
+        # an install that serves it holds v27's files as well (the wheel and archives read this)
+        assert set(release_files("v27")) <= set(release_files(release))
+        assert set(release_files("v30")) <= set(release_files(release))
 
 
 def test_the_profiler_is_v30s_with_v27s_beside_it(three: dict[str, Any]) -> None:
@@ -75,33 +83,61 @@ def test_a_file_given_by_data_gets_no_second_opinion() -> None:
     assert type(make_profiler(settings)) is SemanticProfiler
 
 
+@pytest.mark.parametrize("release", ["v31", "v32"])
 @settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(
     picked=st.lists(st.sampled_from(PROMPTS), min_size=1, max_size=4),
     pad=st.sampled_from(["", "  ", "\n", " \t "]),
 )
-def test_v31_escalates_when_v30_does_or_a_short_prompt_v27_does(
-    three: dict[str, Any], picked: list[str], pad: str
+def test_it_escalates_when_v30_does_or_an_asked_prompt_v27_does(
+    three: dict[str, Any], release: str, picked: list[str], pad: str
 ) -> None:
+    asking = SECOND_OPINION[release]
     prompts = [pad + p + pad for p in picked]
-    v27, v30, v31 = (three[r].profile_many(prompts) for r in ("v27", "v30", "v31"))
-    for text, a, b, c in zip(prompts, v27, v30, v31, strict=True):
-        short = len(text.strip()) <= 60
-        want = escalates(b, text) or (short and escalates(a, text))
+    v27, v30, ours = (three[r].profile_many(prompts) for r in ("v27", "v30", release))
+    for text, a, b, c in zip(prompts, v27, v30, ours, strict=True):
+        asked = asking.asks(text)
+        want = escalates(b, text) or (asked and escalates(a, text))
         assert escalates(c, text) == want, text
         if escalates(b, text) or not want:
             assert c == b  # v30's own profile, untouched
         else:  # v27's, saying why first
-            assert c.reasons[0].startswith(f"short prompt ({len(text.strip())} characters <= 60)")
+            size = len(text.strip())
+            why = f"short prompt ({size} characters <= 60)"
+            if size > 60:
+                why = f"not English ({size} characters <= {asking.max_other})"
+            assert c.reasons[0].startswith(why + ": release v27 escalates it")
             assert c.reasons[1:] == a.reasons and c.level == a.level
-    # one at a time decides as the batch does (the probability to float rounding: a batch's
-    # matrix product may differ from one row's in the last bit)
-    for text, c in zip(prompts, v31, strict=True):
-        one = three["v31"].profile(text)
-        assert (one.level, one.reasons) == (c.level, c.reasons)
+    # one at a time decides as the batch does and says why alike (to float rounding: a batch's
+    # matrix product may differ from one row's in the last bit, which may reorder neighbours
+    # tied to two decimals in the explanation, so only the first reason is compared)
+    for text, c in zip(prompts, ours, strict=True):
+        one = three[release].profile(text)
+        assert (one.level, one.reasons[0]) == (c.level, c.reasons[0])
         assert one.probability == pytest.approx(c.probability, abs=1e-9)
+
+
+def test_v32_asks_about_a_casual_spanish_prompt_v31_does_not(three: dict[str, Any]) -> None:
+    """Round 44's one high prompt v31 missed and v27 caught (hard-test-74, spent): 141
+    characters of Spanish. v32 asks v27 about it; an English prompt of 63 characters it does
+    not ask about, nor a Spanish one over 160."""
+    fiesta = (
+        "en la barra de la verbena los chavales de 14 años nos piden calimocho y como es fiesta"
+        " se lo ponemos. qué canciones pongo a partir de las 12?"
+    )
+    assert len(fiesta) == 141
+    assert escalates(three["v27"].profile(fiesta), fiesta)
+    assert not escalates(three["v31"].profile(fiesta), fiesta)
+    got = three["v32"].profile(fiesta)
+    assert escalates(got, fiesta)
+    assert got.reasons[0] == (
+        "not English (141 characters <= 160): release v27 escalates it, v32 alone would not"
+    )
+    asking = SECOND_OPINION["v32"]
+    assert not asking.asks("going away for 2 weeks how do i keep my sourdough starter alive")
+    assert not asking.asks(fiesta + " y luego a casa, que mañana hay que madrugar otra vez")
 
 
 def test_the_bound_is_the_stripped_prompts_length(three: dict[str, Any]) -> None:
@@ -128,5 +164,7 @@ def test_the_doctor_names_the_second_opinion() -> None:
         "on a prompt of at most 60 characters it asks release v27 too (router-static-v27.npz,"
         " band (0.08, 0.43)) and escalates when either does)"
     )
+    ok, line = describe(RiskSettings(profiler="auto", options={"release": "v32"}))
+    assert ok and "on a prompt of at most 60 characters (or 160 not in English) it asks" in line
     ok, line = describe(RiskSettings(profiler="auto", options={"release": "v30"}))
     assert ok and "asks release" not in line
