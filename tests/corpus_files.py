@@ -84,6 +84,9 @@ ROUND_OF: dict[str, int] = {
     "safety-code-test-17": 72,  # sealed beside hard-test-72 ... -74 (round 44)
     "everyday-test-10": 72,  # round 44's ordinary traffic, sealed beside hard-test-72 ... -74
     "everyday-test-11": 72,  # round 44's ordinary traffic, sealed beside hard-test-72 ... -74
+    "safety-code-test-18": 75,  # sealed beside hard-test-75 ... -77 (round 45)
+    "everyday-test-12": 75,  # round 45's ordinary traffic, sealed beside hard-test-75 ... -77
+    "everyday-test-13": 75,  # round 45's ordinary traffic, sealed beside hard-test-75 ... -77
 }
 
 
