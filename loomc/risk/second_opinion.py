@@ -29,6 +29,7 @@ from loomc.risk.bounded import bounded
 from loomc.risk.evaluate import escalates
 from loomc.risk.files import installed_dir
 from loomc.risk.keywords import KeywordProfiler
+from loomc.risk.memo import one_pass
 from loomc.risk.releases import SECOND_OPINION
 from loomc.risk.semantic import SemanticProfiler
 
@@ -50,12 +51,21 @@ class SecondOpinionProfiler(SemanticProfiler):
         self.opinion = SemanticProfiler(
             settings.model_copy(update={"options": options}), keywords, minilm=minilm
         )
+        # One cache of embeddings for both: it is kept per encoder, and both releases' encoders
+        # are the process's shared ones, so a prompt each release embeds is embedded once.
+        self.opinion._embeddings = self._embeddings
 
     def profile_many(
         self, prompts: Sequence[str], pipeline_hints: Iterable[str | None] | None = None
     ) -> list[RiskProfile]:
         prompts = list(prompts)
-        hints = list(pipeline_hints) if pipeline_hints is not None else [None] * len(prompts)
+        hints: list[str | None] = (
+            list(pipeline_hints) if pipeline_hints is not None else [None] * len(prompts)
+        )
+        with one_pass():  # the second release reads the facts the first found (keywords, cues)
+            return self._both(prompts, hints)
+
+    def _both(self, prompts: list[str], hints: list[str | None]) -> list[RiskProfile]:
         mine = super().profile_many(prompts, hints)
         shown = [bounded(p) for p in prompts]  # what both releases read
         asked = [
