@@ -6,10 +6,11 @@ requests escalated, but rank short questions badly: on the diagnostic short-ques
 prompts of at most 60 characters) v30 missed 10 of the 80 high ones and v27 2, while v30 spared
 only 5 of the 80 harmless ones v27 escalated (evals/routing/README.md). Short prompts are a
 small share of ordinary traffic, so asking v27 about them, and escalating when either release
-does, buys back v27's recall where v30 loses it for a little of v27's cost (v31). v32 asks
-about prompts of at most 160 characters that do not read as English too
-(``loomc.risk.language``): the one high prompt v31 missed in round 44 and v30 in round 43
-that v27 caught was each a casual Spanish message of 118-141 characters.
+does, buys back v27's recall where v30 loses it for a little of v27's cost (v31). A release may
+also be asked about prompts up to a longer bound that do not read as English
+(``SecondOpinion.max_other``, ``loomc.risk.language``): v32 did so up to 160 characters, and
+failed its latency gate before round 45 (two releases' static stages on a quarter of the
+reference prompts), so no release does yet.
 
 The second release is a ``SemanticProfiler`` of its own (its files, thresholds, band and rules)
 built with the same options but ``release``; both share the process's encoders (the same

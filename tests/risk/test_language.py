@@ -1,8 +1,9 @@
-"""``loomc.risk.language.reads_as_english``: which prompts v32 asks v27 about for their language.
+"""``loomc.risk.language.reads_as_english``: which prompts a second opinion asks for their language.
 
 Measured against the corpus's own labels: every routing row carries ``lang`` (en, es, de, fr),
-written by people who chose the language; the releases' second opinion reads prompts of at
-most 160 characters, so that is where the detector must hold. Properties: the decision is by
+written by people who chose the language; v32's second opinion read prompts of at most 160
+characters, so that is where the detector must hold. Only the files of rounds up to 44 are read
+(``corpus_files.named_on(74)``): round 45's sealed files stay unread until a rule is run on them. Properties: the decision is by
 function words, so more English function words never turn an English-reading text foreign, and
 a text with no letters reads as English (what every release did before).
 """
@@ -10,20 +11,18 @@ a text with no letters reads as English (what every release did before).
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
+from corpus_files import named_on
 from hypothesis import given
 from hypothesis import strategies as st
 
 from loomc.risk.language import _ENGLISH, _OTHER, reads_as_english
 
-ROUTING = Path(__file__).resolve().parents[2] / "evals" / "routing"
-
 
 def test_the_corpus_labels_agree_on_prompts_of_up_to_160_characters() -> None:
     right = {True: 0, False: 0}
     total = {True: 0, False: 0}
-    for path in sorted(ROUTING.glob("*.jsonl")):
+    for path in named_on(74):
         for line in path.read_text().splitlines():
             row = json.loads(line) if line.strip() else {}
             if "lang" not in row or len(str(row["prompt"]).strip()) > 160:
