@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from corpus_files import bounded_stride
+from corpus_files import bounded_stride, unsealed
 from fresh_process import run_fresh
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -73,7 +73,7 @@ def _same(plain: RiskProfile, numpy_: RiskProfile, prof: Any = None, prompt: str
 
 
 def _corpus() -> list[str]:
-    files = sorted(CORPUS.glob("*.jsonl"))
+    files = unsealed()  # not the sealed files (corpus_files.SEALED_FROM)
     assert len(files) >= 7  # train, test, the hard splits
     return [str(r["prompt"]) for f in files for r in load_rows(f)]
 
@@ -115,7 +115,7 @@ def test_the_stride_keeps_the_sample_bounded_and_reaches_every_file() -> None:
     # a whole stride k = ceil(n / SAMPLE) keeps more than SAMPLE * (k - 1) / k, at least half
     assert min(SAMPLE // 2, len(prompts) // 4) <= len(sample) <= SAMPLE
     assert _stride(["p"] * 100) == ["p"] * 25  # a small corpus keeps every fourth
-    files = sorted(CORPUS.glob("*.jsonl"))
+    files = unsealed()
     picked = set(bounded_stride(range(len(prompts)), SAMPLE, 4))  # the same stride, as indices
     start = 0
     for f in files:
