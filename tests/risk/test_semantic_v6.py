@@ -161,6 +161,8 @@ def test_eval_routers_prints_every_router(
         "| semantic v28 cascade, numpy",
         "| semantic v30 cascade, auto backend",
         "| semantic v30 cascade, numpy",
+        "| semantic v31 cascade, auto backend",
+        "| semantic v31 cascade, numpy",
     ]
     for ln in table:
         cells = ln.split(" | ")
