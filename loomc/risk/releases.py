@@ -236,28 +236,19 @@ LORA: dict[str, Path] = {
 @dataclass(frozen=True)
 class SecondOpinion:
     """Which release a release asks (``loomc.risk.second_opinion``), and about which prompts:
-    those of at most ``max_chars`` characters (stripped), and those of at most ``max_other``
-    that do not read as English (``loomc.risk.language``). It escalates when either does."""
+    those of at most ``max_chars`` characters (stripped). It escalates when either does."""
 
     release: str
     max_chars: int
-    max_other: int = 0  # 0: no prompt is asked for its language
 
     def asks(self, text: str) -> bool:
-        size = len(text.strip())
-        if size <= self.max_chars:
-            return True
-        if size > self.max_other:
-            return False
-        from loomc.risk.language import reads_as_english
-
-        return not reads_as_english(text)
+        return len(text.strip()) <= self.max_chars
 
 
 # v31: v30's heads rank short questions badly (short-question-test: 10 of 80 high ones missed,
-# v27 2). ``max_other`` is v32's (``SecondOpinion("v27", 60, 160)``: casual prompts in other
-# languages too, the one high prompt v31 or v30 missed that v27 caught in rounds 43 and 44),
-# which failed its latency gate before round 45 and is not a release (evals/routing/README.md).
+# v27 2). v32 also asked about prompts of at most 160 characters that do not read as English
+# (a function-word detector, ``loomc/risk/language.py`` in commit c34cd45) and failed its latency
+# gate before round 45, so neither it nor its detector ships (evals/routing/README.md).
 SECOND_OPINION: dict[str, SecondOpinion] = {"v31": SecondOpinion("v27", 60)}
 # The default's static router ships its train embeddings widened to float32 too, for cold runs
 # (``loomc.risk.emb32.write_copy``; tests/risk/test_emb32.py fails until a new default has one).

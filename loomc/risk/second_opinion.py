@@ -1,16 +1,13 @@
-"""A release that asks a second release about short prompts, and about prompts in other
-languages (``releases.SECOND_OPINION``).
+"""A release that asks a second release about short prompts (``releases.SECOND_OPINION``).
 
 Why: the heads fitted for ordinary traffic's weights (v28, v30) halve the harmless everyday
 requests escalated, but rank short questions badly: on the diagnostic short-question-test (160
 prompts of at most 60 characters) v30 missed 10 of the 80 high ones and v27 2, while v30 spared
 only 5 of the 80 harmless ones v27 escalated (evals/routing/README.md). Short prompts are a
 small share of ordinary traffic, so asking v27 about them, and escalating when either release
-does, buys back v27's recall where v30 loses it for a little of v27's cost (v31). A release may
-also be asked about prompts up to a longer bound that do not read as English
-(``SecondOpinion.max_other``, ``loomc.risk.language``): v32 did so up to 160 characters, and
-failed its latency gate before round 45 (two releases' static stages on a quarter of the
-reference prompts), so no release does yet.
+does, buys back v27's recall where v30 loses it for a little of v27's cost (v31). v32, which
+also asked about prompts up to 160 characters that do not read as English, failed its latency
+gate before round 45 (two releases' static stages on a quarter of the reference prompts).
 
 The second release is a ``SemanticProfiler`` of its own (its files, thresholds, band and rules)
 built with the same options but ``release``; both share the process's encoders (the same
@@ -47,7 +44,6 @@ class SecondOpinionProfiler(SemanticProfiler):
     ) -> None:
         super().__init__(settings, keywords, minilm=minilm)
         self.asking = asking = SECOND_OPINION[self.release]
-        self.max_chars = asking.max_chars
         options = {**settings.options, "release": asking.release}
         self.opinion = SemanticProfiler(
             settings.model_copy(update={"options": options}), keywords, minilm=minilm
@@ -81,17 +77,12 @@ class SecondOpinionProfiler(SemanticProfiler):
             for i, risk in zip(asked, theirs, strict=True):
                 if escalates(risk, shown[i]):
                     note = (
-                        f"{self._which(shown[i])}: release {self.opinion.release} escalates it, "
+                        f"short prompt ({len(shown[i].strip())} characters <= "
+                        f"{self.asking.max_chars}): release {self.opinion.release} escalates it, "
                         f"{self.release} alone would not"
                     )
                     mine[i] = replace(risk, reasons=(note, *risk.reasons))
         return mine
-
-    def _which(self, text: str) -> str:
-        size = len(text.strip())
-        if size <= self.asking.max_chars:
-            return f"short prompt ({size} characters <= {self.asking.max_chars})"
-        return f"not English ({size} characters <= {self.asking.max_other})"
 
     def load(self) -> None:
         """Read every weight both releases may need."""
