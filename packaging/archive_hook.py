@@ -21,6 +21,11 @@ class ArchiveHook(BuildHookInterface):  # type: ignore[type-arg,unused-ignore]
     def initialize(self, version: str, build_data: dict[str, Any]) -> None:
         here = Path(__file__).resolve().parent
         checkout = here.parent
+        if not (checkout / "loomc" / "risk" / "releases.py").is_file():
+            raise RuntimeError(
+                f"build {self.metadata.name} from a loomc checkout's packaging/ folder: "
+                f"{checkout} holds no loomc package to ask which files it ships"
+            )
         sys.path.insert(0, str(checkout))
         try:
             from loomc.risk.files import ARCHIVES, DATA, archive_package

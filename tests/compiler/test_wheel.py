@@ -301,3 +301,18 @@ def test_with_its_eras_archive_installed_an_archived_release_is_served_from_it(
     # its delta is the default's too (v27 reads v22's), so loomc's own wheel holds it
     for path in (delta, *found["v27"]):
         assert path.parent.parent.name == "risk" and path.is_file() and path.is_relative_to(env)
+
+
+def test_an_archive_built_outside_a_checkout_says_so_in_one_line(tmp_path: Path) -> None:
+    """The archive's files come from the checkout the packaging folder sits in; a copy of the
+    folder alone is refused by the hook with a reason, not a ModuleNotFoundError."""
+    shutil.copytree(ROOT / "packaging", tmp_path / "packaging")
+    project = tmp_path / "packaging" / "loomc-releases-v4"
+    done = _run(
+        [sys.executable, "-m", "pip", "wheel", str(project), "--no-deps", "-q", "-w", "dist"],
+        tmp_path,
+    )
+    said = done.stdout + done.stderr
+    assert done.returncode != 0 and not list((tmp_path / "dist").glob("*.whl"))
+    assert "build loomc-releases-v4 from a loomc checkout's packaging/ folder" in said
+    assert "ModuleNotFoundError" not in said
