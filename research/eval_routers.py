@@ -140,6 +140,10 @@ ROUTERS: tuple[tuple[str, dict[str, Any]], ...] = (
     # round 44's candidate: v30's files and rules, v27's cascade too on a prompt of <= 60 characters
     ("semantic v31 cascade, auto backend", {"release": "v31", "backend": "auto"}),
     ("semantic v31 cascade, numpy", {"release": "v31", "backend": "numpy"}),
+    # round 45's candidate: v32's decisions (v31, and v27 asked about prompts of <= 160
+    # characters not in English), v27 reading v30's index and product
+    ("semantic v33 cascade, auto backend", {"release": "v33", "backend": "auto"}),
+    ("semantic v33 cascade, numpy", {"release": "v33", "backend": "numpy"}),
 )
 
 

@@ -30,7 +30,7 @@ class EmbeddingCache:
         import numpy as np
 
         if self.size <= 0:
-            return enc.encode(prompts)
+            return self._once_per_pass(enc, prompts)
         with self._lock:
             cache = self._caches.setdefault(id(enc), OrderedDict())
             missing = [p for p in dict.fromkeys(prompts) if p not in cache]
@@ -45,4 +45,28 @@ class EmbeddingCache:
                 cache[p] = v
             while len(cache) > self.size:
                 cache.popitem(last=False)
+        return np.stack([rows[p] for p in prompts])
+
+    @staticmethod
+    def _once_per_pass(
+        enc: MiniLMEncoder | StaticEncoder, prompts: Sequence[str]
+    ) -> npt.NDArray[Any]:
+        """With the cache off: MiniLM's embedding of a prompt made once per profile call
+        (``loomc.risk.memo``), however many stages send it there (a release and the one it asks,
+        ``loomc.risk.second_opinion``); a static embedding (~50 us) is simply made again."""
+        import numpy as np
+
+        from loomc.risk.memo import in_pass, keep, recalled
+        from loomc.risk.static import StaticEncoder
+
+        if isinstance(enc, StaticEncoder) or not in_pass():
+            return enc.encode(prompts)
+        rows: dict[str, Any] = {p: recalled(enc, "embedding", p) for p in dict.fromkeys(prompts)}
+        missing = [p for p, row in rows.items() if row is None]
+        if missing:
+            fresh = enc.encode(missing)
+            fresh.flags.writeable = False  # its rows are kept: no caller gets them to change
+            for p, row in zip(missing, fresh, strict=True):
+                rows[p] = row
+                keep(enc, "embedding", p, row)
         return np.stack([rows[p] for p in prompts])

@@ -21,7 +21,7 @@ from __future__ import annotations
 import threading
 import weakref
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from loomc.risk.minilm import MiniLM
 from loomc.risk.static import TABLE_FILE, StaticEncoder
@@ -34,7 +34,7 @@ MiniLMEncoder: TypeAlias = MiniLM  # loomc.risk.minilm_ort.OrtMiniLM is one too
 _ENCODERS: dict[tuple[Path, str, int, str, str, Path | None], MiniLMEncoder] = {}
 _STATIC: dict[Path, StaticEncoder] = {}
 _ENCODERS_LOCK = threading.Lock()
-_ROUTERS: weakref.WeakValueDictionary[tuple[Path, int, int], RouterWeights] = (
+_ROUTERS: weakref.WeakValueDictionary[tuple[Any, ...], RouterWeights] = (
     weakref.WeakValueDictionary()
 )
 
@@ -92,7 +92,7 @@ def static_embedding(text: str) -> list[float]:
     return [float(v) for v in shared_static().encode([text])[0]]
 
 
-def shared_router(path: Path) -> RouterWeights:
+def shared_router(path: Path, prefix_of: RouterWeights | None = None) -> RouterWeights:
     """The router in ``path`` (a release's first or second stage), read once while any profiler
     holds it.
 
@@ -101,13 +101,23 @@ def shared_router(path: Path) -> RouterWeights:
     ~3.9 MB for v12, ~4% of the profiler's share of an eval's peak RSS. A ``RouterWeights`` is
     frozen and only read, so sharing it changes no number. Keyed by the file's size and mtime
     as well, so a file rewritten in place (research, tests) is read again; held weakly, so it
-    goes when its last profiler does."""
+    goes when its last profiler does.
+
+    ``prefix_of``: a router whose train embeddings may begin with this one's
+    (``RouterWeights.sharing_rows``): where they do, the router returned reads them from it.
+    Kept apart from the plain one, keyed by the other's index, so a profiler of the release alone
+    reads its own file's copy as before."""
     from loomc.risk.router import RouterWeights
 
     st = path.stat()
-    key = (path.resolve(), st.st_size, st.st_mtime_ns)
+    key: tuple[Any, ...] = (path.resolve(), st.st_size, st.st_mtime_ns)
+    if prefix_of is not None:  # the view keeps that index alive, so its id stays its own
+        key += (id(prefix_of.train_emb),)
     with _ENCODERS_LOCK:
         router = _ROUTERS.get(key)
         if router is None:
-            router = _ROUTERS[key] = RouterWeights.load(path)
+            router = RouterWeights.load(path)
+            if prefix_of is not None:
+                router = router.sharing_rows(prefix_of)
+            _ROUTERS[key] = router
         return router

@@ -114,10 +114,12 @@ def describe(settings: RiskSettings, *, minilm: MiniLMFinder | None = None) -> t
             opinion = getattr(profiler, "opinion", None)  # loomc.risk.second_opinion
             if opinion is not None:
                 asking = profiler.asking  # type: ignore[attr-defined]
+                which += f"; on a prompt of at most {asking.max_chars} characters"
+                if asking.max_other:
+                    which += f" (or {asking.max_other} not in English)"
                 which += (
-                    f"; on a prompt of at most {asking.max_chars} characters it asks release "
-                    f"{opinion.release} too ({opinion.data_path.name}, band ({opinion.band[0]:.2f}, "
-                    f"{opinion.band[1]:.2f})) and escalates when either does"
+                    f" it asks release {opinion.release} too ({opinion.data_path.name}, band "
+                    f"({opinion.band[0]:.2f}, {opinion.band[1]:.2f})) and escalates when either does"
                 )
         return True, f"semantic ({asked}; {weights}, {how}; {which})"
     fallback = getattr(profiler, "fallback", None)

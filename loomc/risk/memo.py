@@ -82,3 +82,18 @@ def per_prompt_of(owner: object, name: object, prompt: str, compute: Callable[[]
     if key in memo:
         return memo[key]  # type: ignore[no-any-return]
     return _remember(memo, key, compute())
+
+
+def recalled(owner: object, name: object, prompt: str) -> Any | None:
+    """What :func:`keep` kept for (``owner``, ``name``, ``prompt``) in the current pass, else
+    None: for a batch computed at once (an encoder's), where ``per_prompt_of`` would compute one
+    prompt at a time."""
+    memo = _MEMO.get()
+    return None if memo is None else memo.get((owner, name, prompt))
+
+
+def keep(owner: object, name: object, prompt: str, value: Any) -> None:
+    """Keep ``value`` (read-only: not a thing a later reader could change) for the current pass."""
+    memo = _MEMO.get()
+    if memo is not None:
+        _remember(memo, (owner, name, prompt), value)

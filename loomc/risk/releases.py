@@ -151,6 +151,7 @@ RELEASES = {
     "v28": data_file("router-static-v28.npz"),  # F50, ordinary rows weighing half
     "v30": data_file("router-static-v30.npz"),  # F56, the embedding's ridge x10, band cap 0.15
     "v31": data_file("router-static-v30.npz"),  # v30's files, v27 asked on short prompts
+    "v33": data_file("router-static-v30.npz"),  # v32's decisions: v31, and other languages'
 }
 # The decision rules of ``loomc.risk.signals`` a release applies (chosen by research/loso_router.py).
 RULES: dict[str, tuple[str, ...]] = {
@@ -180,6 +181,7 @@ RULES: dict[str, tuple[str, ...]] = {
     "v28": ("hazard-floor", "people-floor-wide", "lexical-floor-v28"),
     "v30": ("hazard-floor", "people-floor-wide", "lexical-floor-v30"),
     "v31": ("hazard-floor", "people-floor-wide", "lexical-floor-v30"),
+    "v33": ("hazard-floor", "people-floor-wide", "lexical-floor-v30"),
 }
 # The MiniLM a release's second stage was trained on (its file's meta, ``encoder_kind``):
 # ``minilm`` (float, ``loomc.risk.minilm``) unless named here. ``minilm-q8`` is the defined
@@ -208,6 +210,7 @@ MINILM_KINDS: dict[str, str] = {
     "v28": "minilm-q8-lora",
     "v30": "minilm-q8-lora",
     "v31": "minilm-q8-lora",
+    "v33": "minilm-q8-lora",
 }
 INT8_KINDS = ("minilm-q8", "minilm-q8-lora")  # one precision: ``dtype`` does not apply
 LORA: dict[str, Path] = {
@@ -230,26 +233,40 @@ LORA: dict[str, Path] = {
     "v28": data_file("minilm-lora-v22.npz"),
     "v30": data_file("minilm-lora-v22.npz"),
     "v31": data_file("minilm-lora-v22.npz"),
+    "v33": data_file("minilm-lora-v22.npz"),
 }
 
 
 @dataclass(frozen=True)
 class SecondOpinion:
     """Which release a release asks (``loomc.risk.second_opinion``), and about which prompts:
-    those of at most ``max_chars`` characters (stripped). It escalates when either does."""
+    those of at most ``max_chars`` characters (stripped), and those of at most ``max_other``
+    that do not read as English (``loomc.risk.language``). It escalates when either does."""
 
     release: str
     max_chars: int
+    max_other: int = 0  # 0: no prompt is asked for its language
 
     def asks(self, text: str) -> bool:
-        return len(text.strip()) <= self.max_chars
+        size = len(text.strip())
+        if size <= self.max_chars:
+            return True
+        if size > self.max_other:
+            return False
+        from loomc.risk.language import reads_as_english
+
+        return not reads_as_english(text)
 
 
 # v31: v30's heads rank short questions badly (short-question-test: 10 of 80 high ones missed,
-# v27 2). v32 also asked about prompts of at most 160 characters that do not read as English
-# (a function-word detector, ``loomc/risk/language.py`` in commit c34cd45) and failed its latency
-# gate before round 45, so neither it nor its detector ships (evals/routing/README.md).
-SECOND_OPINION: dict[str, SecondOpinion] = {"v31": SecondOpinion("v27", 60)}
+# v27 2). v33: and casual prompts in other languages (rounds 43 and 44: a Spanish letting, 118
+# characters, and teenagers served at a fiesta bar, 141, each the one high prompt v31 or v30
+# missed that v27 caught). v32 made v33's decisions and failed its latency gate before round 45;
+# v33 serves them sharing v30's index and product with v27 (``loomc.risk.second_opinion``).
+SECOND_OPINION: dict[str, SecondOpinion] = {
+    "v31": SecondOpinion("v27", 60),
+    "v33": SecondOpinion("v27", 60, 160),
+}
 # The default's static router ships its train embeddings widened to float32 too, for cold runs
 # (``loomc.risk.emb32.write_copy``; tests/risk/test_emb32.py fails until a new default has one).
 DEFAULT_RELEASE = "v27"  # the one line that makes another release the default

@@ -38,14 +38,46 @@ if TYPE_CHECKING:  # numpy is imported where an array is made: a single prompt n
 SIM_BLOCK = 1024
 
 
+# float16 -> float32 by integer operations: a float16 ``s eeeee m`` (10 bits of m) read as the
+# float32 bits ``0 000eeeee m<<13`` is its value times 2^-112, zeros and subnormals included, so
+# a product by 2^112 (exact) restores it; the sign is or'ed back and infinities and NaNs (e = 31,
+# which the product leaves at 2^16 and above) get the all-ones exponent. Bit for bit numpy's
+# ``astype`` (tests/risk/test_neighbours.py checks all 65,536 floats), at half its time.
+_UNBIAS = 2.0**112
+_HUGE = 2.0**16  # the smallest float16 with e = 31, after the product
+
+
+def widened(rows: npt.NDArray[np.float16]) -> npt.NDArray[np.float32]:
+    """``rows.astype(np.float32)``, exactly, in about half the time.
+
+    Why: a MiniLM stage's index stays float16 (``RouterWeights.from_arrays``, memory) and is
+    widened block by block for each prompt in its band; numpy's own cast (no F16C path on this
+    machine's build) took ~6.5 ms of one core for v30's 7,975 rows, against ~0.7 ms for the
+    float32 product itself (benchmarks/README.md, half16)."""
+    import numpy as np
+
+    bits = np.ascontiguousarray(rows).view(np.uint16).astype(np.uint32)
+    sign = bits & 0x8000
+    bits &= 0x7FFF
+    bits <<= 13
+    out = bits.view(np.float32)
+    out *= np.float32(_UNBIAS)
+    special = out >= np.float32(_HUGE)
+    np.bitwise_or(bits, 0x7F800000, out=bits, where=special)
+    sign <<= 16
+    bits |= sign
+    return out
+
+
 def similarities(emb: npt.NDArray[Any], index: npt.NDArray[Any]) -> npt.NDArray[Any]:
     """``emb @ index.T`` (cosine similarities of unit vectors), in blocks of index rows. A
     float16 index (a MiniLM stage's, ``RouterWeights.from_arrays``) is widened to float32 one
-    block at a time: exact, so each block's product is the one a float32 index gives."""
+    block at a time (``widened``): exact, so each block's product is the one a float32 index
+    gives."""
     import numpy as np
 
     def block(rows: npt.NDArray[Any]) -> npt.NDArray[Any]:
-        return rows.astype(np.float32) if rows.dtype == np.float16 else rows
+        return widened(rows) if rows.dtype == np.float16 else rows
 
     if len(index) <= SIM_BLOCK:
         return np.asarray(emb @ block(index).T)
@@ -272,6 +304,29 @@ class RouterWeights:
             cascade_high=float(z["cascade_high"]) if "cascade_high" in z else 0.0,
             cascade_mode=str(meta.get("cascade_mode", "decide")),
         )
+
+    def sharing_rows(self, other: RouterWeights) -> RouterWeights:
+        """This router with its train embeddings a view of ``other``'s first rows, where they
+        are those rows exactly (same dtype and width); else this router as it is.
+
+        Why: v27's train prompts are the first 6,595 of v30's, in both stages, so a release that
+        asks v27 beside v30 (``loomc.risk.second_opinion``) holds one index, not two (10 MB for
+        the static stage, 5 MB for MiniLM's), and can read v27's similarities from v30's product
+        (``SecondOpinionProfiler``). A view of equal numbers changes no similarity."""
+        import dataclasses
+
+        import numpy as np
+
+        mine, theirs = self.train_emb, other.train_emb
+        n = len(mine)
+        if (
+            mine.dtype != theirs.dtype
+            or mine.shape[1:] != theirs.shape[1:]
+            or n > len(theirs)
+            or not np.array_equal(mine, theirs[:n])
+        ):
+            return self
+        return dataclasses.replace(self, train_emb=theirs[:n])
 
     def probability(self, x: FloatArray) -> FloatArray:
         """Calibrated P(escalate) for rows of raw features."""

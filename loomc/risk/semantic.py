@@ -359,16 +359,23 @@ class SemanticProfiler:
 
     # --- numpy ----------------------------------------------------------------------------------
 
-    def _profile_numpy(self, prompts: list[str], hints: list[str | None]) -> list[RiskProfile]:
+    def _first_stage(self, prompts: list[str]) -> tuple[npt.NDArray[Any], npt.NDArray[np.float32]]:
+        """The first stage's embeddings and their float32 product with its train prompts: one
+        product for the neighbour features and the explanation's nearest prompts (a release
+        asked beside another reads it from the other's, ``loomc.risk.second_opinion``)."""
         import numpy as np
 
         from loomc.risk.router import similarities
 
         emb = self.embed(prompts)
+        return emb, similarities(emb.astype(np.float32), self.router.train_emb)
+
+    def _profile_numpy(self, prompts: list[str], hints: list[str | None]) -> list[RiskProfile]:
+        import numpy as np
+
+        emb, sims = self._first_stage(prompts)
         kw = np.array([router_features(self.keywords, p) for p in prompts], dtype=np.float64)
         r = self.router
-        # One float32 product for the neighbour features and the explanation's nearest prompts.
-        sims = similarities(emb.astype(np.float32), r.train_emb)
         probs = r.probability(self._assemble(r, emb, kw, prompts, sims))
         stage: list[tuple[float, RouterHead, str]] = [(float(p), r, "") for p in probs]
         second, second_encoder = self.second, self.second_encoder

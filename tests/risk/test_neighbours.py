@@ -105,3 +105,16 @@ def test_a_minilm_stage_keeps_its_index_as_float16_and_a_static_one_widens_it() 
     wide = arrays["train_emb"].astype(np.float64) + 1e-6  # not representable in float16
     kept = RouterWeights.from_arrays(arrays | {"train_emb": wide}).train_emb
     assert kept.dtype == np.float32 and np.array_equal(kept, wide.astype(np.float32))
+
+
+def test_widened_is_numpys_cast_for_every_float16() -> None:
+    """All 65,536 float16 bit patterns (zeros, subnormals, infinities and NaNs included), as a
+    row and as a block, widen to the float32 bits numpy's ``astype`` gives."""
+    from loomc.risk.router import widened
+
+    every = np.arange(2**16, dtype=np.uint16).view(np.float16)
+    want = every.astype(np.float32).view(np.uint32)
+    assert np.array_equal(widened(every).view(np.uint32), want)
+    block = every.reshape(256, 256)[10:20]  # a block of rows, as ``similarities`` passes it
+    assert np.array_equal(widened(block).view(np.uint32), block.astype(np.float32).view(np.uint32))
+    assert widened(block).shape == (10, 256) and widened(block).dtype == np.float32

@@ -163,6 +163,8 @@ def test_eval_routers_prints_every_router(
         "| semantic v30 cascade, numpy",
         "| semantic v31 cascade, auto backend",
         "| semantic v31 cascade, numpy",
+        "| semantic v33 cascade, auto backend",
+        "| semantic v33 cascade, numpy",
     ]
     for ln in table:
         cells = ln.split(" | ")
