@@ -106,6 +106,10 @@ it cost 11.8 less than v27 per 100 prompts there but missed 4 high prompts again
 escalating when either does, ``SECOND_OPINION``, ``loomc.risk.second_opinion``: v30's heads
 miss short high questions v27 catches, 10 of 80 against 2 on the diagnostic
 short-question-test; round 44's candidate),
+``v33`` (v31, and v27 asked too about a prompt of at most 160 characters that does not read as
+English, ``loomc.risk.language``: round 45's candidate, v32's decisions served within the
+latency gate v32 failed; −1.1 per 100 prompts against v27 there, interval across zero, and 3
+high misses against 1, so not the default),
 v4 ... v13 and v18 ... v20 each trained on more splits, and each release chosen by leave-one-split-out rules written before its sealed split
 was measured (``evals/routing/README.md``). A classifier whose weights are wider than
 v4's also reads the columns of ``loomc.risk.signals`` (task versus topic, code hazards and, from
