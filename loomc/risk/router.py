@@ -47,24 +47,28 @@ _UNBIAS = 2.0**112
 _HUGE = 2.0**16  # the smallest float16 with e = 31, after the product
 
 
-def widened(rows: npt.NDArray[np.float16]) -> npt.NDArray[np.float32]:
-    """``rows.astype(np.float32)``, exactly, in about half the time.
+def widened(
+    rows: npt.NDArray[np.float16], out: npt.NDArray[np.float32] | None = None
+) -> npt.NDArray[np.float32]:
+    """``rows.astype(np.float32)``, exactly, in about half the time; into ``out`` (of ``rows``'
+    shape) where given, so a caller widening block after block makes no array per block.
 
     Why: a MiniLM stage's index stays float16 (``RouterWeights.from_arrays``, memory) and is
     widened block by block for each prompt in its band; numpy's own cast (no F16C path on this
-    machine's build) took ~6.5 ms of one core for v30's 7,975 rows, against ~0.7 ms for the
-    float32 product itself (benchmarks/README.md, half16)."""
+    machine's build) took ~5 ms of one core for v30's 7,975 rows (benchmarks/README.md, half16)."""
     import numpy as np
 
-    bits = np.ascontiguousarray(rows).view(np.uint16).astype(np.uint32)
-    sign = bits & 0x8000
-    bits &= 0x7FFF
+    half = np.ascontiguousarray(rows).view(np.uint16)
+    if out is None:
+        out = np.empty(half.shape, dtype=np.float32)
+    bits = out.view(np.uint32)
+    np.bitwise_and(half, 0x7FFF, out=bits, dtype=np.uint32)
     bits <<= 13
-    out = bits.view(np.float32)
     out *= np.float32(_UNBIAS)
     special = out >= np.float32(_HUGE)
     np.bitwise_or(bits, 0x7F800000, out=bits, where=special)
-    sign <<= 16
+    sign = np.left_shift(half, 16, dtype=np.uint32)
+    sign &= 0x80000000
     bits |= sign
     return out
 
@@ -76,14 +80,16 @@ def similarities(emb: npt.NDArray[Any], index: npt.NDArray[Any]) -> npt.NDArray[
     gives."""
     import numpy as np
 
-    def block(rows: npt.NDArray[Any]) -> npt.NDArray[Any]:
-        return widened(rows) if rows.dtype == np.float16 else rows
-
     if len(index) <= SIM_BLOCK:
-        return np.asarray(emb @ block(index).T)
-    return np.hstack(
-        [emb @ block(index[i : i + SIM_BLOCK]).T for i in range(0, len(index), SIM_BLOCK)]
-    )
+        return np.asarray(emb @ (widened(index) if index.dtype == np.float16 else index).T)
+    if index.dtype != np.float16:
+        return np.hstack([emb @ index[i : i + SIM_BLOCK].T for i in range(0, len(index), SIM_BLOCK)])
+    scratch = np.empty((SIM_BLOCK, index.shape[1]), dtype=np.float32)  # one block's, reused
+    parts = []
+    for i in range(0, len(index), SIM_BLOCK):
+        rows = index[i : i + SIM_BLOCK]
+        parts.append(emb @ widened(rows, scratch[: len(rows)]).T)
+    return np.hstack(parts)
 
 
 # How far below the k-th nearest (or the nearest of a label) a row's float32 similarity may lie
