@@ -83,7 +83,9 @@ def similarities(emb: npt.NDArray[Any], index: npt.NDArray[Any]) -> npt.NDArray[
     if len(index) <= SIM_BLOCK:
         return np.asarray(emb @ (widened(index) if index.dtype == np.float16 else index).T)
     if index.dtype != np.float16:
-        return np.hstack([emb @ index[i : i + SIM_BLOCK].T for i in range(0, len(index), SIM_BLOCK)])
+        return np.hstack(
+            [emb @ index[i : i + SIM_BLOCK].T for i in range(0, len(index), SIM_BLOCK)]
+        )
     scratch = np.empty((SIM_BLOCK, index.shape[1]), dtype=np.float32)  # one block's, reused
     parts = []
     for i in range(0, len(index), SIM_BLOCK):
