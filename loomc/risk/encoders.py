@@ -110,13 +110,13 @@ def shared_router(path: Path, prefix_of: RouterWeights | None = None) -> RouterW
     from loomc.risk.router import RouterWeights
 
     st = path.stat()
-    key: tuple[Any, ...] = (path.resolve(), st.st_size, st.st_mtime_ns)
-    if prefix_of is not None:  # the view keeps that index alive, so its id stays its own
-        key += (id(prefix_of.train_emb),)
+    plain: tuple[Any, ...] = (path.resolve(), st.st_size, st.st_mtime_ns)
+    # the view keeps that index alive, so its id stays its own while the entry lives
+    key = plain if prefix_of is None else (*plain, id(prefix_of.train_emb))
     with _ENCODERS_LOCK:
         router = _ROUTERS.get(key)
         if router is None:
-            router = RouterWeights.load(path)
+            router = _ROUTERS.get(plain) or RouterWeights.load(path)  # the file read once
             if prefix_of is not None:
                 router = router.sharing_rows(prefix_of)
             _ROUTERS[key] = router

@@ -186,7 +186,7 @@ def test_v27s_routers_are_views_of_v30s_indexes(three: dict[str, Any]) -> None:
         assert len(mine.train_emb) == n < len(theirs.train_emb)
         assert np.array_equal(mine.train_emb, alone.train_emb)
         assert alone.train_emb.ctypes.data != theirs.train_emb.ctypes.data
-        assert mine.weights is alone.weights or np.array_equal(mine.weights, alone.weights)
+        assert mine.weights is alone.weights  # the file already read is not read again
     # rows that are not another's first rows are not shared
     assert v27.router.sharing_rows(three["v30"].second) is v27.router
     assert three["v30"].router.sharing_rows(v27.router) is three["v30"].router
