@@ -266,6 +266,8 @@ class RouterWeights:
 
         import numpy as np
 
+        if not zipfile.is_zipfile(path):  # numpy would read it as a pickle and refuse that
+            raise ValueError(f"{path.name} is not a router file (not an .npz archive)")
         try:  # the file opened here, so that numpy failing on it cannot leave it open
             with path.open("rb") as fh, np.load(fh, allow_pickle=False) as z:
                 return cls.from_arrays({name: z[name] for name in z.files})

@@ -134,7 +134,7 @@ def test_a_missing_data_file_is_refused_not_a_quiet_fallback(tmp_path: Any) -> N
     assert option_problems({"data": missing}, files=False) == []
 
 
-@pytest.mark.parametrize("what", ["garbage", "an archive of something else"])
+@pytest.mark.parametrize("what", ["garbage", "an archive of something else", "a policy file"])
 def test_a_data_file_that_is_not_a_router_is_one_line(tmp_path: Any, what: str) -> None:
     """A damaged or foreign file given by ``data`` raised numpy's ``BadZipFile`` or a missing
     member's ``KeyError`` out of ``loomc run`` as a traceback."""
@@ -142,6 +142,8 @@ def test_a_data_file_that_is_not_a_router_is_one_line(tmp_path: Any, what: str) 
     path = tmp_path / "router.npz"
     if what == "garbage":
         path.write_bytes(b"PK\x03\x04 not a zip")
+    elif what == "a policy file":  # numpy took text for a pickle: its own message, no router's
+        path.write_text("risk:\n  profiler: semantic\n")
     else:
         np.savez(path, table=np.zeros(3))
     with pytest.raises(RiskSettingsError) as info:
