@@ -33,6 +33,9 @@ The rules (a release names which it uses; ``research/loso_router.py`` chose them
 * ``safety-floor`` (v21) — the prompt's code bypasses a protective device, mutes an alarm with
   stakes named, loosens a limit because the alarms were too many, or downgrades a care risk
   assessment: ``loomc.risk.safety``;
+* ``remote-code-floor`` (v34) — a download is run as code without being read: piped into a
+  shell or interpreter, substituted into its program, or handed to ``mshta`` / ``regsvr32``
+  (``loomc.risk.remote_code``);
 * ``lexical-floor`` (v25) — a logistic regression over the prompt's character n-grams, learnt
   from the corpus, gives P >= its threshold: ``loomc.risk.lexical`` (a model's reading, not a
   named construct: it reads the spelling of any language, where both encoders read English);
@@ -62,6 +65,7 @@ from loomc.risk.people import (
     people_floor_wide,
 )
 from loomc.risk.purpose import PURPOSE_NAMES, families_of, purpose_floor, purpose_vector
+from loomc.risk.remote_code import remote_code_floor
 from loomc.risk.safety import safety_floor
 from loomc.risk.tasks import TASK_FEATURE_NAMES, operation_first, task_vector, tasks_of
 
@@ -80,6 +84,7 @@ RULES = (
     "people-floor-table",
     "alarm-floor",
     "safety-floor",
+    "remote-code-floor",
     *LEXICAL_FLOORS,
     "play-calm",
 )
@@ -152,6 +157,7 @@ FLOORS: dict[str, Callable[[str], tuple[str, ...]]] = {
     "people-floor-table": people_floor_table,
     "alarm-floor": alarm_floor,
     "safety-floor": safety_floor,
+    "remote-code-floor": remote_code_floor,
     **LEXICAL_FLOORS,  # last: a model's reading, after every named construct
 }
 
