@@ -31,7 +31,10 @@ file to round 40: round 41's candidate, the default since), v28 (v27's recipe on
 ordinary row to round 41, the ordinary rows weighing half the fit and the cost, and the lexical
 model on every file to round 41: round 42's candidate), v30 (v28's recipe on F56, every
 ordinary row to round 42, with the embedding's ridge ten times lambda and the band capped at
-0.15, and the lexical model on every file to round 42: round 43's candidate),
+0.15, and the lexical model on every file to round 42: round 43's candidate), v31 and v33
+(v30 with v27 asked about short and other languages' prompts: rounds 44 and 45's), v34
+(v30's recipe on F75, every row spent to round 45, with the remote-code floor and the lexical
+model on every file to round 45: round 46's candidate; rounds 43-45 are training figures for it),
 plus ``keywords`` as the floor.
 v13 was trained on hard-test-10 ... -14 and v18 on hard-test-10 ... -26: their rows on those
 files are training figures.
@@ -144,6 +147,9 @@ ROUTERS: tuple[tuple[str, dict[str, Any]], ...] = (
     # characters not in English), v27 reading v30's index and product
     ("semantic v33 cascade, auto backend", {"release": "v33", "backend": "auto"}),
     ("semantic v33 cascade, numpy", {"release": "v33", "backend": "numpy"}),
+    # round 46's candidate: v30's recipe on F75 (every row spent since), the remote-code floor
+    ("semantic v34 cascade, auto backend", {"release": "v34", "backend": "auto"}),
+    ("semantic v34 cascade, numpy", {"release": "v34", "backend": "numpy"}),
 )
 
 

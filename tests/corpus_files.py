@@ -163,6 +163,24 @@ F56 = (
     "everyday-test-6",
     "everyday-test-7",
 )
+# v34's heads and index: F56 + every file spent since v30 was built (rounds 43 to 45's eighteen
+# and the short-question diagnostic run after round 43: 2,140 rows, 720 of them ordinary)
+F75 = (
+    *F56,
+    *(f"hard-test-{i}" for i in (69, 70, 71)),
+    "safety-code-test-16",
+    "everyday-test-8",
+    "everyday-test-9",
+    "short-question-test",
+    *(f"hard-test-{i}" for i in (72, 73, 74)),
+    "safety-code-test-17",
+    "everyday-test-10",
+    "everyday-test-11",
+    *(f"hard-test-{i}" for i in (75, 76, 77)),
+    "safety-code-test-18",
+    "everyday-test-12",
+    "everyday-test-13",
+)
 
 
 def bounded_stride(items: Sequence[T], size: int, every: int) -> list[T]:

@@ -155,10 +155,11 @@ def assert_files_record(
     prof: Any, release: str, files: Sequence[str], width: dict[str, int]
 ) -> None:
     """The release's two files were trained on ``files`` as they are now (their hashes), with
-    the signal's columns and the rules the release applies, but for a lexical floor: that is a
-    model trained apart (``research/train_lexical.py``) and served beside heads that never saw
-    it (v25 on v22's files, v26 on its own); the weights are exactly that wide (``width``: the
-    extra columns per signal kind a file's meta can name)."""
+    the signal's columns and the rules the release applies, but for a floor served beside heads
+    trained without it: a lexical floor, a model trained apart (``research/train_lexical.py``;
+    v25 on v22's files, v26 on its own), and ``remote-code-floor``, added to v30's commands
+    unchanged by v34's rule (a rule never changes what the heads learn); the weights are
+    exactly that wide (``width``: the extra columns per signal kind a file's meta can name)."""
     from loomc.risk.lexical import MODELS as LEXICAL_MODELS
     from loomc.risk.releases import RELEASES, RULES
 
@@ -168,7 +169,8 @@ def assert_files_record(
         current = [hashlib.sha256((CORPUS / n).read_bytes()).hexdigest() for n in meta["corpus"]]
         assert meta["corpus_sha256"] == current, f"{path}: the corpus changed, retrain {release}"
         assert meta["release"] == f"semantic-{release}" and meta["encoder_dtype"] == "float64"
-        trained_with = tuple(r for r in RULES[release] if r not in LEXICAL_MODELS)
+        served_apart = {*LEXICAL_MODELS, "remote-code-floor"}
+        trained_with = tuple(r for r in RULES[release] if r not in served_apart)
         assert tuple(meta.get("rules", ())) == trained_with
         with np.load(path, allow_pickle=False) as z, np.load(RELEASES["v4"]) as v4:
             extra = z["weights"].shape[0] - v4["weights"].shape[0]

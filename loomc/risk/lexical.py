@@ -1,4 +1,4 @@
-"""A character n-gram model of the prompt's words (the ``lexical-floor`` rules of v25 ... v30).
+"""A character n-gram model of the prompt's words (the ``lexical-floor`` rules of v25 ... v34).
 
 Why a model that reads spelling: both of the semantic profiler's encoders are all-MiniLM-L6-v2's,
 trained on English. A German, Spanish or French prompt reaches them as English word pieces
@@ -49,13 +49,15 @@ LEXICAL_FILE = data_file("lexical-v25.npz")
 # traffic of the everyday files among them (round 40's rule, evals/routing/README.md);
 # ``lexical-floor-v27``: the same on every file to round 40 (round 41's rule); ``-v28``: on
 # every file to round 41 and round 42's two everyday-train files (round 42's rule); ``-v30``: on
-# every file to round 42 and round 43's four everyday-train files (round 43's second rule).
+# every file to round 42 and round 43's four everyday-train files (round 43's second rule);
+# ``-v34``: on every file to round 45 (round 46's rule).
 MODELS: dict[str, Path] = {
     "lexical-floor": LEXICAL_FILE,
     "lexical-floor-v26": data_file("lexical-v26.npz"),
     "lexical-floor-v27": data_file("lexical-v27.npz"),
     "lexical-floor-v28": data_file("lexical-v28.npz"),
     "lexical-floor-v30": data_file("lexical-v30.npz"),
+    "lexical-floor-v34": data_file("lexical-v34.npz"),
 }
 BUCKETS = 1 << 18  # 262,144 weights: twice the ~131,000 n-grams seen twice or more in 8,225 prompts
 MIN_N, MAX_N = 2, 5

@@ -110,6 +110,10 @@ short-question-test; round 44's candidate),
 English, ``loomc.risk.language``: round 45's candidate, v32's decisions served within the
 latency gate v32 failed; −1.1 per 100 prompts against v27 there, interval across zero, and 3
 high misses against 1, so not the default),
+``v34`` (v30's recipe on F75, F56 and every row spent since v30 was built: rounds 43 to 45's
+eighteen files and the short-question diagnostic, 2,140 rows of the shapes v30 missed; the
+``remote-code-floor`` rule, ``loomc.risk.remote_code``: a download run as code unread; and
+``lexical-floor-v34``, the lexical model on every file to round 45: round 46's candidate),
 v4 ... v13 and v18 ... v20 each trained on more splits, and each release chosen by leave-one-split-out rules written before its sealed split
 was measured (``evals/routing/README.md``). A classifier whose weights are wider than
 v4's also reads the columns of ``loomc.risk.signals`` (task versus topic, code hazards and, from
@@ -156,6 +160,7 @@ RELEASES = {
     "v30": data_file("router-static-v30.npz"),  # F56, the embedding's ridge x10, band cap 0.15
     "v31": data_file("router-static-v30.npz"),  # v30's files, v27 asked on short prompts
     "v33": data_file("router-static-v30.npz"),  # v32's decisions: v31, and other languages'
+    "v34": data_file("router-static-v34.npz"),  # v30's recipe on F75, the remote-code floor
 }
 # The decision rules of ``loomc.risk.signals`` a release applies (chosen by research/loso_router.py).
 RULES: dict[str, tuple[str, ...]] = {
@@ -186,6 +191,7 @@ RULES: dict[str, tuple[str, ...]] = {
     "v30": ("hazard-floor", "people-floor-wide", "lexical-floor-v30"),
     "v31": ("hazard-floor", "people-floor-wide", "lexical-floor-v30"),
     "v33": ("hazard-floor", "people-floor-wide", "lexical-floor-v30"),
+    "v34": ("hazard-floor", "people-floor-wide", "remote-code-floor", "lexical-floor-v34"),
 }
 # The MiniLM a release's second stage was trained on (its file's meta, ``encoder_kind``):
 # ``minilm`` (float, ``loomc.risk.minilm``) unless named here. ``minilm-q8`` is the defined
@@ -215,6 +221,7 @@ MINILM_KINDS: dict[str, str] = {
     "v30": "minilm-q8-lora",
     "v31": "minilm-q8-lora",
     "v33": "minilm-q8-lora",
+    "v34": "minilm-q8-lora",
 }
 INT8_KINDS = ("minilm-q8", "minilm-q8-lora")  # one precision: ``dtype`` does not apply
 LORA: dict[str, Path] = {
@@ -238,6 +245,7 @@ LORA: dict[str, Path] = {
     "v30": data_file("minilm-lora-v22.npz"),
     "v31": data_file("minilm-lora-v22.npz"),
     "v33": data_file("minilm-lora-v22.npz"),
+    "v34": data_file("minilm-lora-v22.npz"),
 }
 
 

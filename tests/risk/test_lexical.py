@@ -103,7 +103,8 @@ def test_the_shipped_model_is_round_39_s_and_reads_its_corpus_as_it_is() -> None
         pytest.param("lexical-floor-v26", marks=pytest.mark.soak),
         "lexical-floor-v27",
         pytest.param("lexical-floor-v28", marks=pytest.mark.soak),
-        "lexical-floor-v30",
+        pytest.param("lexical-floor-v30", marks=pytest.mark.soak),
+        "lexical-floor-v34",
     ],
 )
 def test_retraining_on_its_corpus_gives_the_same_decisions(rule: str) -> None:

@@ -328,7 +328,8 @@ def test_router_files_small() -> None:
     raised to 5.0 MB for it after it was built, its rule likewise naming the memory gate; v28's
     7,135 rows (F50): 5.20 and 5.12 MB, raised to 5.4 MB for it after it was built, its rule
     likewise; v30's 7,975 rows (F56): 5.81 and 5.72 MB, raised to 6.0 MB for it after it was
-    built, its rule likewise)."""
+    built, its rule likewise; v34's 10,115 rows (F75): 7.37 and 7.25 MB, raised to 7.5 MB for it
+    after it was built, its rule likewise)."""
     from loomc.risk.semantic import DATA_FILE, RELEASES
 
     # the default since round 41, v27, serves its own files (evals/routing/README.md)
@@ -343,7 +344,7 @@ def test_router_files_small() -> None:
     for first in RELEASES.values():
         second = first.with_name(first.name.replace("router-static", "router-minilm"))
         for path in (first, second):
-            assert path.stat().st_size < 6_000_000, path.name
+            assert path.stat().st_size < 7_500_000, path.name
 
 
 def test_without_minilm_semantic_is_its_static_stage(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -165,6 +165,8 @@ def test_eval_routers_prints_every_router(
         "| semantic v31 cascade, numpy",
         "| semantic v33 cascade, auto backend",
         "| semantic v33 cascade, numpy",
+        "| semantic v34 cascade, auto backend",
+        "| semantic v34 cascade, numpy",
     ]
     for ln in table:
         cells = ln.split(" | ")
