@@ -87,6 +87,9 @@ ROUND_OF: dict[str, int] = {
     "safety-code-test-18": 75,  # sealed beside hard-test-75 ... -77 (round 45)
     "everyday-test-12": 75,  # round 45's ordinary traffic, sealed beside hard-test-75 ... -77
     "everyday-test-13": 75,  # round 45's ordinary traffic, sealed beside hard-test-75 ... -77
+    "safety-code-test-19": 78,  # sealed beside hard-test-78 ... -80 (round 46)
+    "everyday-test-14": 78,  # round 46's ordinary traffic, sealed beside hard-test-78 ... -80
+    "everyday-test-15": 78,  # round 46's ordinary traffic, sealed beside hard-test-78 ... -80
 }
 
 
@@ -201,8 +204,8 @@ def written(stem: str) -> int:
     raise AssertionError(f"{stem}.jsonl: a new routing file; give its round in ROUND_OF")
 
 
-# Files of this round on are sealed: merged, not yet run (none now: round 45's six were run once
-# for v33, evals/routing/README.md). A test that puts corpus prompts through a router reads
+# Files of this round on are sealed: merged, not yet run (round 46's six, for v34's one run by
+# its rule, evals/routing/README.md). A test that puts corpus prompts through a router reads
 # ``unsealed()`` so none of a sealed round's is profiled before its rule's one run; when they
 # are run, move this past them.
 SEALED_FROM = 78
