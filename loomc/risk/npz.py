@@ -336,3 +336,10 @@ def locate_member(path: Path, name: str) -> tuple[str, tuple[int, ...], int]:
     if descr not in _CASTS or offset + member.size * itemsize != entry.size:
         raise NpzFormatError(f"{name} in {path.name}: not a plain array of its header's size")
     return descr, shape, begin + offset
+
+
+def member_names(path: Path) -> frozenset[str]:
+    """The names of the archive's members (``.npy`` cut), from its central directory alone:
+    nothing is inflated, so ``loomc check`` can say what a file is without numpy."""
+    with path.open("rb") as fh:
+        return frozenset(_directory(fh, path.name))

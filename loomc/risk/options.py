@@ -33,6 +33,23 @@ if TYPE_CHECKING:
     from loomc.policy.load import PolicySource
 
 DTYPES = ("float32", "float64")
+# The members a router file holds, each read by ``RouterWeights.from_arrays`` (a file missing
+# one is refused there too; tests/risk/test_risk_options.py holds the two lists together).
+ROUTER_MEMBERS = (
+    "weights",
+    "bias",
+    "mean",
+    "scale",
+    "platt_a",
+    "platt_b",
+    "threshold",
+    "signal_threshold",
+    "medium_threshold",
+    "train_ids",
+    "train_labels",
+    "train_levels",
+    "train_emb",
+)
 _FRACTIONS = ("threshold", "signal_threshold", "medium_threshold", "band_low", "band_high")
 _SWITCHES = ("cascade", "negation", "trivia")
 _COUNTS = ("threads", "cache")
@@ -60,6 +77,31 @@ def _is_file(path: str) -> bool:
         return Path(path).is_file()
     except (OSError, ValueError):  # a name too long for the file system, a NUL in it
         return False
+
+
+def router_file_problem(path: str) -> str | None:
+    """Why the file at ``path`` is not a router (not a zip archive, or a member missing), or
+    None. Read from the archive's directory alone (``loomc.risk.npz.member_names``): no array
+    is read and numpy is not imported, so ``loomc check`` says it before any run loads it."""
+    from loomc.risk.npz import NpzFormatError, member_names
+
+    file = Path(path)
+    try:
+        names: frozenset[str] | set[str] = member_names(file)
+    except NpzFormatError:  # a ZIP64 or otherwise unusual archive this reader declines
+        import zipfile
+
+        try:
+            with zipfile.ZipFile(file) as archive:
+                names = {name.removesuffix(".npy") for name in archive.namelist()}
+        except (zipfile.BadZipFile, OSError, ValueError, EOFError):
+            return f"{_shown(file.name)} is not a router file (not an .npz archive)"
+    except OSError as exc:
+        return f"{_shown(file.name)} cannot be read ({exc.strerror or exc})"
+    missing = [member for member in ROUTER_MEMBERS if member not in names]
+    if missing:
+        return f"{_shown(file.name)} is not a router file (no member {missing[0]!r})"
+    return None
 
 
 def _words(value: Any, allowed: Sequence[str]) -> tuple[bool, str, str]:
@@ -113,7 +155,8 @@ def _unknown(key: str) -> OptionProblem:
 def option_problems(options: Mapping[str, Any], *, files: bool = True) -> list[OptionProblem]:
     """Every problem with ``risk.options``, in the order the keys were written. ``files``: also
     say when ``data`` names no file (``loomc check`` does not: the path is read from the working
-    directory of the run, which a check cannot know)."""
+    directory of the run, which a check cannot know). A ``data`` file that is there, seen from
+    this process's directory, is opened either way: one that is not a router is an error."""
     out: list[OptionProblem] = []
     for key, value in options.items():
         if key not in KNOWN:
@@ -122,10 +165,14 @@ def option_problems(options: Mapping[str, Any], *, files: bool = True) -> list[O
         ok, wrong, hint = _check(key, value)
         if not ok:
             out.append(OptionProblem(key, f"risk.options.{key} {wrong}", True, hint))
-        elif key == "data" and files and not _is_file(value):
-            hint = "the path is read from the working directory"
-            shown = f"risk.options.data: no such file {_shown(value)}"
-            out.append(OptionProblem(key, shown, True, hint))
+        elif key == "data" and not _is_file(value):
+            if files:
+                hint = "the path is read from the working directory"
+                shown = f"risk.options.data: no such file {_shown(value)}"
+                out.append(OptionProblem(key, shown, True, hint))
+        elif key == "data" and (problem := router_file_problem(value)) is not None:
+            hint = "a router .npz written by research/train_router.py"
+            out.append(OptionProblem(key, f"risk.options.data: {problem}", True, hint))
     low: Any = options.get("band_low")
     high: Any = options.get("band_high")
     numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in (low, high))

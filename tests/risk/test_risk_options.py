@@ -15,7 +15,13 @@ from hypothesis import strategies as st
 from loomc.policy.models import RiskSettings
 from loomc.risk.base import RiskSettingsError
 from loomc.risk.factory import make_profiler
-from loomc.risk.options import KNOWN, first_error, option_problems
+from loomc.risk.options import (
+    KNOWN,
+    ROUTER_MEMBERS,
+    first_error,
+    option_problems,
+    router_file_problem,
+)
 from loomc.risk.releases import RELEASES
 
 
@@ -150,8 +156,37 @@ def test_a_data_file_that_is_not_a_router_is_one_line(tmp_path: Any, what: str) 
     with pytest.raises(RiskSettingsError) as info:
         make_profiler(RiskSettings(profiler="semantic", options={"data": str(path)}))
     message = str(info.value)
-    assert message.startswith("policy risk section: router.npz is not a router file (")
-    assert "\n" not in message
+    reason = "(no member 'weights')" if what.startswith("an archive") else "(not an .npz archive)"
+    assert message == (
+        f"policy risk section: risk.options.data: 'router.npz' is not a router file {reason}"
+    )
+    # loomc check says the same, without numpy: the file is there, so it can be opened
+    assert [p.message for p in option_problems({"data": str(path)}, files=False)] == [
+        message.removeprefix("policy risk section: ")
+    ]
+
+
+def test_the_members_a_router_must_hold_are_those_the_router_reads() -> None:
+    """``ROUTER_MEMBERS`` (what ``loomc check`` asks of a ``data`` file) is exactly what
+    ``RouterWeights.from_arrays`` cannot do without: every shipped release's routers hold
+    them all, and a router without any one of them is refused."""
+    np = pytest.importorskip("numpy")
+    from loomc.risk.router import RouterWeights
+
+    for first in RELEASES.values():
+        second = first.with_name(first.name.replace("router-static", "router-minilm"))
+        for path in (first, second):
+            if path.is_file():  # an archived release's files may not be installed
+                assert router_file_problem(str(path)) is None, path.name
+    with np.load(RELEASES["v4"]) as z:
+        arrays = {name: z[name] for name in z.files}
+    assert RouterWeights.from_arrays(arrays).train_ids
+    for member in ROUTER_MEMBERS:
+        with pytest.raises(KeyError):
+            RouterWeights.from_arrays({k: v for k, v in arrays.items() if k != member})
+    optional = set(arrays) - set(ROUTER_MEMBERS)
+    assert RouterWeights.from_arrays({k: arrays[k] for k in ROUTER_MEMBERS}).train_ids
+    assert optional  # v4's file holds more (its meta, its CV probabilities), none required
 
 
 @given(
@@ -176,3 +211,25 @@ def test_a_band_with_no_room_is_one_error_naming_both_edges() -> None:
     assert option_problems({"band_low": 0.11, "band_high": 0.51}, files=False) == []
     # one edge alone: the other is the release's, so only the profiler can tell
     assert option_problems({"band_high": 0.05}, files=False) == []
+
+
+@given(
+    st.one_of(
+        st.binary(max_size=400),
+        st.binary(max_size=200).map(lambda b: b"PK\x03\x04" + b),
+        st.binary(max_size=200).map(lambda b: b + b"PK\x05\x06" + bytes(18)),
+    )
+)
+@settings(max_examples=150, deadline=None)
+def test_any_bytes_given_as_data_are_one_line_never_a_traceback(raw: bytes) -> None:
+    """Hostile or damaged files (a zip's signatures at either end, a directory pointing
+    anywhere) are said in one short line by ``loomc check``, however they break the reader."""
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "x.npz"
+        path.write_bytes(raw)
+        problem = router_file_problem(str(path))
+    assert problem is not None and "\n" not in problem and len(problem) < 120
+    assert problem.startswith("'x.npz' is not a router file (")

@@ -110,3 +110,38 @@ def test_an_unknown_option_is_a_warning_naming_the_nearest(
     assert "warning[LOOM609]: unknown risk option 'relase' (ignored)" in text
     assert "did you mean `release`?" in text and "did you mean `cascade`?" in text
     assert main(["run", "hello"]) == 0  # a warning: the run goes on with the defaults
+
+
+@pytest.mark.parametrize("what", ["a policy file", "a router"])
+def test_check_opens_a_data_file_that_is_there(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    what: str,
+) -> None:
+    """A ``data`` file seen from where ``loomc check`` runs is opened (its archive's directory
+    only, no numpy): a file that is not a router is LOOM608 at the option, before any run
+    loads it; a router passes. A file that is not there stays the run's to judge (above)."""
+    from loomc.risk.releases import RELEASES
+
+    monkeypatch.chdir(_project(tmp_path, "{data: routers/mine.npz}"))
+    Path("routers").mkdir()
+    mine = Path("routers/mine.npz")
+    if what == "a router":
+        mine.write_bytes(RELEASES["v4"].read_bytes())
+    else:
+        mine.write_text("risk:\n  profiler: semantic\n", encoding="utf-8")
+    policy = next(Path("policies").glob("*.yaml"))
+    line = next(n for n, t in enumerate(policy.read_text().splitlines(), 1) if "  options:" in t)
+    col = policy.read_text().splitlines()[line - 1].index("data") + 1
+    capsys.readouterr()
+    rc = main(["check"])
+    text = "".join(capsys.readouterr())
+    if what == "a router":
+        assert rc == 0 and "LOOM608" not in text
+        return
+    assert rc == 1 and "Traceback" not in text
+    assert (
+        f"{policy}:{line}:{col}: error[LOOM608]: risk.options.data: 'mine.npz' is not a router "
+        "file (not an .npz archive)"
+    ) in text
