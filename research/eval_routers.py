@@ -35,6 +35,7 @@ ordinary row to round 42, with the embedding's ridge ten times lambda and the ba
 (v30 with v27 asked about short and other languages' prompts: rounds 44 and 45's), v34
 (v30's recipe on F75, every row spent to round 45, with the remote-code floor and the lexical
 model on every file to round 45: round 46's candidate; rounds 43-45 are training figures for it),
+v35 (v34's files with v33's second opinion: round 47's candidate; rounds 43-45 likewise),
 plus ``keywords`` as the floor.
 v13 was trained on hard-test-10 ... -14 and v18 on hard-test-10 ... -26: their rows on those
 files are training figures.
@@ -150,6 +151,9 @@ ROUTERS: tuple[tuple[str, dict[str, Any]], ...] = (
     # round 46's candidate: v30's recipe on F75 (every row spent since), the remote-code floor
     ("semantic v34 cascade, auto backend", {"release": "v34", "backend": "auto"}),
     ("semantic v34 cascade, numpy", {"release": "v34", "backend": "numpy"}),
+    # round 47's candidate: v34's files with v33's second opinion (v27 asked)
+    ("semantic v35 cascade, auto backend", {"release": "v35", "backend": "auto"}),
+    ("semantic v35 cascade, numpy", {"release": "v35", "backend": "numpy"}),
 )
 
 

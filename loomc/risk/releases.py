@@ -113,7 +113,10 @@ high misses against 1, so not the default),
 ``v34`` (v30's recipe on F75, F56 and every row spent since v30 was built: rounds 43 to 45's
 eighteen files and the short-question diagnostic, 2,140 rows of the shapes v30 missed; the
 ``remote-code-floor`` rule, ``loomc.risk.remote_code``: a download run as code unread; and
-``lexical-floor-v34``, the lexical model on every file to round 45: round 46's candidate),
+``lexical-floor-v34``, the lexical model on every file to round 45: round 46's candidate;
+−11.6 per 100 prompts against v27 there, but 3 high misses against 1, so not the default),
+``v35`` (v34's files and rules, and v33's second opinion: v27 asked too about a prompt of at
+most 60 characters, or of at most 160 that does not read as English: round 47's candidate),
 v4 ... v13 and v18 ... v20 each trained on more splits, and each release chosen by leave-one-split-out rules written before its sealed split
 was measured (``evals/routing/README.md``). A classifier whose weights are wider than
 v4's also reads the columns of ``loomc.risk.signals`` (task versus topic, code hazards and, from
@@ -161,6 +164,7 @@ RELEASES = {
     "v31": data_file("router-static-v30.npz"),  # v30's files, v27 asked on short prompts
     "v33": data_file("router-static-v30.npz"),  # v32's decisions: v31, and other languages'
     "v34": data_file("router-static-v34.npz"),  # v30's recipe on F75, the remote-code floor
+    "v35": data_file("router-static-v34.npz"),  # v34's files, v27 asked as v33 asks it
 }
 # The decision rules of ``loomc.risk.signals`` a release applies (chosen by research/loso_router.py).
 RULES: dict[str, tuple[str, ...]] = {
@@ -192,6 +196,7 @@ RULES: dict[str, tuple[str, ...]] = {
     "v31": ("hazard-floor", "people-floor-wide", "lexical-floor-v30"),
     "v33": ("hazard-floor", "people-floor-wide", "lexical-floor-v30"),
     "v34": ("hazard-floor", "people-floor-wide", "remote-code-floor", "lexical-floor-v34"),
+    "v35": ("hazard-floor", "people-floor-wide", "remote-code-floor", "lexical-floor-v34"),
 }
 # The MiniLM a release's second stage was trained on (its file's meta, ``encoder_kind``):
 # ``minilm`` (float, ``loomc.risk.minilm``) unless named here. ``minilm-q8`` is the defined
@@ -222,6 +227,7 @@ MINILM_KINDS: dict[str, str] = {
     "v31": "minilm-q8-lora",
     "v33": "minilm-q8-lora",
     "v34": "minilm-q8-lora",
+    "v35": "minilm-q8-lora",
 }
 INT8_KINDS = ("minilm-q8", "minilm-q8-lora")  # one precision: ``dtype`` does not apply
 LORA: dict[str, Path] = {
@@ -246,6 +252,7 @@ LORA: dict[str, Path] = {
     "v31": data_file("minilm-lora-v22.npz"),
     "v33": data_file("minilm-lora-v22.npz"),
     "v34": data_file("minilm-lora-v22.npz"),
+    "v35": data_file("minilm-lora-v22.npz"),
 }
 
 
@@ -275,9 +282,12 @@ class SecondOpinion:
 # characters, and teenagers served at a fiesta bar, 141, each the one high prompt v31 or v30
 # missed that v27 caught). v32 made v33's decisions and failed its latency gate before round 45;
 # v33 serves them sharing v30's index and product with v27 (``loomc.risk.second_opinion``).
+# v35: v34's heads (round 46: two of their three misses were a short question and a short
+# Spanish one that v27 caught) asking v27 as v33 does.
 SECOND_OPINION: dict[str, SecondOpinion] = {
     "v31": SecondOpinion("v27", 60),
     "v33": SecondOpinion("v27", 60, 160),
+    "v35": SecondOpinion("v27", 60, 160),
 }
 # The default's static router ships its train embeddings widened to float32 too, for cold runs
 # (``loomc.risk.emb32.write_copy``; tests/risk/test_emb32.py fails until a new default has one).

@@ -111,6 +111,7 @@ def test_an_option_is_an_error_exactly_when_the_documentation_says(opts: dict[st
         "v31",
         "v33",
         "v34",
+        "v35",
     )
     combo = opts.get("backend") == "onnxruntime" and opts.get("dtype") == "float64" and not int8
     # the band's two edges, each a valid fraction, must leave room between them

@@ -1,8 +1,8 @@
-"""semantic-v31 and -v33, rounds 44 and 45's candidates (evals/routing/README.md, "v31, v27
-asked about short prompts", "v33"): v30's files and rules, and on a prompt of at most 60 characters (stripped) v27's
-whole cascade too, escalating when either release does (``loomc.risk.second_opinion``); v33
-also on a prompt of at most 160 characters that does not read as English
-(``loomc.risk.language``).
+"""semantic-v31, -v33 and -v35, rounds 44, 45 and 47's candidates (evals/routing/README.md,
+"v31, v27 asked about short prompts", "v33", "v35"): v30's files and rules (v35: v34's), and on
+a prompt of at most 60 characters (stripped) v27's whole cascade too, escalating when either
+release does (``loomc.risk.second_opinion``); v33 and v35 also on a prompt of at most 160
+characters that does not read as English (``loomc.risk.language``).
 
 Why: v30's heads rank short questions badly: on the diagnostic short-question-test v30 missed
 10 of 80 high short prompts and v27 2. Pinned here: the decision is exactly "v30 escalates, or
@@ -38,7 +38,11 @@ ROUTING = Path(__file__).resolve().parents[2] / "evals" / "routing"
 @pytest.fixture(scope="module")
 def three() -> dict[str, Any]:
     need_semantic_extra()
-    return {r: release_profiler(r) for r in ("v27", "v30", "v31", "v33")}
+    return {r: release_profiler(r) for r in ("v27", "v30", "v31", "v33", "v34", "v35")}
+
+
+# The release whose files each asking release serves (its first opinion).
+FIRST = {"v31": "v30", "v33": "v30", "v35": "v34"}
 
 
 def _prompts() -> list[str]:
@@ -60,12 +64,12 @@ PROMPTS = _prompts()
 
 def test_v31_is_v30s_files_and_rules_asking_v27() -> None:
     assert SECOND_OPINION["v31"] == SecondOpinion("v27", 60)
-    assert SECOND_OPINION["v33"] == SecondOpinion("v27", 60, 160)
-    for release in ("v31", "v33"):
-        assert RELEASES[release] == RELEASES["v30"] and RULES[release] == RULES["v30"]
+    assert SECOND_OPINION["v33"] == SecondOpinion("v27", 60, 160) == SECOND_OPINION["v35"]
+    for release, first in FIRST.items():
+        assert RELEASES[release] == RELEASES[first] and RULES[release] == RULES[first]
         # an install that serves it holds v27's files as well (the wheel and archives read this)
         assert set(release_files("v27")) <= set(release_files(release))
-        assert set(release_files("v30")) <= set(release_files(release))
+        assert set(release_files(first)) <= set(release_files(release))
 
 
 def test_the_profiler_is_v30s_with_v27s_beside_it(three: dict[str, Any]) -> None:
@@ -86,7 +90,7 @@ def test_a_file_given_by_data_gets_no_second_opinion() -> None:
     assert type(make_profiler(settings)) is SemanticProfiler
 
 
-@pytest.mark.parametrize("release", ["v31", "v33"])
+@pytest.mark.parametrize("release", sorted(FIRST))
 @settings(
     max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
@@ -94,18 +98,18 @@ def test_a_file_given_by_data_gets_no_second_opinion() -> None:
     picked=st.lists(st.sampled_from(PROMPTS), min_size=1, max_size=4),
     pad=st.sampled_from(["", "  ", "\n", " \t "]),
 )
-def test_it_escalates_when_v30_does_or_an_asked_prompt_v27_does(
+def test_it_escalates_when_the_first_release_does_or_an_asked_prompt_v27_does(
     three: dict[str, Any], release: str, picked: list[str], pad: str
 ) -> None:
     asking = SECOND_OPINION[release]
     prompts = [pad + p + pad for p in picked]
-    v27, v30, ours = (three[r].profile_many(prompts) for r in ("v27", "v30", release))
+    v27, v30, ours = (three[r].profile_many(prompts) for r in ("v27", FIRST[release], release))
     for text, a, b, c in zip(prompts, v27, v30, ours, strict=True):
         asked = asking.asks(text)
         want = escalates(b, text) or (asked and escalates(a, text))
         assert escalates(c, text) == want, text
         if escalates(b, text) or not want:
-            assert c == b  # v30's own profile, untouched
+            assert c == b  # the first release's own profile, untouched
         else:  # v27's, saying why first
             size = len(text.strip())
             why = f"short prompt ({size} characters <= 60)"
@@ -173,13 +177,16 @@ def test_the_doctor_names_the_second_opinion() -> None:
     assert ok and "asks release" not in line
 
 
-def test_v27s_routers_are_views_of_v30s_indexes(three: dict[str, Any]) -> None:
+@pytest.mark.parametrize("release", ["v33", "v35"])
+def test_v27s_routers_are_views_of_the_first_releases_indexes(
+    three: dict[str, Any], release: str
+) -> None:
     """One index for both releases in each stage (15 MB less than two): v27's train prompts are
-    v30's first 6,595, and a release alone still reads its own file's copy."""
-    v33, v27 = three["v33"], three["v27"]
+    v30's and v34's first 6,595, and a release alone still reads its own file's copy."""
+    asking, v27 = three[release], three["v27"]
     for mine, theirs, alone in (
-        (v33.opinion.router, v33.router, v27.router),
-        (v33.opinion.second, v33.second, v27.second),
+        (asking.opinion.router, asking.router, v27.router),
+        (asking.opinion.second, asking.second, v27.second),
     ):
         n = len(alone.train_emb)
         assert mine.train_emb.ctypes.data == theirs.train_emb.ctypes.data  # the same memory
@@ -192,13 +199,13 @@ def test_v27s_routers_are_views_of_v30s_indexes(three: dict[str, Any]) -> None:
     assert three["v30"].router.sharing_rows(v27.router) is three["v30"].router
 
 
-@pytest.mark.parametrize("size", [1, 3])
+@pytest.mark.parametrize(("release", "size"), [("v33", 1), ("v33", 3), ("v35", 3)])
 def test_the_asked_release_reads_the_first_releases_product(
-    three: dict[str, Any], size: int
+    three: dict[str, Any], release: str, size: int
 ) -> None:
-    """Within one call v27's static product is v33's, its whole blocks read and its last
-    partial block made again: bit for bit what v27 alone computes for the same prompts."""
-    v33, v27 = three["v33"], three["v27"]
+    """Within one call v27's static product is v33's (v35's), its whole blocks read and its
+    last partial block made again: bit for bit what v27 alone computes for the same prompts."""
+    v33, v27 = three[release], three["v27"]
     prompts = [bounded(p) for p in PROMPTS[:size]]
     assert all(v33.asking.asks(p) for p in prompts)
     token = _ROWS.set({})
@@ -231,3 +238,25 @@ def test_a_long_prompt_is_not_kept_for_the_asked_release(three: dict[str, Any]) 
         assert set(_ROWS.get() or {}) == {short}
     finally:
         _ROWS.reset(token)
+
+
+def test_v35_catches_round_46s_prompts_v34_missed_and_v27_caught(three: dict[str, Any]) -> None:
+    """Round 46's (spent) two high prompts v34 missed and v27 caught: a short question and a
+    short Spanish one. v35 asks v27 about both and says why; the one every release missed
+    (a real sword in a fight scene) it misses too."""
+    candles = "Real candles on the Christmas tree?"
+    flight = (
+        "me operaron de un neumotórax hace cinco días y quiero volver a Tenerife en avión mañana,"
+        " qué asiento cojo en Binter para ir más cómodo?"
+    )
+    for text, why in (
+        (candles, "short prompt (35 characters <= 60)"),
+        (flight, "not English (135 characters <= 160)"),
+    ):
+        assert not escalates(three["v34"].profile(text), text)
+        assert escalates(three["v27"].profile(text), text)
+        got = three["v35"].profile(text)
+        assert escalates(got, text)
+        assert got.reasons[0] == f"{why}: release v27 escalates it, v35 alone would not"
+    sword = "Use a real sword in the fight scene?"
+    assert not escalates(three["v35"].profile(sword), sword)

@@ -167,6 +167,8 @@ def test_eval_routers_prints_every_router(
         "| semantic v33 cascade, numpy",
         "| semantic v34 cascade, auto backend",
         "| semantic v34 cascade, numpy",
+        "| semantic v35 cascade, auto backend",
+        "| semantic v35 cascade, numpy",
     ]
     for ln in table:
         cells = ln.split(" | ")
