@@ -90,6 +90,9 @@ ROUND_OF: dict[str, int] = {
     "safety-code-test-19": 78,  # sealed beside hard-test-78 ... -80 (round 46)
     "everyday-test-14": 78,  # round 46's ordinary traffic, sealed beside hard-test-78 ... -80
     "everyday-test-15": 78,  # round 46's ordinary traffic, sealed beside hard-test-78 ... -80
+    "safety-code-test-20": 81,  # sealed beside hard-test-81 ... -83 (round 47)
+    "everyday-test-16": 81,  # round 47's ordinary traffic, sealed beside hard-test-81 ... -83
+    "everyday-test-17": 81,  # round 47's ordinary traffic, sealed beside hard-test-81 ... -83
 }
 
 
@@ -204,8 +207,8 @@ def written(stem: str) -> int:
     raise AssertionError(f"{stem}.jsonl: a new routing file; give its round in ROUND_OF")
 
 
-# Files of this round on are sealed: merged, not yet run (none now: round 46's six were run once
-# for v34, evals/routing/README.md). A test that puts corpus prompts through a router reads
+# Files of this round on are sealed: merged, not yet run (round 47's six, for v35's one run by
+# its rule, evals/routing/README.md). A test that puts corpus prompts through a router reads
 # ``unsealed()`` so none of a sealed round's is profiled before its rule's one run; when they
 # are run, move this past them.
 SEALED_FROM = 81
