@@ -27,7 +27,7 @@ v23 (v22's recipe over a delta tuned on F45, every file spent to round 36: round
 v26 (v22's recipe and delta with both heads and the index on F41 and the everyday-train files,
 and the lexical model retrained on every file to round 39: round 40's candidate, the default
 in round 40), v27 (v26's recipe with heads on F48, every ordinary row, and the lexical model on every
-file to round 40: round 41's candidate, the default since), v28 (v27's recipe on F50, every
+file to round 40: round 41's candidate, the default from round 41 to 46), v28 (v27's recipe on F50, every
 ordinary row to round 41, the ordinary rows weighing half the fit and the cost, and the lexical
 model on every file to round 41: round 42's candidate), v30 (v28's recipe on F56, every
 ordinary row to round 42, with the embedding's ridge ten times lambda and the band capped at
@@ -35,7 +35,7 @@ ordinary row to round 42, with the embedding's ridge ten times lambda and the ba
 (v30 with v27 asked about short and other languages' prompts: rounds 44 and 45's), v34
 (v30's recipe on F75, every row spent to round 45, with the remote-code floor and the lexical
 model on every file to round 45: round 46's candidate; rounds 43-45 are training figures for it),
-v35 (v34's files with v33's second opinion: round 47's candidate; rounds 43-45 likewise),
+v35 (v34's files with v33's second opinion: round 47's candidate, the default since; rounds 43-45 likewise),
 plus ``keywords`` as the floor.
 v13 was trained on hard-test-10 ... -14 and v18 on hard-test-10 ... -26: their rows on those
 files are training figures.

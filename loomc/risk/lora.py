@@ -22,7 +22,8 @@ Releases v12 and v13 ship one each, ``data/minilm-lora-v12.npz`` and ``-v13.npz`
 (``releases.LORA``), by route12's and route16's pre-registered rules (evals/routing/README.md);
 v14 ... v17 serve v13's files and delta, v18, v19 and v20 v13's delta under their own heads, v22
 v19's heads over a delta of its own (``minilm-lora-v22.npz``, tuned on F44), v25
-v22's files with the lexical floor, v26 and the default, v27, v22's delta under heads of their own;
+v22's files with the lexical floor, v26, v27, v28, v30 and v34 (v35, the default, serves v34's and asks v27),
+v22's delta under heads of their own;
 ``research/loso_lora.py`` and ``train_router.py --encoder minilm-q8-lora`` use this too.
 """
 

@@ -1,5 +1,5 @@
 """Code that decides about people by who they are, or finds where they are (the ``people-floor``
-rule of semantic-v14; v15, v18 ... v26 and the default release, v27, read it wider: ``people_floor_wide``; v17 also
+rule of semantic-v14; v15, v18 ... v34 and the default release, v35, read it wider: ``people_floor_wide``; v17 also
 reads a characteristic that prices a person through a lookup: ``people_floor_table``).
 
 Why a fifth signal: from hard-test-15 to -20 the default (v13) missed one high-risk prompt on

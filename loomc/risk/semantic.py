@@ -33,8 +33,8 @@ and ``band_high`` (the cascade's band, each edge the release's unless set), ``dt
 (``float32``, the default, or ``float64``: MiniLM's precision; float32 moves a probability by
 ~1e-7), ``threads`` (int, default 1: BLAS threads while MiniLM encodes; 0 leaves BLAS alone),
 ``backend`` (``numpy``, the default, ``auto`` or ``onnxruntime``: MiniLM's, ``loomc.risk.encoders``),
-``cache`` (int, prompts whose embedding is kept; 0 disables), ``release`` (``v27``, the default,
-or ``v4`` ... ``v26``: which trained pair of files and rules, ``loomc.risk.releases``), ``data`` (path to
+``cache`` (int, prompts whose embedding is kept; 0 disables), ``release`` (``v35``, the default,
+or ``v4`` ... ``v34``: which trained pair of files and rules, ``loomc.risk.releases``), ``data`` (path to
 another file).
 """
 

@@ -94,7 +94,7 @@ def signal_vector(prompt: str, columns: int = len(SIGNAL_NAMES)) -> list[float]:
     """The first ``columns`` of the v9 columns, in ``SIGNAL_NAMES`` order, computed only as far
     as they are read: a file trained on v7's reads ``len(V7_NAMES)``, so no exposure or purpose
     pattern runs for it, and v8's no purpose pattern. v9's and every later one's read them all;
-    v19's, v22's and every later one's (the default, v27, among them) also read the context block after them (``signal_columns``)."""
+    v19's, v22's and every later one's (the default, v35, among them) also read the context block after them (``signal_columns``)."""
     out = task_vector(prompt) + code_vector(prompt)
     if columns > len(out):
         out += exposure_vector(prompt)

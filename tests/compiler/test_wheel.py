@@ -190,7 +190,9 @@ def test_wheel_ships_the_default_release_and_leaves_the_archived_out(wheel: Path
     needed = {p.name for r in WHEEL_RELEASES for p in release_files(r)}
     assert needed <= data and not data & set(archived_names())
     assert {"static-minilm.npz", "minilm-vocab.txt"} <= data  # every release's static stage
-    assert wheel.stat().st_size < 40_000_000  # 29 MB; every release's files made it 130
+    # 48 MB since v35 (v34's and v27's files, v34's float32 index copy; v27 alone was 29 MB);
+    # every release's files made it 130
+    assert wheel.stat().st_size < 55_000_000
     # pyproject's excludes are the code's list, so neither can drift from the other
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
     excluded = project["tool"]["hatch"]["build"]["targets"]["wheel"]["exclude"]

@@ -58,9 +58,9 @@ def v10() -> Any:
 
 def test_v10_is_selected_by_name_and_is_not_the_default(v10: Any) -> None:
     assert v10.data_path == RELEASES["v10"] and v10.release == "v10"
-    assert release_of({}) == "v27" and release_of({"release": "v10"}) == "v10"
+    assert release_of({}) == "v35" and release_of({"release": "v10"}) == "v10"
     default: Any = make_profiler(RiskSettings(profiler="semantic"))
-    assert default.release == "v27" and default.rules == RULES["v27"]
+    assert default.release == "v35" and default.rules == RULES["v35"]
     assert v10.rules == RULES["v10"] == RULES["v8"]
 
 

@@ -52,9 +52,9 @@ def test_v11_is_selected_by_name_and_is_not_the_default(v11: Any) -> None:
     """v11 was the default from hard-test-9 to hard-test-11 (evals/routing/README.md); it stays
     selectable."""
     assert v11.data_path == RELEASES["v11"] and v11.release == "v11"
-    assert release_of({}) == "v27" and release_of({"release": "v11"}) == "v11"
+    assert release_of({}) == "v35" and release_of({"release": "v11"}) == "v11"
     default: Any = make_profiler(RiskSettings(profiler="semantic"))
-    assert default.release == "v27" and default.rules == RULES["v27"]
+    assert default.release == "v35" and default.rules == RULES["v35"]
     assert v11.rules == RULES["v11"] == RULES["v9"] == ("hazard-floor",)
 
 

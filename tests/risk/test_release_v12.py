@@ -41,8 +41,8 @@ def test_v12_is_selected_by_name_and_is_no_longer_the_default(v12: Any) -> None:
     """v12 was the default from hard-test-12 to hard-test-15 (evals/routing/README.md: on
     hard-test-15 v13 cost less with no more high misses); it stays selectable."""
     assert v12.data_path == RELEASES["v12"] and v12.release == "v12"
-    assert release_of({}) == "v27" and release_of({"release": "v12"}) == "v12"
+    assert release_of({}) == "v35" and release_of({"release": "v12"}) == "v12"
     default: Any = make_profiler(RiskSettings(profiler="semantic"))
-    assert default.release == "v27" and default.rules == RULES["v27"]
-    assert default.data_path == RELEASES["v27"] == DATA_FILE != RELEASES["v13"]
+    assert default.release == "v35" and default.rules == RULES["v35"]
+    assert default.data_path == RELEASES["v35"] == DATA_FILE != RELEASES["v13"]
     assert v12.rules == RULES["v12"] == RULES["v11"] == ("hazard-floor",)

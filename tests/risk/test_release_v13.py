@@ -53,8 +53,8 @@ def test_v13_is_selected_by_name_and_is_no_longer_the_default(v13: Any) -> None:
     that also learnt ordinary traffic (tests/risk/test_release_v26.py); since round 41, v27:
     the same recipe on every ordinary row (tests/risk/test_release_v27.py)."""
     assert v13.data_path == RELEASES["v13"] and v13.release == "v13"
-    assert release_of({}) == "v27" and release_of({"release": "v13"}) == "v13"
+    assert release_of({}) == "v35" and release_of({"release": "v13"}) == "v13"
     default: Any = make_profiler(RiskSettings(profiler="semantic"))
-    assert default.release == "v27" and default.rules == RULES["v27"]
-    assert default.data_path == RELEASES["v27"] == DATA_FILE != RELEASES["v13"]
+    assert default.release == "v35" and default.rules == RULES["v35"]
+    assert default.data_path == RELEASES["v35"] == DATA_FILE != RELEASES["v13"]
     assert v13.rules == RULES["v13"] == RULES["v12"] == ("hazard-floor",)

@@ -46,6 +46,6 @@ def test_v18_is_selected_by_name_with_v15s_rules_over_v13s_delta(v18: Any) -> No
     assert v18.data_path == RELEASES["v18"] != DATA_FILE and RELEASES["v18"] != RELEASES["v15"]
     assert v18.release == "v18" and release_of({"release": "v18"}) == "v18"
     default: Any = make_profiler(RiskSettings(profiler="semantic"))
-    assert default.release == "v27" and default.data_path == RELEASES["v27"] == DATA_FILE
+    assert default.release == "v35" and default.data_path == RELEASES["v35"] == DATA_FILE
     assert v18.rules == RULES["v18"] == RULES["v15"] == ("hazard-floor", "people-floor-wide")
     assert LORA["v18"] == LORA["v13"]

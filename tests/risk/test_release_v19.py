@@ -53,9 +53,9 @@ def v19() -> Any:
 
 def test_v19_is_v18s_recipe_over_v13s_delta_beside_the_default(v19: Any) -> None:
     assert v19.data_path == RELEASES["v19"] != DATA_FILE and RELEASES["v19"] != RELEASES["v18"]
-    assert release_of({"release": "v19"}) == "v19" == v19.release and release_of({}) == "v27"
+    assert release_of({"release": "v19"}) == "v19" == v19.release and release_of({}) == "v35"
     default: Any = make_profiler(RiskSettings(profiler="semantic"))
-    assert default.release == "v27" and default.data_path == RELEASES["v27"] == DATA_FILE
+    assert default.release == "v35" and default.data_path == RELEASES["v35"] == DATA_FILE
     assert v19.rules == RULES["v19"] == RULES["v18"] == ("hazard-floor", "people-floor-wide")
     assert LORA["v19"] == LORA["v18"] == LORA["v13"]
 

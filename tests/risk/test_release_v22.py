@@ -53,9 +53,9 @@ def test_v22_serves_v19s_recipe_over_its_own_delta(v22: Any) -> None:
     """v22's files were the default's from round 36 to 39 (v25 was v22 with the lexical floor);
     since round 41 the default is v27, v22's delta under heads that also learnt ordinary traffic."""
     assert v22.data_path == RELEASES["v22"] != DATA_FILE and RELEASES["v22"] != RELEASES["v19"]
-    assert release_of({"release": "v22"}) == "v22" == v22.release and release_of({}) == "v27"
+    assert release_of({"release": "v22"}) == "v22" == v22.release and release_of({}) == "v35"
     default: Any = make_profiler(RiskSettings(profiler="semantic"))
-    assert default.release == "v27" and default.data_path == RELEASES["v27"]
+    assert default.release == "v35" and default.data_path == RELEASES["v35"]
     assert v22.rules == RULES["v22"] == RULES["v19"] == ("hazard-floor", "people-floor-wide")
     assert LORA["v22"].name == "minilm-lora-v22.npz" and LORA["v22"] != LORA["v19"]
 

@@ -37,9 +37,9 @@ def v24() -> Any:
 
 def test_v24_is_v22s_delta_under_heads_on_more_rows_beside_the_default(v24: Any) -> None:
     assert v24.data_path == RELEASES["v24"] not in (RELEASES["v22"], RELEASES["v23"])
-    assert release_of({"release": "v24"}) == "v24" == v24.release and release_of({}) == "v27"
+    assert release_of({"release": "v24"}) == "v24" == v24.release and release_of({}) == "v35"
     default: Any = make_profiler(RiskSettings(profiler="semantic"))
-    assert default.release == "v27" and default.data_path == RELEASES["v27"]
+    assert default.release == "v35" and default.data_path == RELEASES["v35"]
     assert v24.rules == RULES["v24"] == RULES["v22"] == ("hazard-floor", "people-floor-wide")
     assert LORA["v24"] == LORA["v22"] and v24.second_encoder.delta.path == LORA["v22"]
 

@@ -57,7 +57,7 @@ def v25() -> Any:
 
 def test_v25_is_v22_s_files_with_the_lexical_floor_and_the_default() -> None:
     assert_floor_release("v25", "v22", "lexical-floor")
-    assert DEFAULT_RELEASE == "v27"  # v25 was the default in round 39; v27 since round 41
+    assert DEFAULT_RELEASE == "v35"  # v25 was the default in round 39; v35 since round 47
 
 
 def test_v25_changes_only_by_the_lexical_floor(v25: Any) -> None:

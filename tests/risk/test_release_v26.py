@@ -56,10 +56,10 @@ def v26() -> Any:
 
 def test_v26_is_v22s_delta_under_heads_on_ordinary_traffic_beside_the_default(v26: Any) -> None:
     assert v26.data_path == RELEASES["v26"] not in (RELEASES["v22"], RELEASES["v24"])
-    assert release_of({"release": "v26"}) == "v26" == v26.release and release_of({}) == "v27"
-    assert DEFAULT_RELEASE == "v27"  # v26 in round 40, v27 since round 41 (evals/routing/README.md)
+    assert release_of({"release": "v26"}) == "v26" == v26.release and release_of({}) == "v35"
+    assert DEFAULT_RELEASE == "v35"  # v26 in round 40, v27 from 41, v35 since round 47
     default: Any = make_profiler(RiskSettings(profiler="semantic"))
-    assert default.release == "v27" and default.data_path == RELEASES["v27"]
+    assert default.release == "v35" and default.data_path == RELEASES["v35"]
     assert v26.rules == RULES["v26"] == ("hazard-floor", "people-floor-wide", "lexical-floor-v26")
     assert LORA["v26"] == LORA["v22"] and v26.second_encoder.delta.path == LORA["v22"]
 

@@ -5,12 +5,13 @@ the index on F48 = F47 + the three spent splits of ordinary traffic (``everyday-
 lexical model on every routing file to round 40. Why: v26 still escalated 132 of 200 harmless
 everyday requests, 82 of them by its static heads directly.
 
-The default since round 41: judged once by the rule written before it was trained, on six fresh
+The default from round 41 to 46 (v35 since round 47, which asks v27 about short prompts and
+short ones not in English): judged once by the rule written before it was trained, on six fresh
 files (660 prompts) with ordinary and hard traffic weighing a half each, it cost 30.7 against
 v26's 34.3 per 100 prompts, -3.6 [-5.5, -1.8], with 1 high miss against 1, and less on the hard
 files alone too. It still escalates 117 of 200 harmless everyday requests.
 
-Pinned here: v27 is the default and reads v22's delta; its index is F48's rows
+Pinned here: v27 is selectable beside the default and reads v22's delta; its index is F48's rows
 in order in both stages, F41's embedded bit for bit as v22 embeds them; its floor reads its own
 model, on every file to round 40 (by hash). The checks its recipe shares are in
 ``test_lora_releases.py``.
@@ -42,12 +43,12 @@ def v27() -> Any:
     return release_profiler("v27")
 
 
-def test_v27_is_v22s_delta_under_heads_on_every_ordinary_row_and_the_default(v27: Any) -> None:
+def test_v27_is_v22s_delta_under_heads_on_every_ordinary_row_beside_the_default(v27: Any) -> None:
     assert v27.data_path == RELEASES["v27"] not in (RELEASES["v22"], RELEASES["v26"])
-    assert release_of({"release": "v27"}) == "v27" == v27.release and release_of({}) == "v27"
+    assert release_of({"release": "v27"}) == "v27" == v27.release and release_of({}) == "v35"
     default: Any = make_profiler(RiskSettings(profiler="semantic"))
-    assert default.release == "v27" and default.data_path == RELEASES["v27"]
-    assert DEFAULT_RELEASE == "v27"  # since round 41 (evals/routing/README.md)
+    assert default.release == "v35" and default.data_path == RELEASES["v35"]
+    assert DEFAULT_RELEASE == "v35"  # v27 from round 41 to 46, v35 since round 47
     assert v27.rules == RULES["v27"] == ("hazard-floor", "people-floor-wide", "lexical-floor-v27")
     assert LORA["v27"] == LORA["v22"] and v27.second_encoder.delta.path == LORA["v22"]
 

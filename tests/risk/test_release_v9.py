@@ -62,10 +62,10 @@ def test_v9_is_selected_by_name_and_is_not_the_default(v9: Any) -> None:
     for hard-test-12 pooled three sealed splits, and v12 had the lowest cost); it stays
     selectable."""
     assert v9.data_path == RELEASES["v9"] and v9.release == "v9"
-    assert release_of({}) == "v27" and release_of({"release": "v9"}) == "v9"
+    assert release_of({}) == "v35" and release_of({"release": "v9"}) == "v9"
     assert RELEASES["v9"].exists() and RELEASES["v9"].name == "router-static-v9.npz"
     default: Any = make_profiler(RiskSettings(profiler="semantic"))
-    assert default.release == "v27" and default.data_path == RELEASES["v27"] == DATA_FILE
+    assert default.release == "v35" and default.data_path == RELEASES["v35"] == DATA_FILE
     assert v9.rules == RULES["v9"]
 
 

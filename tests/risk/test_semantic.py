@@ -332,14 +332,14 @@ def test_router_files_small() -> None:
     after it was built, its rule likewise)."""
     from loomc.risk.semantic import DATA_FILE, RELEASES
 
-    # the default since round 41, v27, serves its own files (evals/routing/README.md)
+    # the default since round 47, v35, serves v34's files (evals/routing/README.md)
     assert (
-        RELEASES["v27"]
+        RELEASES["v35"]
+        == RELEASES["v34"]
         == DATA_FILE
+        != RELEASES["v27"]
         != RELEASES["v26"]
         != RELEASES["v22"]
-        != RELEASES["v19"]
-        != RELEASES["v18"]
     )
     for first in RELEASES.values():
         second = first.with_name(first.name.replace("router-static", "router-minilm"))
@@ -426,11 +426,14 @@ def test_auto_is_semantic_with_both_stages_when_installed() -> None:
     from loomc.risk.semantic import DATA_FILE
 
     assert ok and line.startswith(f"semantic (auto; {DATA_FILE.name}, static stage, MiniLM")
-    assert "for its uncertain band (0.08, 0.43)" in line  # v27's files, as trained
-    # the default release (v27) applies v15's two rules and its lexical floor: the doctor
-    # names the release and all three
+    assert "for its uncertain band (0.14, 0.38)" in line  # v34's files, as trained
+    # the default release (v35) applies v34's rules and asks v27 about some prompts: the doctor
+    # names the release, its rules, the release it asks and when
     assert line.endswith(
-        "; release v27, rules: hazard-floor, people-floor-wide, lexical-floor-v27)"
+        "; release v35, rules: hazard-floor, people-floor-wide, remote-code-floor,"
+        " lexical-floor-v34; on a prompt of at most 60 characters (or 160 not in English) it"
+        " asks release v27 too (router-static-v27.npz, band (0.08, 0.43)) and escalates when"
+        " either does)"
     )
     v13 = RiskSettings(options={"release": "v13"})
     assert describe(v13)[1].endswith("; release v13, rules: hazard-floor)")

@@ -60,10 +60,10 @@ def test_v7_is_selected_by_name_and_is_no_longer_the_default(v7: Any) -> None:
     """v7 was the default from hard-test-6 to hard-test-7 (evals/routing/README.md: v8 had the
     lower routing cost there); it and v4 stay selectable."""
     assert v7.data_path == RELEASES["v7"] and v7.release == "v7"
-    assert release_of({}) == "v27" and release_of({"release": "v7"}) == "v7"
+    assert release_of({}) == "v35" and release_of({"release": "v7"}) == "v7"
     assert release_of({"release": "v4"}) == "v4"
     default: Any = make_profiler(RiskSettings(profiler="semantic"))
-    assert default.release == "v27" and default.data_path == RELEASES["v27"]
+    assert default.release == "v35" and default.data_path == RELEASES["v35"]
     v4: Any = make_profiler(RiskSettings(profiler="semantic", options={"release": "v4"}))
     assert v4.data_path == RELEASES["v4"] and v4.rules == ()
     assert v7.rules == RULES["v7"]

@@ -71,10 +71,10 @@ def test_v8_is_selected_by_name_and_is_no_longer_the_default(v8: Any) -> None:
     """v8 was the default from hard-test-7 to hard-test-9 (evals/routing/README.md: v11 had the
     lower routing cost and fewer high misses there); it stays selectable."""
     assert v8.data_path == RELEASES["v8"] and v8.release == "v8"
-    assert release_of({}) == "v27" and release_of({"release": "v8"}) == "v8"
+    assert release_of({}) == "v35" and release_of({"release": "v8"}) == "v8"
     assert RELEASES["v8"].exists() and RELEASES["v8"].name == "router-static-v8.npz"
     default: Any = make_profiler(RiskSettings(profiler="semantic"))
-    assert default.release == "v27" and default.data_path == RELEASES["v27"]
+    assert default.release == "v35" and default.data_path == RELEASES["v35"]
     assert v8.rules == RULES["v8"] and "situation-floor" in v8.rules
 
 
