@@ -86,7 +86,12 @@ def test_quality_follows_the_steps_that_ran(receipt: EvalReceipt) -> None:
     assert verified and all(r.checks_passed for r in verified)
     unverified_high = [r for r in balanced if r.expected_escalation and r not in verified]
     if profiler_of(receipt) == "semantic":
-        assert unverified_high == []  # no high-risk case of the demo left unverified
+        # no high-risk case of the demo left unverified; of its medium ones, v35 (the default
+        # since round 47) leaves one that v27 verified, a design question ("server-side
+        # rendering or a single-page app for an internal dashboard?", P 0.08 < 0.15;
+        # evals/routing/README.md, round 47)
+        assert [r.case_id for r in unverified_high if r.difficulty == "high"] == []
+        assert [r.case_id for r in unverified_high] in ([], ["spa-or-ssr"])
     else:  # the keyword rules miss some, and the drafter alone fails their checks
         assert any(not r.checks_passed for r in unverified_high)
     for r in receipt.runs:

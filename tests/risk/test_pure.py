@@ -28,6 +28,7 @@ from loomc.risk.base import RiskProfile
 from loomc.risk.evaluate import load_rows
 from loomc.risk.factory import make_profiler
 from loomc.risk.npz import NpzFormatError, locate_member, npy_header, read_members
+from loomc.risk.semantic import SemanticProfiler
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "evals" / "routing"
@@ -42,6 +43,14 @@ def no_minilm() -> Path | None:
 def static_only() -> Any:
     """The static stage deciding every prompt (what the plain path computes), cache off."""
     return make_profiler(RiskSettings(options={"cache": 0, "cascade": False}), minilm=no_minilm)
+
+
+def _numpy_one(prof: Any, prompt: str, hint: str | None) -> RiskProfile:
+    """numpy's profile of one prompt by the release's own stage. The default (v35) asks another
+    release about some prompts after its own stage has decided (``loomc.risk.second_opinion``,
+    in ``profile_many``, whichever path served the stage), so what its plain path stands in for
+    is its own profile before that: ``SemanticProfiler.profile_many``."""
+    return SemanticProfiler.profile_many(prof, [prompt], [hint])[0]
 
 
 def _same(plain: RiskProfile, numpy_: RiskProfile, prof: Any = None, prompt: str = "") -> None:
@@ -82,7 +91,7 @@ def _decides_as_numpy(static_only: Any, prompts: list[str]) -> None:
     hints = [HINTS[i % len(HINTS)] for i in range(len(prompts))]
     # numpy one prompt at a time, as a cold run profiles: numpy's own batch (a matrix product,
     # not a vector one) can order a near-tie of the float32 explanation differently
-    want = [static_only.profile_many([p], [h])[0] for p, h in zip(prompts, hints, strict=True)]
+    want = [_numpy_one(static_only, p, h) for p, h in zip(prompts, hints, strict=True)]
     got = [static_only.profile_plain(p, h) for p, h in zip(prompts, hints, strict=True)]
     for g, w, p in zip(got, want, prompts, strict=True):
         _same(g, w, static_only, p)
@@ -138,8 +147,12 @@ def test_every_corpus_prompt_decides_as_numpy(static_only: Any) -> None:
 @settings(max_examples=150, deadline=None)
 @given(text=st.text(max_size=300), hint=st.sampled_from(HINTS))
 def test_random_text_decides_as_numpy(static_only: Any, text: str, hint: str | None) -> None:
-    got, want = static_only.profile_plain(text, hint), static_only.profile_many([text], [hint])[0]
+    got, want = static_only.profile_plain(text, hint), _numpy_one(static_only, text, hint)
     _same(got, want, static_only, text)
+    asked = getattr(static_only, "opinion", None)  # the release the default asks (v27)
+    if asked is not None:
+        got, want = asked.profile_plain(text, hint), _numpy_one(asked, text, hint)
+        _same(got, want, asked, text)
 
 
 def test_the_cascade_band_is_still_numpy_and_minilm() -> None:
@@ -184,6 +197,31 @@ def test_a_cold_process_profiles_without_numpy_then_switches() -> None:
     (level, prob, reasons), (level2, prob2, reasons2) = got["first"], got["later"]
     assert level == level2 == "low" and reasons == reasons2
     assert abs(prob - prob2) <= 1e-9
+
+
+def test_a_cold_process_asks_the_second_opinion_as_a_warm_one_does() -> None:
+    """The default (v35) asks v27 about a short prompt whichever path served its own stage: the
+    first prompt of a fresh process decides and explains as numpy's path does, v27's reason
+    first."""
+    got = run_fresh(
+        "import json\n"
+        "from loomc.policy.models import RiskSettings\n"
+        "from loomc.risk.factory import make_profiler\n"
+        "p = make_profiler(RiskSettings(options={'cache': 0}))\n"
+        "text = 'Real candles on the Christmas tree?'\n"
+        "cold = p.profile(text)\n"
+        "warm = p.profile_many([text, 'Say hello.'])[0]\n"
+        "print(json.dumps({'cold': [cold.level, cold.reasons[0]],\n"
+        " 'warm': [warm.level, warm.reasons[0]]}))\n"
+    )
+    assert (
+        got["cold"]
+        == got["warm"]
+        == [
+            "high",
+            "short prompt (35 characters <= 60): release v27 escalates it, v35 alone would not",
+        ]
+    )
 
 
 # --- the .npz reader --------------------------------------------------------------------------
