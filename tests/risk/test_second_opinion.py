@@ -38,13 +38,7 @@ ROUTING = Path(__file__).resolve().parents[2] / "evals" / "routing"
 @pytest.fixture(scope="module")
 def three() -> dict[str, Any]:
     need_semantic_extra()
-    v27 = release_profiler("v27")
-    # v27 alone reads both its stages first (MiniLM's is read on first need otherwise): each
-    # release asking v27 then derives its views from the routers already read, which is what
-    # ``test_v27s_routers_are_views_of_the_first_releases_indexes`` pins
-    v27.load()
-    others = {r: release_profiler(r) for r in ("v30", "v31", "v33", "v34", "v35")}
-    return {"v27": v27, **others}
+    return {r: release_profiler(r) for r in ("v27", "v30", "v31", "v33", "v34", "v35")}
 
 
 # The release whose files each asking release serves (its first opinion).
@@ -199,7 +193,9 @@ def test_v27s_routers_are_views_of_the_first_releases_indexes(
         assert len(mine.train_emb) == n < len(theirs.train_emb)
         assert np.array_equal(mine.train_emb, alone.train_emb)
         assert alone.train_emb.ctypes.data != theirs.train_emb.ctypes.data
-        assert mine.weights is alone.weights  # the file already read is not read again
+        # the same weights; the same arrays only where the release alone was read first (a
+        # router read for a view is not kept whole: that would keep the index it replaces)
+        assert np.array_equal(mine.weights, alone.weights)
     # rows that are not another's first rows are not shared
     assert v27.router.sharing_rows(three["v30"].second) is v27.router
     assert three["v30"].router.sharing_rows(v27.router) is three["v30"].router
