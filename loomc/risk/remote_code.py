@@ -33,25 +33,30 @@ from __future__ import annotations
 import re
 
 from loomc.risk.memo import per_prompt
+from loomc.risk.prescan import Prescanned, fold
 
 _F = re.IGNORECASE
 
-# What a prompt must contain for any family to match (a cheap test before any regex runs).
-_LITERALS = ("curl", "wget", "iwr", "irm", "invoke-", "downloadstring", "mshta", "regsvr32")
-
-_DOWNLOAD = re.compile(
-    r"(?<![\w.-])(?:curl|wget|iwr|irm|invoke-webrequest|invoke-restmethod)(?![\w-])", _F
+# Each compiled on first need (a process that never meets a download never pays for it) and
+# tried only where one of its literals is in the prompt's fold (``loomc.risk.prescan``: the
+# characters ``re.IGNORECASE`` reads as ASCII letters, a dotless ``ı`` or a long ``ſ``, folded
+# as the pattern reads them).
+_DOWNLOAD = Prescanned(
+    r"(?<![\w.-])(?:curl|wget|iwr|irm|invoke-webrequest|invoke-restmethod)(?![\w-])",
+    _F,
+    ("curl", "wget", "iwr", "irm", "invoke-webrequest", "invoke-restmethod"),
 )
 # An interpreter that reads its program from standard input, after a pipe (and maybe sudo).
-_PIPED_INTERPRETER = re.compile(
+_PIPED_INTERPRETER = Prescanned(
     r"\|\s*(?:sudo\s+(?:-[\w-]+\s+)*)?(?:env\s+)?"
     r"(?:sh|bash|zsh|ksh|dash|ash|fish|python[\d.]*|perl|ruby|node|php|iex|invoke-expression"
     r"|powershell(?:\.exe)?|pwsh)(?![\w.-])"
     # given its own program, it reads the download as data
     r"(?!\s+(?:-[cemnp]|-ne|-pe|-command|--command|--eval)(?![\w-]))",
     _F,
+    ("|",),
 )
-_SUBSTITUTED = re.compile(
+_SUBSTITUTED = Prescanned(
     r"(?:\b(?:sh|bash|zsh|ksh|source|python[\d.]*)|(?<![\w.])\.)\s+<\(\s*(?:curl|wget)\b"
     r"|\b(?:sh|bash|zsh|ksh)\s+-c\s+[\"']?\$\(\s*(?:curl|wget)\b"
     r"|\beval\s+[\"']?\$\(\s*(?:curl|wget)\b"
@@ -59,11 +64,13 @@ _SUBSTITUTED = re.compile(
     r"(?:new-object\s+(?:system\.)?net\.webclient|iwr|irm|invoke-webrequest|invoke-restmethod)\b"
     r"|\.downloadstring\([^)\n]{0,300}\)[^\n]{0,40}\|\s*(?:iex|invoke-expression)\b",
     _F,
+    ("curl", "wget", "iex", "invoke-expression", "downloadstring"),
 )
-_LOLBIN = re.compile(
+_LOLBIN = Prescanned(
     r"\bmshta(?:\.exe)?\s+[\"']?(?:https?://|vbscript:|javascript:)"
     r"|\bregsvr32(?:\.exe)?\b[^\n]{0,120}/i:\s*[\"']?https?://",
     _F,
+    ("mshta", "regsvr32"),
 )
 
 REMOTE_CODE_NAMES: tuple[str, ...] = (
@@ -77,11 +84,12 @@ def _piped(prompt: str) -> bool:
     """A line where a download is followed, later on the same line, by a pipe into an
     interpreter that reads its program from the pipe. Line by line and from the first download
     only, so a long line costs one scan, not one per occurrence of a download's name."""
+    download, interpreter = _DOWNLOAD.compiled, _PIPED_INTERPRETER.compiled
     for line in prompt.splitlines():
         if "|" not in line:
             continue
-        download = _DOWNLOAD.search(line)
-        if download is not None and _PIPED_INTERPRETER.search(line, download.end()):
+        found = download.search(line)
+        if found is not None and interpreter.search(line, found.end()):
             return True
     return False
 
@@ -90,12 +98,10 @@ def _piped(prompt: str) -> bool:
 def remote_code_floor(prompt: str) -> tuple[str, ...]:
     """The ``remote-code:*`` families ``prompt`` holds (see the module doc), in
     ``REMOTE_CODE_NAMES`` order; ``()`` for most prompts, which name no download at all."""
-    folded = prompt.casefold()
-    if not any(literal in folded for literal in _LITERALS):
-        return ()
+    folded = fold(prompt)
     found = (
-        _piped(prompt),
-        _SUBSTITUTED.search(prompt) is not None,
-        _LOLBIN.search(prompt) is not None,
+        _DOWNLOAD.may_match(folded) and _PIPED_INTERPRETER.may_match(folded) and _piped(prompt),
+        _SUBSTITUTED.may_match(folded) and _SUBSTITUTED.compiled.search(prompt) is not None,
+        _LOLBIN.may_match(folded) and _LOLBIN.compiled.search(prompt) is not None,
     )
     return tuple(name for name, hit in zip(REMOTE_CODE_NAMES, found, strict=True) if hit)
